@@ -1,0 +1,3 @@
+from formalbench.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""Command-line entry points: parse input, call pipelines, render results."""

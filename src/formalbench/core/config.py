@@ -1,0 +1,67 @@
+"""Configuration records: what the strict verifier forbids and allows.
+
+Defaults follow DESIGN.md "Strict verification"; every list is configurable.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from formalbench.core.records import Language, Record
+
+LEAN_FORBIDDEN: tuple[str, ...] = (
+    "sorry",
+    "admit",
+    "sorryAx",
+    "axiom",
+    "exact?",
+    "apply?",
+    "native_decide",
+    "debug.skipKernelTC",
+    "implemented_by",
+    "extern",
+    "unsafe",
+    "#exit",
+)
+COQ_FORBIDDEN: tuple[str, ...] = (
+    "Admitted",
+    "admit",
+    "Abort",
+    "Axiom",
+    "Axioms",
+    "Parameter",
+    "Parameters",
+    "Hypothesis",
+    "Hypotheses",
+    "Conjecture",
+)
+LEAN_ALLOWED_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
+CHOICE_CONSTANTS: tuple[str, ...] = (
+    "Classical.choose",
+    "Exists.choose",
+    "Classical.epsilon",
+    "Classical.indefiniteDescription",
+)
+
+
+class VerifierPolicy(Record):
+    """What a candidate may and may not contain. `None` lists take the language default."""
+
+    forbidden: list[str] | None = None
+    allowed_axioms: list[str] | None = None  # Lean: propext, Classical.choice, Quot.sound
+    allow_library_axioms: bool = True  # Coq: axioms declared outside the file (e.g. classic)
+    forbid_warnings: bool = False  # APE tasks: a warning fails the candidate
+    choice_constants: list[str] = Field(default_factory=lambda: list(CHOICE_CONSTANTS))
+
+    def forbidden_for(self, language: Language) -> list[str]:
+        if self.forbidden is not None:
+            return list(self.forbidden)
+        return list(LEAN_FORBIDDEN if language == Language.lean else COQ_FORBIDDEN)
+
+    def allowed_axioms_for(self, language: Language) -> list[str] | None:
+        """The allowed axiom names, or None where any library axiom is allowed (Coq default)."""
+        if self.allowed_axioms is not None:
+            return list(self.allowed_axioms)
+        if language == Language.lean:
+            return list(LEAN_ALLOWED_AXIOMS)
+        return None

@@ -1,0 +1,197 @@
+"""The records every layer exchanges.
+
+They are pydantic models so that each one round-trips through JSON unchanged
+(`model_dump_json` / `model_validate_json`) and datasets can be plain JSONL.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Language(StrEnum):
+    """The proof assistant a formal text is written for."""
+
+    lean = "lean"
+    coq = "coq"
+
+
+class Severity(StrEnum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+class Reason(StrEnum):
+    """Why a candidate failed strict verification. A closed set: reports group by it."""
+
+    compile_error = "compile_error"
+    compile_warning = "compile_warning"  # only where the policy forbids warnings (APE tasks)
+    forbidden_construct = "forbidden_construct"
+    statement_changed = "statement_changed"
+    disallowed_axiom = "disallowed_axiom"
+    non_constructive = "non_constructive"
+    missing_target = "missing_target"
+    timeout = "timeout"
+    out_of_memory = "out_of_memory"
+    backend_crash = "backend_crash"
+
+
+class CheckStatus(StrEnum):
+    """How a run of the assistant ended (independent of whether the text compiled)."""
+
+    ok = "ok"  # the assistant ran to the end; diagnostics say whether the text compiled
+    timeout = "timeout"
+    out_of_memory = "out_of_memory"
+    crash = "crash"
+
+
+class TaskKind(StrEnum):
+    proof = "proof"
+    evaluation = "evaluation"  # find a value: `def answer := sorry` + verification theorem
+    algorithm = "algorithm"
+    transformation = "transformation"
+    edit = "edit"
+
+
+class Record(BaseModel):
+    """Base of all records: unknown fields are kept out, values are validated on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class Diagnostic(Record):
+    """One message of the proof assistant, positions 1-based lines and 0-based columns."""
+
+    severity: Severity
+    message: str
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    kind: str | None = None  # the assistant's own tag, e.g. Lean's `hasSorry`
+
+
+class Hole(Record):
+    """An unfinished part the assistant itself reported (Lean `sorry`, Coq `Admitted`)."""
+
+    line: int | None = None
+    column: int | None = None
+    end_line: int | None = None
+    end_column: int | None = None
+    goal: str | None = None
+    proof_state: int | None = None
+
+
+class CheckResult(Record):
+    """What one run of a proof assistant over one source text said."""
+
+    backend: str
+    status: CheckStatus = CheckStatus.ok
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    holes: list[Hole] = Field(default_factory=list)
+    axioms: dict[str, list[str]] = Field(default_factory=dict)  # target -> axioms it uses
+    elapsed: float = 0.0
+    detail: str | None = None  # e.g. the crash output of a dead process
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == Severity.error]
+
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == Severity.warning]
+
+    @property
+    def compiled(self) -> bool:
+        """True when the assistant finished and reported no error."""
+        return self.status == CheckStatus.ok and not self.errors
+
+
+class Finding(Record):
+    """A problem found by the text layer of the verifier, before or instead of the assistant."""
+
+    reason: Reason
+    message: str
+    subject: str | None = None  # the offending token or declaration name
+    line: int | None = None
+    column: int | None = None
+
+
+class Verdict(Record):
+    """The strict verifier's decision on one candidate."""
+
+    passed: bool
+    reasons: list[Reason] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    diagnostics: list[Diagnostic] = Field(default_factory=list)
+    axioms: dict[str, list[str]] = Field(default_factory=dict)
+    elapsed: float = 0.0
+    backend: str | None = None
+    static_only: bool = False
+
+
+class Informal(Record):
+    statement: str = ""
+    solution: str | None = None  # for tasks that ask to find a value
+
+
+class Task(Record):
+    """One benchmark item. `header` (imports, opens) is kept apart from `formal` so that a
+    checker can elaborate it once and reuse the environment; `header + formal` is the file."""
+
+    id: str
+    language: Language
+    formal: str
+    header: str = ""
+    source: str = ""  # book, contest or repository it came from
+    informal: Informal = Field(default_factory=Informal)
+    kind: TaskKind = TaskKind.proof
+    split: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)  # domain, difficulty, category, ...
+    toolchain: str | None = None  # e.g. leanprover/lean4:v4.24.0 or coq 8.16
+    library_revision: str | None = None  # e.g. the Mathlib commit the task was made for
+    trail: dict[str, Any] = Field(default_factory=dict)  # construction trail, review logs
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def source_text(self) -> str:
+        """The whole file a prover starts from: header then formal text."""
+        if not self.header:
+            return self.formal
+        sep = "" if self.header.endswith("\n") else "\n"
+        return f"{self.header}{sep}{self.formal}"
+
+
+class TokenUsage(Record):
+    prompt: int = 0
+    completion: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(prompt=self.prompt + other.prompt, completion=self.completion + other.completion)
+
+
+class Attempt(Record):
+    """One try of one solver at one task, with everything needed to audit or reproduce it."""
+
+    task_id: str
+    solver: str
+    sample: int = 0  # index among the n samples of this task
+    model: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, seed...
+    prompt_hash: str | None = None
+    raw_output: str = ""
+    code: str = ""  # the complete candidate file that was verified
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    wall_time: float = 0.0
+    verdict: Verdict | None = None
+    error: str | None = None  # a model or harness failure recorded instead of raising
+    turns: int = 0  # model calls spent on this attempt (sequential / agent solvers)
