@@ -176,7 +176,9 @@ class TokenUsage(Record):
         return self.prompt + self.completion
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(prompt=self.prompt + other.prompt, completion=self.completion + other.completion)
+        return TokenUsage(
+            prompt=self.prompt + other.prompt, completion=self.completion + other.completion
+        )
 
 
 class Attempt(Record):

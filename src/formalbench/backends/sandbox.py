@@ -1,0 +1,104 @@
+"""Run an untrusted checker process with a time limit, a memory ceiling and a clean environment.
+
+Generated proof text is untrusted (Lean can run programs at elaboration time), so every
+assistant process gets: a throw-away working directory chosen by the caller, an address-space
+limit, a wall-clock limit enforced by killing its whole process group, and an environment
+without model/API credentials.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from formalbench.core.records import CheckStatus
+
+_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
+_SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "HF_", "AWS_", "GOOGLE_", "AZURE_")
+
+
+def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The current environment without anything that looks like a credential."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not _SECRET.search(k) and not k.startswith(_SECRET_PREFIXES)
+    }
+    if extra:
+        env.update(extra)
+    return env
+
+
+def memory_limiter(memory_mb: int | None):  # noqa: ANN201 - returns a preexec_fn or None
+    """A preexec function that caps the child's address space (None: no cap)."""
+    if not memory_mb:
+        return None
+    limit = memory_mb * 1024 * 1024
+
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+@dataclass
+class ProcessOutcome:
+    status: CheckStatus  # ok (exited, any code), timeout, out_of_memory, crash (killed by signal)
+    returncode: int | None
+    stdout: str
+    stderr: str
+    elapsed: float
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a child started with start_new_session=True together with its descendants."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run_limited(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    timeout: float,
+    memory_mb: int | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+) -> ProcessOutcome:
+    """Run `argv` to completion or until `timeout` seconds pass, whichever is first.
+
+    The caller interprets an out-of-memory death from the tool's own output (allocators
+    report it differently); a death by signal is reported as `crash`.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else scrubbed_env(),
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=memory_limiter(memory_mb),
+    )
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+        return ProcessOutcome(CheckStatus.timeout, None, out, err, time.perf_counter() - start)
+    elapsed = time.perf_counter() - start
+    status = CheckStatus.ok
+    if proc.returncode is not None and proc.returncode < 0:
+        status = CheckStatus.crash
+    return ProcessOutcome(status, proc.returncode, out, err, elapsed)

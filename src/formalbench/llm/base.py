@@ -1,0 +1,58 @@
+"""The one interface every model provider is used through.
+
+`generate` returns `n` completions for a chat, each with its token usage. Providers raise
+`ModelCallError` once their retries are spent and `BudgetExceededError` when a token budget
+would be overrun; solvers record both on the attempt and the run goes on.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Literal
+
+from formalbench.core.errors import FormalbenchError
+from formalbench.core.records import Record, TokenUsage
+
+
+class Message(Record):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+
+
+class Completion(Record):
+    text: str
+    usage: TokenUsage = TokenUsage()
+    finish_reason: str | None = None
+    model: str = ""
+    cached: bool = False
+
+
+class ModelCallError(FormalbenchError):
+    """A model call failed for good (after retries): unreachable, refused, malformed reply."""
+
+
+class BudgetExceededError(FormalbenchError):
+    """A token budget (per call, per task or per run) is spent; work stops cleanly."""
+
+
+class ChatModel(ABC):
+    """A chat model. `spec` is how the user named it, e.g. `openai:gpt-4o-mini`."""
+
+    spec: str = "model"
+
+    @abstractmethod
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        n: int = 1,
+        temperature: float = 1.0,
+        max_tokens: int | None = None,
+        stop: Sequence[str] | None = None,
+    ) -> list[Completion]:
+        """Return `n` completions of the chat `messages`."""
+
+    async def aclose(self) -> None:
+        """Release connections; the default has none."""
+        return None
