@@ -50,8 +50,13 @@ class ChatModel(ABC):
         temperature: float = 1.0,
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
+        seed: int | None = None,
     ) -> list[Completion]:
-        """Return `n` completions of the chat `messages`."""
+        """Return `n` completions of the chat `messages`.
+
+        `seed` tells samples of one request apart: sample i of a task passes seed=i, so the
+        response cache keeps one entry per sample and a resumed run replays each of them.
+        """
 
     async def aclose(self) -> None:
         """Release connections; the default has none."""
