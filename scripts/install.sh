@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install formalbench and the proof assistant that runs on these machines (Coq, from Debian)
+# on a fresh machine. `--test` adds what the test suite needs.
+# Lean 4 cannot be installed from a package registry (elan downloads it); formalbench's Lean
+# backend finds a toolchain you installed yourself (see README, "Lean").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+extras=""
+if [ "${1:-}" = "--test" ]; then
+  extras="[test]"
+fi
+
+need_apt=()
+command -v coqc >/dev/null 2>&1 || need_apt+=(coq)
+dpkg -s libcoq-coquelicot >/dev/null 2>&1 || need_apt+=(libcoq-coquelicot)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e ".${extras}"
+echo "formalbench installed: $(command -v formalbench); $(coqc --version | head -n 1)"
