@@ -1,0 +1,288 @@
+"""Error taxonomy of failed attempts: why did a candidate not verify?
+
+AMBER's error analysis (hallucinated identifiers, formalization competence, incomplete
+outputs, formatting) and CAM-Bench's failure attribution (library grounding, type
+discipline, proof decomposition) are read off the assistant's own messages. This module
+does the same mechanically so that a run's report can say *what kind* of failure
+dominates, with real message texts of Lean 4 and Coq as patterns.
+
+Each failed attempt gets one primary category (for counts that add up) and the set of
+every category its evidence shows (multi-label, as CAM-Bench counts). The primary one is
+chosen by this precedence, first match wins:
+
+1. the attempt recorded an error (model or harness failure): `incomplete_output` when it
+   says the output was cut at the token limit, else `model_error`;
+2. the model stopped at its token limit (`finish_reason` "length" in `Attempt.params`):
+   `incomplete_output`, since whatever failed later is a consequence;
+3. no code was extracted: `format_error` when the raw output holds declarations outside a
+   code block (AMBER's "not wrapped in a markdown block"), else `incomplete_output`;
+4. the assistant did not finish: `timeout`, `out_of_memory`, `backend_crash` (verdict
+   reasons); its diagnostics are partial, so they are not trusted to say more;
+5. integrity violations found by the verifier: `statement_changed`, `non_constructive`,
+   `disallowed_axiom`, `forbidden_construct` (holes such as `sorry`/`Admitted` and the
+   axiom `sorryAx` are not violations but `incomplete_output`, ranked at 7);
+6. error diagnostics, by message; when messages disagree the most upstream cause wins:
+   timeout > format_error > hallucinated_identifier > type_error > tactic_failure >
+   incomplete_output (a parse error or an unknown name usually causes the rest);
+7. a hole left (`missing_target`, `sorry`, `Admitted`, given-up goals): `incomplete_output`;
+8. anything else: `other`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from formalbench.core.records import Attempt, Reason, Severity, Verdict
+
+
+class ErrorCategory(StrEnum):
+    """The closed set of failure categories, in the order reports list them."""
+
+    hallucinated_identifier = "hallucinated_identifier"
+    type_error = "type_error"
+    tactic_failure = "tactic_failure"
+    incomplete_output = "incomplete_output"
+    format_error = "format_error"
+    timeout = "timeout"
+    out_of_memory = "out_of_memory"
+    statement_changed = "statement_changed"
+    forbidden_construct = "forbidden_construct"
+    disallowed_axiom = "disallowed_axiom"
+    non_constructive = "non_constructive"
+    backend_crash = "backend_crash"
+    model_error = "model_error"
+    other = "other"
+
+
+C = ErrorCategory
+
+# Message patterns, matched case-insensitively against a message whose whitespace runs
+# are collapsed to one space (Coq wraps long messages over lines); first match wins. Sources: recorded
+# Lean REPL output in shared/fixtures, Lean/Mathlib message texts, and coqc 8.16 runs.
+_PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
+    (
+        C.timeout,
+        re.compile(r"\(deterministic\) timeout|maximum number of heartbeats|^timeout!?$", re.I),
+    ),
+    (
+        C.format_error,
+        re.compile(
+            r"unexpected token|unexpected identifier|unexpected end of input|^expected\b"
+            r"|unterminated comment|unknown tactic|syntax error|lexer: undefined token",
+            re.I,
+        ),
+    ),
+    (
+        C.hallucinated_identifier,
+        re.compile(
+            r"unknown (identifier|constant|namespace|declaration|module prefix)"
+            r"|invalid field .* the environment does not contain"
+            r"|was not found in the current environment|unable to locate"
+            r"|cannot find a physical path bound to logical path|cannot find module",
+            re.I,
+        ),
+    ),
+    (
+        C.type_error,
+        re.compile(
+            r"type mismatch|failed to synthesize|coerc|typeclass instance problem is stuck"
+            r"|function expected|type expected|has type .* but is expected to have type"
+            r"|has type .* while it is expected to have type|unable to unify"
+            r"|illegal application|cannot infer",
+            re.I,
+        ),
+    ),
+    (
+        C.tactic_failure,
+        re.compile(
+            r"^unsolved goals|linarith failed|omega could not|made no progress"
+            r"|tactic ['`][^'`]+['`] failed|could not close the goal|aesop: failed"
+            r"|\b(decide|norm_num|positivity|ring|ring_nf|field_simp|nlinarith|polyrith|rfl)"
+            r" failed|failed to prove|the rfl tactic|no goals to be proved"
+            r"|did not find instance of the pattern|motive is not type correct"
+            r"|no applicable tactic|tactic failure|attempt to save an incomplete proof"
+            r"|cannot find witness|\b(lia|nia|lra|nra|psatz) failed|no such goal"
+            r"|not an inductive product|no matching clauses for match"
+            r"|found no subterm matching|unable to find an instance for",
+            re.I,
+        ),
+    ),
+    (
+        C.incomplete_output,
+        re.compile(
+            r"declaration uses ['`]sorry['`]|attempt to save a proof with given up goals"
+            r"|there are pending proofs",
+            re.I,
+        ),
+    ),
+]
+
+# Upstream causes first: the order in which error messages decide the primary category.
+_MESSAGE_RANK = [cat for cat, _ in _PATTERNS]
+
+_HOLE_TOKENS = {"sorry", "sorryax", "admit", "admitted", "give_up"}
+_TRUNCATION = re.compile(r"finish_reason\W*length|max_tokens|truncat|token limit", re.I)
+_DECLARATION = re.compile(
+    r"^\s*(theorem|lemma|example|def|Theorem|Lemma|Definition|Proof\.|Fixpoint)\b", re.M
+)
+
+_REASON_CATEGORY = {
+    Reason.timeout: C.timeout,
+    Reason.out_of_memory: C.out_of_memory,
+    Reason.backend_crash: C.backend_crash,
+    Reason.statement_changed: C.statement_changed,
+    Reason.non_constructive: C.non_constructive,
+    Reason.disallowed_axiom: C.disallowed_axiom,
+    Reason.forbidden_construct: C.forbidden_construct,
+}
+
+
+class Classification(BaseModel):
+    """The category of one failed attempt, every category seen, and the message decisive
+    for the primary one (shown as an example in reports)."""
+
+    primary: ErrorCategory
+    labels: list[ErrorCategory] = Field(default_factory=list)
+    evidence: str = ""
+
+
+def classify_message(message: str) -> ErrorCategory | None:
+    """The category a single assistant message points to, or None if it is not known.
+
+    The headline (first line) decides when it can; otherwise the whole message is read
+    without its goal-state lines (hypotheses `h : T`, `⊢ goal`, `case x`), whose names
+    and terms are the user's and must not look like an error text."""
+    lines = _strip_prefix(message.strip()).splitlines()
+    headline = " ".join(lines[0].split()) if lines else ""
+    body = " ".join(" ".join(ln for ln in lines if not _GOAL_LINE.match(ln)).split())
+    for text in (headline, body):
+        for category, pattern in _PATTERNS:
+            if pattern.search(text):
+                return category
+    return None
+
+
+def classify(attempt: Attempt) -> Classification:
+    """Classify a failed attempt (a passing one is a caller error) by the precedence above."""
+    verdict = attempt.verdict
+    if verdict is not None and verdict.passed and attempt.error is None:
+        raise ValueError(f"attempt {attempt.task_id}#{attempt.sample} passed; nothing to classify")
+    found: list[tuple[ErrorCategory, str]] = []  # (category, evidence) in precedence order
+
+    if attempt.error is not None:
+        cat = C.incomplete_output if _TRUNCATION.search(attempt.error) else C.model_error
+        found.append((cat, attempt.error))
+    if _finished_by_length(attempt.params):
+        found.append((C.incomplete_output, "model output stopped at the token limit"))
+    if not attempt.code.strip() and attempt.error is None:
+        if _DECLARATION.search(attempt.raw_output) and "```" not in attempt.raw_output:
+            found.append((C.format_error, "code not inside a code block"))
+        else:
+            found.append((C.incomplete_output, "no code extracted from the model output"))
+
+    if verdict is not None:
+        for reason in (Reason.timeout, Reason.out_of_memory, Reason.backend_crash):
+            if reason in verdict.reasons:
+                found.append((_REASON_CATEGORY[reason], _finding_text(verdict, reason)))
+        hole_found = False
+        for reason in (
+            Reason.statement_changed,
+            Reason.non_constructive,
+            Reason.disallowed_axiom,
+            Reason.forbidden_construct,
+        ):
+            if reason not in verdict.reasons:
+                continue
+            if _only_holes(verdict, reason):
+                hole_found = True
+            else:
+                found.append((_REASON_CATEGORY[reason], _finding_text(verdict, reason)))
+        errors = [d.message for d in verdict.diagnostics if d.severity == Severity.error]
+        errors += [
+            f.message
+            for f in verdict.findings
+            if f.reason in (Reason.compile_error, Reason.compile_warning)
+        ]
+        ranked = sorted(
+            ((cat, msg) for msg in errors if (cat := classify_message(msg)) is not None),
+            key=lambda item: _MESSAGE_RANK.index(item[0]),
+        )
+        found.extend(ranked)
+        if errors and not ranked:
+            found.append((C.other, errors[0]))
+        holes = [
+            d.message
+            for d in verdict.diagnostics
+            if d.severity != Severity.error and classify_message(d.message) == C.incomplete_output
+        ]
+        if Reason.missing_target in verdict.reasons:
+            found.append((C.incomplete_output, _finding_text(verdict, Reason.missing_target)))
+        if hole_found or holes:
+            found.append((C.incomplete_output, holes[0] if holes else "a hole was left"))
+
+    if not found:
+        found.append((C.other, "no verdict recorded" if verdict is None else ""))
+    labels = sorted({cat for cat, _ in found}, key=list(ErrorCategory).index)
+    primary, evidence = found[0]
+    return Classification(primary=primary, labels=labels, evidence=evidence)
+
+
+def taxonomy_counts(attempts: Iterable[Attempt]) -> dict[str, int]:
+    """Primary-category counts over the failed attempts, in the enum's order."""
+    counts = Counter(classify(a).primary for a in attempts if not is_pass(a))
+    return {cat.value: counts[cat] for cat in ErrorCategory if counts[cat]}
+
+
+def is_pass(attempt: Attempt) -> bool:
+    """An attempt counts as solved only with a passing verdict and no recorded error."""
+    return attempt.error is None and attempt.verdict is not None and attempt.verdict.passed
+
+
+def _finished_by_length(params: dict[str, object]) -> bool:
+    reason = params.get("finish_reason", params.get("finish_reasons"))
+    if isinstance(reason, str):
+        return reason == "length"
+    if isinstance(reason, list | tuple):
+        return "length" in reason
+    return False
+
+
+def _finding_text(verdict: Verdict, reason: Reason) -> str:
+    for finding in verdict.findings:
+        if finding.reason == reason:
+            return finding.message
+    return reason.value
+
+
+def _only_holes(verdict: Verdict, reason: Reason) -> bool:
+    """True when every finding behind `reason` is a hole (sorry, Admitted, sorryAx): a
+    proof left unfinished, which AMBER counts as incomplete output, not as cheating."""
+    findings = [f for f in verdict.findings if f.reason == reason]
+    if reason not in (Reason.forbidden_construct, Reason.disallowed_axiom) or not findings:
+        return False
+    return all(_is_hole(f.subject or f.message) for f in findings)
+
+
+def _is_hole(text: str) -> bool:
+    """A finding's subject or message names a hole and nothing that is forbidden outright."""
+    words = set(re.findall(r"[a-z_]+", text.lower()))
+    return bool(words & _HOLE_TOKENS) and not words & _FORBIDDEN_WORDS
+
+
+def _strip_prefix(text: str) -> str:
+    """Strip location and `error:` prefixes (`Lean error:`, `f.lean:3:2: error:`)."""
+    while True:
+        stripped = _PREFIX.sub("", text, count=1)
+        if stripped == text:
+            return text
+        text = stripped
+
+
+_PREFIX = re.compile(r"^(?:lean error:|error:|[^\s:]*:\d+:\d+:)\s*", re.I)
+_GOAL_LINE = re.compile(r"^\s*(⊢|case\b|[^\s:\"]+(,\s*[^\s:\"]+)*\s+:\s)")
+_FORBIDDEN_WORDS = {"native_decide", "axiom", "skipkerneltc", "implemented_by", "extern"}
