@@ -10,8 +10,9 @@ Each failed attempt gets one primary category (for counts that add up) and the s
 every category its evidence shows (multi-label, as CAM-Bench counts). The primary one is
 chosen by this precedence, first match wins:
 
-1. the attempt recorded an error (model or harness failure): `incomplete_output` when it
-   says the output was cut at the token limit, else `model_error`;
+1. the attempt recorded an error: `incomplete_output` when it says the output was cut at
+   the token limit or held no proof, `format_error` when the answer was not in the
+   required format (no fenced code block), else `model_error` (the call or harness failed);
 2. the model stopped at its token limit (`finish_reason` "length" in `Attempt.params`):
    `incomplete_output`, since whatever failed later is a consequence;
 3. no code was extracted: `format_error` when the raw output holds declarations outside a
@@ -33,100 +34,36 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
 from formalbench.core.records import Attempt, Reason, Severity, Verdict
+from formalbench.metrics.messages import MESSAGE_RANK, ErrorCategory, classify_message
 
-
-class ErrorCategory(StrEnum):
-    """The closed set of failure categories, in the order reports list them."""
-
-    hallucinated_identifier = "hallucinated_identifier"
-    type_error = "type_error"
-    tactic_failure = "tactic_failure"
-    incomplete_output = "incomplete_output"
-    format_error = "format_error"
-    timeout = "timeout"
-    out_of_memory = "out_of_memory"
-    statement_changed = "statement_changed"
-    forbidden_construct = "forbidden_construct"
-    disallowed_axiom = "disallowed_axiom"
-    non_constructive = "non_constructive"
-    backend_crash = "backend_crash"
-    model_error = "model_error"
-    other = "other"
-
+__all__ = ["Classification", "ErrorCategory", "classify", "classify_message", "is_pass"]
 
 C = ErrorCategory
 
-# Message patterns, matched case-insensitively against a message whose whitespace runs
-# are collapsed to one space (Coq wraps long messages over lines); first match wins. Sources: recorded
-# Lean REPL output in shared/fixtures, Lean/Mathlib message texts, and coqc 8.16 runs.
-_PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
+_HOLE_TOKENS = {"sorry", "sorryax", "admit", "admitted", "give_up"}
+# What a recorded `Attempt.error` says: the output was cut, it was not in the required
+# format, or it held no proof (the texts of `solvers.extract.FormatFailure` included);
+# anything else is a failure of the model call or the harness.
+_ERROR_PATTERNS = [
     (
-        C.timeout,
-        re.compile(r"\(deterministic\) timeout|maximum number of heartbeats|^timeout!?$", re.I),
+        C.incomplete_output,
+        re.compile(r"finish_reason\W*length|max_tokens|truncat|token limit", re.I),
     ),
     (
         C.format_error,
         re.compile(
-            r"unexpected token|unexpected identifier|unexpected end of input|^expected\b"
-            r"|unterminated comment|unknown tactic|syntax error|lexer: undefined token",
-            re.I,
-        ),
-    ),
-    (
-        C.hallucinated_identifier,
-        re.compile(
-            r"unknown (identifier|constant|namespace|declaration|module prefix)"
-            r"|invalid field .* the environment does not contain"
-            r"|was not found in the current environment|unable to locate"
-            r"|cannot find a physical path bound to logical path|cannot find module",
-            re.I,
-        ),
-    ),
-    (
-        C.type_error,
-        re.compile(
-            r"type mismatch|failed to synthesize|coerc|typeclass instance problem is stuck"
-            r"|function expected|type expected|has type .* but is expected to have type"
-            r"|has type .* while it is expected to have type|unable to unify"
-            r"|illegal application|cannot infer",
-            re.I,
-        ),
-    ),
-    (
-        C.tactic_failure,
-        re.compile(
-            r"^unsolved goals|linarith failed|omega could not|made no progress"
-            r"|tactic ['`][^'`]+['`] failed|could not close the goal|aesop: failed"
-            r"|\b(decide|norm_num|positivity|ring|ring_nf|field_simp|nlinarith|polyrith|rfl)"
-            r" failed|failed to prove|the rfl tactic|no goals to be proved"
-            r"|did not find instance of the pattern|motive is not type correct"
-            r"|no applicable tactic|tactic failure|attempt to save an incomplete proof"
-            r"|cannot find witness|\b(lia|nia|lra|nra|psatz) failed|no such goal"
-            r"|not an inductive product|no matching clauses for match"
-            r"|found no subterm matching|unable to find an instance for",
-            re.I,
+            r"no fenced code block|not inside a code block|\bformat(ting)? (error|failure)", re.I
         ),
     ),
     (
         C.incomplete_output,
-        re.compile(
-            r"declaration uses ['`]sorry['`]|attempt to save a proof with given up goals"
-            r"|there are pending proofs",
-            re.I,
-        ),
+        re.compile(r"has no proof for|proof\b.* is empty|no code|empty (answer|output)", re.I),
     ),
 ]
-
-# Upstream causes first: the order in which error messages decide the primary category.
-_MESSAGE_RANK = [cat for cat, _ in _PATTERNS]
-
-_HOLE_TOKENS = {"sorry", "sorryax", "admit", "admitted", "give_up"}
-_TRUNCATION = re.compile(r"finish_reason\W*length|max_tokens|truncat|token limit", re.I)
 _DECLARATION = re.compile(
     r"^\s*(theorem|lemma|example|def|Theorem|Lemma|Definition|Proof\.|Fixpoint)\b", re.M
 )
@@ -151,22 +88,6 @@ class Classification(BaseModel):
     evidence: str = ""
 
 
-def classify_message(message: str) -> ErrorCategory | None:
-    """The category a single assistant message points to, or None if it is not known.
-
-    The headline (first line) decides when it can; otherwise the whole message is read
-    without its goal-state lines (hypotheses `h : T`, `⊢ goal`, `case x`), whose names
-    and terms are the user's and must not look like an error text."""
-    lines = _strip_prefix(message.strip()).splitlines()
-    headline = " ".join(lines[0].split()) if lines else ""
-    body = " ".join(" ".join(ln for ln in lines if not _GOAL_LINE.match(ln)).split())
-    for text in (headline, body):
-        for category, pattern in _PATTERNS:
-            if pattern.search(text):
-                return category
-    return None
-
-
 def classify(attempt: Attempt) -> Classification:
     """Classify a failed attempt (a passing one is a caller error) by the precedence above."""
     verdict = attempt.verdict
@@ -175,8 +96,7 @@ def classify(attempt: Attempt) -> Classification:
     found: list[tuple[ErrorCategory, str]] = []  # (category, evidence) in precedence order
 
     if attempt.error is not None:
-        cat = C.incomplete_output if _TRUNCATION.search(attempt.error) else C.model_error
-        found.append((cat, attempt.error))
+        found.append((_error_category(attempt.error), attempt.error))
     if _finished_by_length(attempt.params):
         found.append((C.incomplete_output, "model output stopped at the token limit"))
     if not attempt.code.strip() and attempt.error is None:
@@ -210,7 +130,7 @@ def classify(attempt: Attempt) -> Classification:
         ]
         ranked = sorted(
             ((cat, msg) for msg in errors if (cat := classify_message(msg)) is not None),
-            key=lambda item: _MESSAGE_RANK.index(item[0]),
+            key=lambda item: MESSAGE_RANK.index(item[0]),
         )
         found.extend(ranked)
         if errors and not ranked:
@@ -243,6 +163,13 @@ def is_pass(attempt: Attempt) -> bool:
     return attempt.error is None and attempt.verdict is not None and attempt.verdict.passed
 
 
+def _error_category(error: str) -> ErrorCategory:
+    for category, pattern in _ERROR_PATTERNS:
+        if pattern.search(error):
+            return category
+    return C.model_error
+
+
 def _finished_by_length(params: dict[str, object]) -> bool:
     reason = params.get("finish_reason", params.get("finish_reasons"))
     if isinstance(reason, str):
@@ -265,24 +192,14 @@ def _only_holes(verdict: Verdict, reason: Reason) -> bool:
     findings = [f for f in verdict.findings if f.reason == reason]
     if reason not in (Reason.forbidden_construct, Reason.disallowed_axiom) or not findings:
         return False
-    return all(_is_hole(f.subject or f.message) for f in findings)
+    ignore = _FORBIDDEN_WORDS if reason == Reason.forbidden_construct else set()
+    return all(_is_hole(f.subject or f.message, ignore) for f in findings)
 
 
-def _is_hole(text: str) -> bool:
-    """A finding's subject or message names a hole and nothing that is forbidden outright."""
+def _is_hole(text: str, forbidden: set[str]) -> bool:
+    """The text names a hole and none of `forbidden` (constructs that are not holes)."""
     words = set(re.findall(r"[a-z_]+", text.lower()))
-    return bool(words & _HOLE_TOKENS) and not words & _FORBIDDEN_WORDS
+    return bool(words & _HOLE_TOKENS) and not words & forbidden
 
 
-def _strip_prefix(text: str) -> str:
-    """Strip location and `error:` prefixes (`Lean error:`, `f.lean:3:2: error:`)."""
-    while True:
-        stripped = _PREFIX.sub("", text, count=1)
-        if stripped == text:
-            return text
-        text = stripped
-
-
-_PREFIX = re.compile(r"^(?:lean error:|error:|[^\s:]*:\d+:\d+:)\s*", re.I)
-_GOAL_LINE = re.compile(r"^\s*(⊢|case\b|[^\s:\"]+(,\s*[^\s:\"]+)*\s+:\s)")
 _FORBIDDEN_WORDS = {"native_decide", "axiom", "skipkerneltc", "implemented_by", "extern"}
