@@ -58,6 +58,37 @@ class ChatModel(ABC):
         response cache keeps one entry per sample and a resumed run replays each of them.
         """
 
+    async def preflight(self, timeout: float = 10.0) -> None:
+        """Raise one clear error now if a run could not call this model (no key, no endpoint).
+
+        The default has nothing to check: local and recorded models are always ready.
+        """
+        return None
+
     async def aclose(self) -> None:
         """Release connections; the default has none."""
         return None
+
+
+class ModelWrapper(ChatModel):
+    """A model that adds something (cache, budget, recording) around another one.
+
+    It answers to the inner model's spec, so a wrapped model keys caches and reports the same
+    way as the bare one, and passes preflight and close through.
+    """
+
+    def __init__(self, inner: ChatModel) -> None:
+        self.inner = inner
+
+    @property  # type: ignore[override]
+    def spec(self) -> str:
+        return self.inner.spec
+
+    async def preflight(self, timeout: float = 10.0) -> None:
+        await self.inner.preflight(timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"

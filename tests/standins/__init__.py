@@ -1,0 +1,1 @@
+"""Stand-in processes and servers used by tests at a process or network boundary."""
