@@ -171,7 +171,7 @@ def _category_tables(
         if set(groups) == {NONE_VALUE}:
             continue
         rows = []
-        for value in sorted(groups, key=_natural_key):
+        for value in sorted(groups, key=_natural_key):  # difficulty words in their own order
             members = groups[value]
             evaluated = [counts[t.id] for t in members if t.id in counts]
             rows.append(
@@ -187,10 +187,20 @@ def _category_tables(
     return tables
 
 
-def _natural_key(value: str) -> tuple[bool, list[Any]]:
-    """Sort "(none)" last and numbers inside values by size (level 2 before level 10)."""
+def _natural_key(value: str) -> tuple[bool, int, list[Any]]:
+    """Sort "(none)" last, difficulty words easy < medium < hard, and numbers inside values
+    by size (level 2 before level 10)."""
     parts = [int(p) if p.isdigit() else p.lower() for p in re.split(r"(\d+)", value)]
-    return (value == NONE_VALUE, [(isinstance(p, str), p) for p in parts])
+    rank = _DIFFICULTY_ORDER.get(value.strip().lower(), len(_DIFFICULTY_ORDER))
+    return (value == NONE_VALUE, rank, [(isinstance(p, str), p) for p in parts])
+
+
+_DIFFICULTY_ORDER = {
+    word: i
+    for i, word in enumerate(
+        ["trivial", "very easy", "easy", "medium", "moderate", "hard", "very hard", "expert"]
+    )
+}
 
 
 def _mean_tokens(attempted: list[TaskOutcome]) -> dict[str, float]:

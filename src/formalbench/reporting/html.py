@@ -1,0 +1,62 @@
+"""report.html: one self-contained page (inline CSS and SVG, no script, no external file)
+holding the same tables as the terminal report plus the plots.
+
+The page is rendered by jinja2 with autoescaping on, so every task id, category value and
+message is escaped; the only markup inserted as-is is the SVG that `plots` produced
+(matplotlib escapes the labels it writes into it).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from formalbench import __version__
+from formalbench.core.errors import InputError
+from formalbench.metrics.summary import RunSummary
+from formalbench.reporting import plots
+from formalbench.reporting.tables import report_tables
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("formalbench.reporting", "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def render_html(summary: RunSummary, *, title: str = "formalbench report") -> str:
+    """The report page as text."""
+    tables = {t.key: t for t in report_tables(summary, per_task=True)}
+    figures = {
+        "passk": plots.passk_curve(summary),
+        "categories": plots.category_bars(summary),
+        "taxonomy": plots.taxonomy_bars(summary),
+    }
+    return _ENV.get_template("report.html.j2").render(
+        title=title,
+        summary=summary,
+        tables=tables,
+        category_keys=[k for k in tables if k.startswith("category_")],
+        plots={k: Markup(v) if v else None for k, v in figures.items()},
+        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        version=__version__,
+    )
+
+
+def write_html(summary: RunSummary, path: str | Path, *, title: str = "formalbench report") -> Path:
+    """Write the report page to `path` (its folder is created) and return the path."""
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"{target}: is a directory; give the path of the report file to write")
+    page = render_html(summary, title=title)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write the report ({exc.strerror or exc})") from None
+    return target

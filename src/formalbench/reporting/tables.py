@@ -1,0 +1,208 @@
+"""The report's tables, built once as plain rows of text and drawn either with rich (the
+terminal, `formalbench report DIR`) or by the HTML template, so both show the same figures.
+
+Every cell that comes from the data (task ids, category values, messages) is a rich
+`Text`, never markup: a task id such as `[bold]x` is shown as written.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from formalbench.metrics.summary import RunSummary
+from formalbench.reporting.fmt import category_title, pct, ratio, seconds, tokens
+
+_EXAMPLE_CHARS = 160
+_LIST_IDS = 20
+
+
+@dataclass
+class TableData:
+    """One table: a key for the template, a title, column headers and rows of text."""
+
+    key: str
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    numeric: set[int] = field(default_factory=set)  # columns aligned right
+    clip: set[int] = field(default_factory=set)  # long text, cut short in a terminal
+
+
+def report_tables(summary: RunSummary, *, per_task: bool = False) -> list[TableData]:
+    """All tables of a report, in reading order (per-task rows only when asked)."""
+    tables = [_overview(summary), _pass_table(summary)]
+    tables += [_category(summary, i) for i in range(len(summary.categories))]
+    tables += [_taxonomy(summary), _cost(summary)]
+    if summary.gap is not None:
+        tables.append(_gap(summary))
+    if summary.run_info:
+        rows = [
+            [k, v if isinstance(v, str) else json.dumps(v)] for k, v in summary.run_info.items()
+        ]
+        tables.append(TableData("run_info", "Run", ["key", "value"], rows))
+    if per_task:
+        tables.append(_per_task(summary))
+    return tables
+
+
+def render_tables(summary: RunSummary, *, per_task: bool = False) -> list[RenderableType]:
+    """The report as rich tables, ready for `Console.print`."""
+    out: list[RenderableType] = []
+    for data in report_tables(summary, per_task=per_task):
+        caption = Text(data.note) if data.note else None
+        table = Table(
+            title=Text(data.title),
+            title_justify="left",
+            caption=caption,
+            caption_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
+        for i, header in enumerate(data.headers):
+            if i in data.clip:
+                table.add_column(Text(header), overflow="fold")
+            elif i in data.numeric:
+                table.add_column(Text(header), justify="right")
+            else:  # labels give way first when the terminal is narrow
+                table.add_column(Text(header), overflow="fold", ratio=None)
+        for row in data.rows:
+            table.add_row(*(Text(_clip(c) if i in data.clip else c) for i, c in enumerate(row)))
+        out.append(table)
+    return out
+
+
+def print_report(summary: RunSummary, console: Console | None = None) -> None:
+    """Print every table of the report to `console` (standard output by default)."""
+    console = console or Console()
+    for renderable in render_tables(summary):
+        console.print(renderable)
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _pass_headers(summary: RunSummary) -> list[str]:
+    return [f"pass@{k}" for k in summary.ks]
+
+
+def _pass_cells(summary: RunSummary, values: dict[str, float]) -> list[str]:
+    return [pct(values.get(str(k))) for k in summary.ks]
+
+
+def _overview(s: RunSummary) -> TableData:
+    rows = [
+        ["tasks", str(s.tasks)],
+        ["evaluated (>= n attempts)", str(s.evaluated)],
+        ["solved (any attempt passed)", ratio(len(s.solved), s.tasks)],
+        ["unfinished (< n attempts)", str(len(s.incomplete_tasks))],
+        ["samples per task (n)", str(s.samples)],
+        ["attempts", str(s.attempts)],
+        ["failed attempts", ratio(s.failed_attempts, s.attempts)],
+    ]
+    note = ""
+    if s.incomplete_tasks:
+        shown = ", ".join(s.incomplete_tasks[:_LIST_IDS])
+        more = len(s.incomplete_tasks) - _LIST_IDS
+        note = f"unfinished, left out of pass@k: {shown}" + (
+            f" and {more} more" if more > 0 else ""
+        )
+    return TableData("overview", "Overview", ["", "value"], rows, note, {1})
+
+
+def _pass_table(s: RunSummary) -> TableData:
+    rows = [_pass_cells(s, s.pass_at_k)] if s.pass_at_k else []
+    note = (
+        f"unbiased estimator over {s.evaluated} evaluated tasks, n = {s.samples} samples each"
+        if s.pass_at_k
+        else "no task has a complete set of samples yet"
+    )
+    return TableData("pass_at_k", "pass@k", _pass_headers(s), rows, note, set(range(len(s.ks))))
+
+
+def _category(s: RunSummary, index: int) -> TableData:
+    table = s.categories[index]
+    headers = [table.field, "tasks", "evaluated", "solved", *_pass_headers(s)]
+    rows = [
+        [r.value, str(r.tasks), str(r.evaluated), str(r.solved)] + _pass_cells(s, r.pass_at_k)
+        for r in table.rows
+    ]
+    numeric = set(range(1, len(headers)))
+    return TableData(f"category_{table.field}", f"By {table.field}", headers, rows, "", numeric)
+
+
+def _taxonomy(s: RunSummary) -> TableData:
+    rows = []
+    for name, count in s.taxonomy.items():
+        example = s.taxonomy_examples.get(name)
+        text = ""
+        if example is not None:
+            message = " ".join(example.message.split())
+            if len(message) > _EXAMPLE_CHARS:
+                message = message[: _EXAMPLE_CHARS - 1] + "…"
+            text = f"{example.task_id} #{example.sample}: {message}"
+        share = pct(count / s.failed_attempts) if s.failed_attempts else "–"
+        rows.append(
+            [category_title(name), str(count), share, str(s.taxonomy_labels.get(name, 0)), text]
+        )
+    headers = ["category", "failed", "share", "any label", "example"]
+    note = (
+        "failed: attempts by primary category; any label: attempts showing the category "
+        "at all (multi-label)"
+    )
+    return TableData("taxonomy", "Error taxonomy", headers, rows, note, {1, 2, 3}, {4})
+
+
+def _cost(s: RunSummary) -> TableData:
+    total, mean = s.tokens_total, s.tokens_mean_per_task
+    rows = [
+        ["prompt tokens", tokens(total.prompt), tokens(mean["prompt"])],
+        ["completion tokens", tokens(total.completion), tokens(mean["completion"])],
+        ["all tokens", tokens(total.prompt + total.completion), tokens(mean["total"])],
+        ["attempt time (sum)", seconds(s.attempt_time_s), ""],
+        ["run wall time", seconds(s.run_wall_time_s), ""],
+    ]
+    note = "per task: mean over tasks with at least one attempt"
+    return TableData("cost", "Tokens and time", ["", "total", "per task"], rows, note, {1, 2})
+
+
+def _gap(s: RunSummary) -> TableData:
+    g = s.gap
+    assert g is not None
+    rows = [
+        ["informal score (mean)", pct(g.informal)],
+        ["formal score (mean)", pct(g.formal)],
+        ["gap (informal - formal)", f"{100 * g.gap:+.1f} points"],
+        ["right in both", str(g.both)],
+        ["informal only", str(g.informal_only)],
+        ["formal only", str(g.formal_only)],
+        ["neither", str(g.neither)],
+    ]
+    note = (
+        f"{g.tasks} tasks with an informal score; the formal score of {g.formal_from_run} "
+        f"of them is this run's pass@{s.samples}"
+    )
+    return TableData("gap", "Informal vs formal", ["", "value"], rows, note, {1})
+
+
+def _per_task(s: RunSummary) -> TableData:
+    rows = [
+        [
+            o.id,
+            str(o.attempts),
+            str(o.passed),
+            tokens(o.tokens.prompt + o.tokens.completion),
+            seconds(o.wall_time_s),
+        ]
+        for o in s.per_task
+    ]
+    headers = ["task", "attempts", "passed", "tokens", "time"]
+    return TableData("per_task", "Tasks", headers, rows, "", {1, 2, 3, 4})
