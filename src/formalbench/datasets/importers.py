@@ -1,0 +1,189 @@
+"""One function per public format: a parsed row (or a source file) in, a `Task` out.
+
+Each importer raises `RowError` with a short reason for a row it cannot use; the loader adds
+the file and line and decides whether to skip or stop. Nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from formalbench.core.records import Informal, Language, Task, TaskKind
+from formalbench.datasets import text as tx
+
+LANGUAGE_OF_SUFFIX: dict[str, Language] = {".lean": Language.lean, ".v": Language.coq}
+
+
+class RowError(ValueError):
+    """A row or file that cannot become a task; the message says why."""
+
+
+def _field(row: Mapping[str, Any], name: str, *, required: bool = True) -> str:
+    value = row.get(name)
+    if value is None:
+        if required:
+            raise RowError(f"missing field {name!r}")
+        return ""
+    if not isinstance(value, str):
+        raise RowError(f"field {name!r} must be a string, not {type(value).__name__}")
+    return value
+
+
+def _with_hole(formal: str, language: Language, what: str) -> str:
+    fixed = tx.ensure_hole(formal, language)
+    if fixed is None:
+        hole = "sorry" if language == Language.lean else "Admitted."
+        raise RowError(f"{what} has no hole ({hole}) and no unfinished proof to give one")
+    return fixed
+
+
+def from_native(line: str) -> Task:
+    """The project's own format: one `Task.model_dump_json()` a line."""
+    try:
+        return Task.model_validate_json(line)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"
+            for err in exc.errors()[:3]
+        )
+        raise RowError(f"not a valid task record ({problems})") from None
+
+
+def from_statement_row(row: Mapping[str, Any], *, source: str) -> Task:
+    """miniF2F / ProofNet rows (DeepSeek-Prover layout and the newer ProofNet-lean4 port).
+
+    Both carry `name`, `header` and `formal_statement`; the first adds `split`, a
+    docstring `informal_prefix` and `goal`, the second `source`, `informal_stmt` (often
+    with the informal proof glued on) and `informal_proof`.
+    """
+    name = _field(row, "name").strip()
+    if not name:
+        raise RowError("field 'name' is empty")
+    formal = _with_hole(_field(row, "formal_statement"), Language.lean, "formal_statement")
+    labels: dict[str, str] = {}
+    metadata: dict[str, Any] = {}
+    informal_proof: str | None = None
+    if "informal_prefix" in row:
+        statement = (
+            tx.docstring_text(_field(row, "informal_prefix"))
+            or _field(row, "informal_prefix").strip()
+        )
+    else:
+        statement, informal_proof = tx.split_informal_proof(
+            _field(row, "informal_stmt", required=False)
+        )
+    if row.get("informal_proof"):
+        informal_proof = _field(row, "informal_proof")
+    if informal_proof:
+        metadata["informal_proof"] = informal_proof
+    if row.get("goal"):
+        metadata["goal"] = _field(row, "goal")
+    if row.get("formal_proof"):
+        metadata["formal_proof"] = _field(row, "formal_proof")
+    book = _field(row, "source", required=False)
+    if book:
+        labels["book"] = Path(book).stem
+    if source == "miniF2F" and (category := tx.name_category(name)):
+        labels["category"] = category
+    split = _field(row, "split", required=False) or None
+    return Task(
+        id=name,
+        language=Language.lean,
+        formal=formal,
+        header=_field(row, "header", required=False),
+        source=source,
+        informal=Informal(statement=statement),
+        kind=tx.kind_of(formal, Language.lean),
+        split=split,
+        labels=labels,
+        metadata=metadata,
+    )
+
+
+def from_putnam_row(row: Mapping[str, Any]) -> Task:
+    """A row of PutnamBench's merged JSONL: the whole Lean file plus informal text and tags.
+
+    A `..._solution := sorry` abbreviation makes it a construction (`evaluation`) task; the
+    answer PutnamBench leaves in a comment under it moves to `metadata.reference_solution`.
+    """
+    name = _field(row, "name").strip()
+    if not name:
+        raise RowError("field 'name' is empty")
+    header, formal = tx.split_header(_field(row, "lean4_file"), Language.lean)
+    formal, answers = tx.split_leaked_solutions(formal)
+    formal = _with_hole(formal, Language.lean, "lean4_file")
+    solution = _field(row, "informal_solution", required=False).strip()
+    if solution in ("", "None.", "None"):
+        solution = ""
+    tags = row.get("tags") or []
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise RowError("field 'tags' must be a list of strings")
+    labels = {"domain": ",".join(tags)} if tags else {}
+    if match := re.match(r"putnam_(\d{4})_([ab])(\d+)", name):
+        labels["year"] = match.group(1)
+    kind = (
+        TaskKind.evaluation if row.get("has_solution_abbrev") else tx.kind_of(formal, Language.lean)
+    )
+    metadata: dict[str, Any] = {"reference_solution": answers[0]} if answers else {}
+    return Task(
+        id=name,
+        language=Language.lean,
+        formal=formal,
+        header=header,
+        source="PutnamBench",
+        informal=Informal(
+            statement=_field(row, "informal_statement", required=False).strip()
+            or tx.docstring_text(formal),
+            solution=solution or None,
+        ),
+        kind=kind,
+        labels=labels,
+        metadata=metadata,
+    )
+
+
+def from_source_file(
+    path: Path,
+    content: str,
+    *,
+    split: str | None = None,
+    source: str = "",
+    toolchain: str | None = None,
+    library_revision: str | None = None,
+) -> Task:
+    """One Lean (.lean) or Coq (.v) file with holes: one task named after the file stem."""
+    language = LANGUAGE_OF_SUFFIX.get(path.suffix)
+    if language is None:
+        raise RowError(f"unknown source suffix {path.suffix!r} (expected .lean or .v)")
+    header, formal = tx.split_header(content, language)
+    metadata: dict[str, Any] = {}
+    if language == Language.lean:
+        formal, answers = tx.split_leaked_solutions(formal)
+        if answers:
+            metadata["reference_solution"] = answers[0]
+    formal = _with_hole(formal, language, "the file")
+    statement = tx.docstring_text(formal) if language == Language.lean else ""
+    labels = (
+        {"category": c}
+        if (c := tx.name_category(path.stem)) and "minif2f" in source.lower()
+        else {}
+    )
+    return Task(
+        id=path.stem,
+        language=language,
+        formal=formal,
+        header=header,
+        source=source,
+        informal=Informal(statement=statement),
+        kind=tx.kind_of(formal, language),
+        split=split,
+        labels=labels,
+        toolchain=toolchain,
+        library_revision=library_revision,
+        metadata=metadata,
+    )
