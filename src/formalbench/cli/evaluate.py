@@ -1,0 +1,196 @@
+"""`formalbench eval`: the main job. Parses options, shows progress, writes the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
+
+from formalbench.cli.main import app, user_errors
+from formalbench.core.records import Attempt
+from formalbench.pipelines.evaluate import EvalResult, run_evaluation
+from formalbench.pipelines.run_config import EvalConfig, Selection
+from formalbench.pipelines.run_files import load_summary
+from formalbench.reporting.html import write_html
+from formalbench.reporting.tables import print_report
+
+console = Console(highlight=False)
+
+
+class ProgressBar:
+    """A rich progress bar: attempts done / total, pass rate so far, attempts per second."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+        self.done = 0
+        self.passed = 0
+
+    def started(self, total: int, done: int, passed: int) -> None:
+        self.done, self.passed = done, passed
+        self.task = self.progress.add_task("attempts", total=total, completed=done, rate="")
+        self._refresh()
+
+    def attempt_done(self, attempt: Attempt) -> None:
+        self.done += 1
+        self.passed += bool(attempt.verdict and attempt.verdict.passed)
+        if self.task is not None:
+            self.progress.advance(self.task)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        if self.task is not None:
+            rate = (
+                f"{self.passed}/{self.done} passed ({self.passed / self.done:.0%})"
+                if self.done
+                else ""
+            )
+            self.progress.update(self.task, rate=rate)
+
+
+class RateColumn(ProgressColumn):
+    """Attempts per second over the recent window (rich keeps the speed estimate)."""
+
+    def render(self, task: Task) -> Text:
+        return Text(
+            "" if task.speed is None else f"{task.speed:.2f}/s", style="progress.data.speed"
+        )
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def _print_outcome(result: EvalResult) -> None:
+    for problem in result.problems:
+        console.print(f"[yellow]skipped[/] {problem}", markup=True)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    if result.stopped:
+        console.print(f"[yellow]stopped early:[/] {result.stopped}; rerun to resume")
+    console.print(
+        f"{result.new_attempts} new attempt(s), {result.skipped_attempts} already done, "
+        f"{result.tasks} task(s) x {result.samples} sample(s) in {result.elapsed:.1f}s"
+    )
+
+
+@app.command("eval")
+@user_errors
+def eval_command(
+    dataset: Annotated[
+        str, typer.Argument(help="Shipped dataset name (example-coq, ...) or path.")
+    ],
+    solver: Annotated[
+        str, typer.Option(help="portfolio | whole | sequential | agent")
+    ] = "portfolio",
+    model: Annotated[
+        str | None, typer.Option(help="openai:MODEL[@URL], anthropic:MODEL, replay:FILE")
+    ] = None,
+    samples: Annotated[int, typer.Option(min=1, help="Attempts per task (n of pass@k).")] = 1,
+    backend: Annotated[
+        str | None, typer.Option(help="coq | lean | kimina (default: the tasks' language)")
+    ] = None,
+    run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
+        "runs/latest"
+    ),
+    workers: Annotated[int | None, typer.Option(min=1, help="Proof-assistant processes.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Attempts in flight.")] = None,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one check.")] = 60.0,
+    executor: Annotated[str, typer.Option(help="local | ray")] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address.")] = None,
+    split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
+    pattern: Annotated[str | None, typer.Option(help="Only task ids matching this glob.")] = None,
+    label: Annotated[
+        list[str] | None, typer.Option(help="Only tasks with label key=value.")
+    ] = None,
+    sample_tasks: Annotated[
+        int | None, typer.Option("--sample-tasks", min=1, help="A fixed-seed sample of N tasks.")
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample-tasks.")] = 0,
+    temperature: Annotated[float | None, typer.Option(min=0.0)] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Output cap of one model call.")
+    ] = None,
+    max_turns: Annotated[int | None, typer.Option(min=1)] = None,
+    token_budget: Annotated[int | None, typer.Option(min=1, help="Tokens per task.")] = None,
+    run_token_budget: Annotated[
+        int | None, typer.Option(min=1, help="Tokens for the whole run.")
+    ] = None,
+    skip_bad_lines: Annotated[
+        bool, typer.Option(help="Skip malformed dataset lines instead of stopping.")
+    ] = False,
+    lean_project: Annotated[
+        Path | None, typer.Option(help="Lake project for the Lean backend.")
+    ] = None,
+    kimina_url: Annotated[
+        str | None, typer.Option(help="Kimina Lean Server URL (--backend kimina).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
+) -> None:
+    """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
+    if executor not in ("local", "ray"):
+        from formalbench.core.errors import InputError
+
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
+    options: dict[str, object] = {}
+    if lean_project is not None:
+        options["project_dir"] = str(lean_project)
+    if kimina_url is not None:
+        options["url"] = kimina_url
+    config = EvalConfig(
+        dataset=dataset,
+        solver=solver,
+        model=model,
+        samples=samples,
+        backend=backend,
+        backend_options=options,
+        executor=executor,  # type: ignore[arg-type]
+        ray_address=ray_address,
+        workers=workers,
+        concurrency=concurrency,
+        timeout=timeout,
+        selection=Selection(
+            split=split, pattern=pattern, labels=label or [], sample=sample_tasks, seed=seed
+        ),
+        on_error="skip" if skip_bad_lines else "fail",
+        temperature=temperature,
+        max_tokens=max_tokens,
+        max_turns=max_turns,
+        token_budget=token_budget,
+        run_token_budget=run_token_budget,
+    )
+    if quiet:
+        result = run_evaluation(config, run_dir)
+    else:
+        with _progress() as progress:
+            result = run_evaluation(config, run_dir, ProgressBar(progress))
+    summary = load_summary(run_dir)
+    write_html(summary, result.files.report, title=f"formalbench: {dataset} / {solver}")
+    if not quiet:
+        _print_outcome(result)
+        print_report(summary, console)
+        console.print(f"report: {result.files.report}  summary: {result.files.summary}")

@@ -1,0 +1,246 @@
+"""`formalbench eval`: run a solver over a benchmark, verify every attempt, store it, resume.
+
+The loop is a fixed number of asyncio workers pulling (task, sample) pairs from one
+iterator, so memory stays flat however many attempts a run has. Model calls of one attempt
+overlap the proof-assistant checks of others: solvers verify through `Backend.acheck`,
+which runs on the backend's own bounded pool (or on Ray actors with `--executor ray`).
+
+Every finished attempt is committed to the run store at once, in its own transaction, and
+the store refuses a second attempt for the same (task, solver, sample); so a run killed at
+any moment, SIGKILL included, resumes with nothing lost or recorded twice, and a rerun of a
+finished run does no work at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from formalbench import __version__
+from formalbench.backends.base import Backend
+from formalbench.backends.registry import make_backend
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.errors import InputError
+from formalbench.core.records import Attempt, Language, Task
+from formalbench.datasets.filters import select
+from formalbench.datasets.loader import Problem, load_tasks
+from formalbench.llm.base import ChatModel
+from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
+from formalbench.llm.registry import make_model
+from formalbench.pipelines.run_config import EvalConfig
+from formalbench.pipelines.run_files import RunFiles, write_run_log
+from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
+from formalbench.store.runs import RunStore
+
+RUN_BUDGET_NAME = "run"
+
+
+class EvalObserver(Protocol):
+    """What the command line shows while a run goes: counts, pass rate, rate."""
+
+    def started(self, total: int, done: int, passed: int) -> None: ...
+
+    def attempt_done(self, attempt: Attempt) -> None: ...
+
+
+@dataclass
+class EvalResult:
+    run_id: str
+    files: RunFiles
+    tasks: int
+    samples: int
+    new_attempts: int
+    skipped_attempts: int  # already in the store from an earlier, interrupted or finished run
+    elapsed: float
+    stopped: str | None = None  # why the run stopped before the end (budget), else None
+    problems: list[Problem] = field(default_factory=list)  # skipped dataset lines
+    notes: list[str] = field(default_factory=list)
+
+
+def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[Task]]:
+    """The backend to use and the tasks it can check.
+
+    Without `--backend` the tasks' own language decides; a dataset in two languages needs
+    the user to say which half to run rather than silently dropping the other.
+    """
+    languages = sorted({t.language.value for t in tasks})
+    if backend is None:
+        if len(languages) > 1:
+            raise InputError(
+                f"the dataset has tasks in {' and '.join(languages)}; choose one with --backend"
+            )
+        return ("coq" if languages[0] == Language.coq else "lean"), tasks
+    wanted = Language.coq if backend == "coq" else Language.lean
+    kept = [t for t in tasks if t.language == wanted]
+    if not kept:
+        raise InputError(
+            f"--backend {backend}: the dataset has no {wanted.value} tasks "
+            f"(it has {', '.join(languages)})"
+        )
+    return backend, kept
+
+
+def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
+    dataset = load_tasks(config.dataset, on_error=config.on_error)
+    chosen = config.selection
+    tasks = select(
+        dataset.tasks,
+        split=chosen.split,
+        pattern=chosen.pattern,
+        labels=chosen.labels or None,
+        sample=chosen.sample,
+        seed=chosen.seed,
+    )
+    if not tasks:
+        raise InputError(f"{config.dataset}: no task matches the selection ({chosen})")
+    return list(tasks), dataset.problems
+
+
+def build_backend(config: EvalConfig, name: str, language: Language) -> Backend:
+    options = {"timeout": config.timeout, **config.backend_options}
+    if config.executor == "ray":
+        from formalbench.backends.ray_backend import RayBackend
+
+        return RayBackend(
+            name,
+            options,
+            language=language,
+            workers=config.workers,
+            address=config.ray_address,
+            timeout=config.timeout,
+        )
+    return make_backend(name, workers=config.workers, **options)
+
+
+def build_model(config: EvalConfig, files: RunFiles, meter: UsageMeter) -> ChatModel | None:
+    """The model under the response cache of the run and the run's token budget."""
+    if config.model is None:
+        return None
+    model = make_model(config.model, cache=files.responses)
+    budget = TokenBudget(config.run_token_budget, name=RUN_BUDGET_NAME)
+    return BudgetedModel(model, budget, meter)
+
+
+def solver_config(config: EvalConfig, samples: int) -> SolverConfig:
+    knobs: dict[str, Any] = {"samples": samples, "check_timeout": config.timeout}
+    for key in ("temperature", "max_tokens", "max_turns"):
+        if getattr(config, key) is not None:
+            knobs[key] = getattr(config, key)
+    if config.token_budget is not None:
+        knobs["token_budget"] = config.token_budget
+    return SolverConfig(**knobs)
+
+
+def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
+    return {
+        "formalbench": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "backend": backend.version(),
+        "model": model.spec if model is not None else None,
+    }
+
+
+def run_evaluation(
+    config: EvalConfig, run_dir: str | Path, observer: EvalObserver | None = None
+) -> EvalResult:
+    """Run (or resume) the evaluation described by `config` in `run_dir`."""
+    return asyncio.run(_evaluate(config, RunFiles(Path(run_dir)), observer))
+
+
+async def _evaluate(
+    config: EvalConfig, files: RunFiles, observer: EvalObserver | None
+) -> EvalResult:
+    start = time.perf_counter()
+    tasks, problems = load_selected_tasks(config)
+    backend_name, tasks = choose_language(tasks, config.backend)
+    notes: list[str] = []
+    samples = config.samples
+    if solver_class(config.solver).deterministic and samples > 1:
+        notes.append(f"solver {config.solver} is deterministic: running 1 sample, not {samples}")
+        samples = 1
+    config = config.model_copy(update={"samples": samples, "backend": backend_name})
+    files.root.mkdir(parents=True, exist_ok=True)
+    meter = UsageMeter()
+    backend = build_backend(config, backend_name, tasks[0].language)
+    model = build_model(config, files, meter)
+    try:
+        if model is not None:
+            await model.preflight()
+        solver = make_solver(
+            config.solver, StrictVerifier(backend), model, solver_config(config, samples)
+        )
+        with RunStore(files.store) as store:
+            run_id = store.open_run(config.identity(), versions_of(backend, model))
+            store.add_tasks(run_id, tasks)
+            done = store.done_samples(run_id, solver=solver.name)
+            todo = [(t, i) for t in tasks for i in range(samples) if (t.id, i) not in done]
+            if observer is not None:
+                passed = store.counts(run_id)["passed"]
+                observer.started(len(tasks) * samples, len(tasks) * samples - len(todo), passed)
+            new, stopped = await _work(config, solver, store, run_id, iter(todo), observer)
+            store.set_status(
+                run_id, "finished" if stopped is None and new == len(todo) else "interrupted"
+            )
+            write_run_log(files, store, run_id, meter, time.perf_counter() - start)
+    finally:
+        backend.close()
+        if model is not None:
+            await model.aclose()
+    return EvalResult(
+        run_id=run_id,
+        files=files,
+        tasks=len(tasks),
+        samples=samples,
+        new_attempts=new,
+        skipped_attempts=len(tasks) * samples - len(todo),
+        elapsed=time.perf_counter() - start,
+        stopped=stopped,
+        problems=problems,
+        notes=notes,
+    )
+
+
+def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> int:
+    if config.concurrency is not None:
+        return config.concurrency
+    # A model-based solver spends most of an attempt waiting on the model: keep more in flight.
+    return backend_workers * (4 if solver.uses_model else 1)
+
+
+async def _work(
+    config: EvalConfig,
+    solver: Solver,
+    store: RunStore,
+    run_id: str,
+    todo: Iterator[tuple[Task, int]],
+    observer: EvalObserver | None,
+) -> tuple[int, str | None]:
+    """Run the pending attempts with bounded concurrency; returns (recorded, stop reason)."""
+    recorded = 0
+    stopped: str | None = None
+
+    async def worker() -> None:
+        nonlocal recorded, stopped
+        for task, sample in todo:  # one shared iterator: each pair is taken once
+            if stopped is not None:
+                return
+            attempt = await solver.solve(task, sample)
+            if attempt.error and attempt.error.startswith(f"budget: {RUN_BUDGET_NAME} token"):
+                # The run's budget, not the task's: leave the attempt undone so a resume
+                # with a larger budget makes it, and stop scheduling more.
+                stopped = attempt.error.removeprefix("budget: ")
+                return
+            if store.record_attempt(run_id, attempt):
+                recorded += 1
+            if observer is not None:
+                observer.attempt_done(attempt)
+
+    workers = _concurrency(config, solver, solver.verifier.backend.workers)
+    await asyncio.gather(*(worker() for _ in range(workers)))
+    return recorded, stopped

@@ -1,0 +1,61 @@
+"""What an evaluation run is: the one record that decides what a run does and resumes.
+
+It is stored with the run; reopening a run directory with a config that differs in a key
+that decides verdicts or samples (solver, model, backend, dataset, selection...) is refused
+by the store, so one run never mixes incompatible attempts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from formalbench.core.records import Record
+
+
+class Selection(Record):
+    """Which tasks of the dataset the run covers."""
+
+    split: str | None = None
+    pattern: str | None = None  # glob over task ids
+    labels: list[str] = Field(default_factory=list)  # key=value
+    sample: int | None = Field(default=None, ge=1)  # a fixed-seed sample of N tasks
+    seed: int = 0
+
+
+class EvalConfig(Record):
+    """Everything `formalbench eval` was asked to do (see README, "Use")."""
+
+    dataset: str
+    solver: str = "portfolio"
+    model: str | None = None
+    samples: int = Field(default=1, ge=1)
+    backend: str | None = None  # None: the language of the tasks (coq or lean)
+    backend_options: dict[str, Any] = Field(default_factory=dict)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    workers: int | None = Field(default=None, ge=1)  # proof-assistant processes
+    concurrency: int | None = Field(default=None, ge=1)  # attempts in flight at once
+    timeout: float = Field(default=60.0, gt=0)  # seconds for one check
+    selection: Selection = Field(default_factory=Selection)
+    on_error: Literal["skip", "fail"] = "fail"  # malformed dataset lines
+    temperature: float | None = Field(default=None, ge=0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_turns: int | None = Field(default=None, ge=1)
+    token_budget: int | None = Field(default=None, ge=1)  # per task
+    run_token_budget: int | None = Field(default=None, ge=1)  # the whole run
+
+    def identity(self) -> dict[str, Any]:
+        """The part of the config stored with the run and compared on resume.
+
+        Workers, concurrency, executor and budgets change how fast or how far a run goes,
+        not what an attempt is, so a resume may change them.
+        """
+        data = self.model_dump(mode="json")
+        for key in ("workers", "concurrency", "executor", "ray_address", "run_token_budget"):
+            data.pop(key, None)
+        data["params"] = {
+            k: data.pop(k) for k in ("timeout", "max_turns", "token_budget") if k in data
+        }
+        return data

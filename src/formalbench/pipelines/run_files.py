@@ -1,0 +1,120 @@
+"""The files of a run directory, and the self-describing log from which a report is rebuilt.
+
+run.sqlite        the run store: config, versions, tasks, every attempt with its verdict
+responses.sqlite  the model-response cache (a rerun or resume costs no tokens)
+run.json          the run's log: config, versions, status, history of resumes, seeds,
+                  prompt-template hashes, token usage
+summary.json      the numbers of the report (pass@k, categories, taxonomy, tokens, time)
+report.html       the same with plots (written by the reporting layer)
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from formalbench.core.errors import InputError
+from formalbench.llm.budget import UsageMeter
+from formalbench.metrics.summary import RunSummary, summarize
+from formalbench.store.runs import RunStore
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    root: Path
+
+    @property
+    def store(self) -> Path:
+        return self.root / "run.sqlite"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "responses.sqlite"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+
+def write_run_log(
+    files: RunFiles, store: RunStore, run_id: str, meter: UsageMeter, elapsed: float
+) -> Path:
+    """Write run.json: enough to know exactly what ran and to rebuild the report.
+
+    Wall time and token usage add up over the sessions of a resumed run.
+    """
+    info = store.get_run(run_id)
+    prompts: Counter[str] = Counter()
+    seeds: set[int] = set()
+    for attempt in store.attempts(run_id):
+        if attempt.prompt_hash:
+            prompts[attempt.prompt_hash] += 1
+        for name, digest in (attempt.params.get("prompts") or {}).items():
+            prompts[f"{name}={digest}"] += 1
+        seed = attempt.params.get("seed")
+        if isinstance(seed, int):
+            seeds.add(seed)
+    previous: dict[str, Any] = {}
+    if files.log.exists():
+        previous = json.loads(files.log.read_text(encoding="utf-8"))
+    usage = meter.summary()
+    log = {
+        "run_id": run_id,
+        "status": info.status,
+        "created": info.created,
+        "updated": info.updated,
+        "written": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": info.config,
+        "versions": info.versions,
+        "history": info.history,
+        "seeds": sorted(seeds),
+        "prompt_hashes": dict(sorted(prompts.items())),
+        "wall_time_s": round(previous.get("wall_time_s", 0.0) + elapsed, 3),
+        "token_usage_this_session": usage,
+        "token_usage_sessions": [*previous.get("token_usage_sessions", []), usage],
+    }
+    files.log.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return files.log
+
+
+def load_summary(run_dir: str | Path, *, run_wall_time: float | None = None) -> RunSummary:
+    """Rebuild a run's summary from its store alone (and write summary.json)."""
+    files = RunFiles(Path(run_dir))
+    if not files.store.is_file():
+        raise InputError(f"{run_dir}: not a run directory (no {files.store.name} in it)")
+    with RunStore(files.store) as store:
+        runs = store.runs()
+        if not runs:
+            raise InputError(f"{files.store}: the store holds no run")
+        info = runs[0]
+        tasks = store.tasks(info.id)
+        attempts = list(store.attempts(info.id))
+    run_info = {
+        "run_id": info.id,
+        "status": info.status,
+        "created": info.created,
+        "updated": info.updated,
+        "config": info.config,
+        "versions": info.versions,
+    }
+    if run_wall_time is None and files.log.is_file():
+        run_wall_time = json.loads(files.log.read_text(encoding="utf-8")).get("wall_time_s")
+    if run_wall_time is not None:
+        run_info["wall_time_s"] = run_wall_time
+    summary = summarize(
+        tasks, attempts, samples=int(info.config.get("samples", 1)), run_info=run_info
+    )
+    files.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return summary
