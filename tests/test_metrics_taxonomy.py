@@ -279,6 +279,31 @@ def test_holes_are_incomplete_output_not_cheating():
     )
     assert classify(warning_only).primary == C.incomplete_output
     assert classify(failed(reasons=[Reason.missing_target])).primary == C.incomplete_output
+    unfilled = failed(  # an AMBER construction whose `def` is left as it was
+        reasons=[Reason.forbidden_construct],
+        findings=[
+            Finding(
+                reason=Reason.forbidden_construct,
+                subject="answer",
+                message="the value of `answer` is not filled in",
+            )
+        ],
+    )
+    assert classify(unfilled).primary == C.incomplete_output
+    both = failed(
+        reasons=[Reason.forbidden_construct],
+        findings=[
+            Finding(reason=Reason.forbidden_construct, message="`sorry` left", subject="sorry"),
+            Finding(
+                reason=Reason.forbidden_construct,
+                message="uses native_decide",
+                subject="native_decide",
+            ),
+        ],
+    )
+    result = classify(both)
+    assert (result.primary, result.evidence) == (C.forbidden_construct, "uses native_decide")
+    assert result.labels == [C.incomplete_output, C.forbidden_construct]
 
 
 def test_compile_errors_rank_upstream_cause_first():
@@ -321,3 +346,30 @@ def test_taxonomy_counts_skip_passes_and_keep_enum_order():
     counts = taxonomy_counts(attempts)
     assert counts == {"hallucinated_identifier": 2, "tactic_failure": 1, "model_error": 1}
     assert list(counts) == ["hallucinated_identifier", "tactic_failure", "model_error"]
+
+
+@pytest.mark.coq
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
+def test_verdicts_of_the_real_verifier_on_coq():
+    """End to end: the strict verifier with the Coq backend judges candidates, and the
+    taxonomy reads its verdicts."""
+    verifier_mod = pytest.importorskip("formalbench.checking.verifier")
+    coq_mod = pytest.importorskip("formalbench.backends.coq")
+    head = "Require Import Arith Lia.\nTheorem t (n : nat) : n + 0 = n.\nProof.\n"
+    original = head + "Admitted.\n"
+    cases = {
+        "apply Nat.add_zero_r_foo.\nQed.\n": C.hallucinated_identifier,
+        "apply eq_refl.\nQed.\n": C.type_error,
+        "induction n.\nQed.\n": C.tactic_failure,
+        "lia ) .\nQed.\n": C.format_error,
+        "Admitted.\n": C.incomplete_output,
+    }
+    backend = coq_mod.CoqBackend(workers=1)
+    try:
+        verifier = verifier_mod.StrictVerifier(backend)
+        for proof, category in cases.items():
+            verdict = verifier.verify(original, head + proof, timeout=60)
+            attempt = Attempt(task_id="t", solver="s", code=head + proof, verdict=verdict)
+            assert classify(attempt).primary == category, (proof, verdict)
+    finally:
+        backend.close()

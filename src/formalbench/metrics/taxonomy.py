@@ -109,7 +109,7 @@ def classify(attempt: Attempt) -> Classification:
         for reason in (Reason.timeout, Reason.out_of_memory, Reason.backend_crash):
             if reason in verdict.reasons:
                 found.append((_REASON_CATEGORY[reason], _finding_text(verdict, reason)))
-        hole_found = False
+        hole_texts: list[str] = []
         for reason in (
             Reason.statement_changed,
             Reason.non_constructive,
@@ -118,10 +118,10 @@ def classify(attempt: Attempt) -> Classification:
         ):
             if reason not in verdict.reasons:
                 continue
-            if _only_holes(verdict, reason):
-                hole_found = True
-            else:
-                found.append((_REASON_CATEGORY[reason], _finding_text(verdict, reason)))
+            holes, others = _split_holes(verdict, reason)
+            hole_texts += holes
+            if others or not holes:
+                found.append((_REASON_CATEGORY[reason], others[0] if others else reason.value))
         errors = [d.message for d in verdict.diagnostics if d.severity == Severity.error]
         errors += [
             f.message
@@ -135,15 +135,15 @@ def classify(attempt: Attempt) -> Classification:
         found.extend(ranked)
         if errors and not ranked:
             found.append((C.other, errors[0]))
-        holes = [
+        hole_texts += [
             d.message
             for d in verdict.diagnostics
             if d.severity != Severity.error and classify_message(d.message) == C.incomplete_output
         ]
         if Reason.missing_target in verdict.reasons:
             found.append((C.incomplete_output, _finding_text(verdict, Reason.missing_target)))
-        if hole_found or holes:
-            found.append((C.incomplete_output, holes[0] if holes else "a hole was left"))
+        if hole_texts:
+            found.append((C.incomplete_output, hole_texts[0]))
 
     if not found:
         found.append((C.other, "no verdict recorded" if verdict is None else ""))
@@ -186,20 +186,28 @@ def _finding_text(verdict: Verdict, reason: Reason) -> str:
     return reason.value
 
 
-def _only_holes(verdict: Verdict, reason: Reason) -> bool:
-    """True when every finding behind `reason` is a hole (sorry, Admitted, sorryAx): a
-    proof left unfinished, which AMBER counts as incomplete output, not as cheating."""
-    findings = [f for f in verdict.findings if f.reason == reason]
-    if reason not in (Reason.forbidden_construct, Reason.disallowed_axiom) or not findings:
-        return False
+def _split_holes(verdict: Verdict, reason: Reason) -> tuple[list[str], list[str]]:
+    """Messages of the findings behind `reason`, split into holes (sorry, Admitted,
+    sorryAx, a `def` left unfilled: a proof left unfinished, which AMBER counts as
+    incomplete output, not as cheating) and the rest."""
+    holes: list[str] = []
+    others: list[str] = []
     ignore = _FORBIDDEN_WORDS if reason == Reason.forbidden_construct else set()
-    return all(_is_hole(f.subject or f.message, ignore) for f in findings)
+    hole_reasons = (Reason.forbidden_construct, Reason.disallowed_axiom)
+    for f in verdict.findings:
+        if f.reason == reason:
+            is_hole = reason in hole_reasons and _is_hole(f.subject or "", f.message, ignore)
+            (holes if is_hole else others).append(f.message)
+    return holes, others
 
 
-def _is_hole(text: str, forbidden: set[str]) -> bool:
-    """The text names a hole and none of `forbidden` (constructs that are not holes)."""
-    words = set(re.findall(r"[a-z_]+", text.lower()))
+def _is_hole(subject: str, message: str, forbidden: set[str]) -> bool:
+    """The finding names a hole and none of `forbidden` (constructs that are not holes)."""
+    if _UNFILLED.search(message):
+        return True
+    words = set(re.findall(r"[a-z_]+", (subject or message).lower()))
     return bool(words & _HOLE_TOKENS) and not words & forbidden
 
 
+_UNFILLED = re.compile(r"not filled in|unfinished proof", re.I)
 _FORBIDDEN_WORDS = {"native_decide", "axiom", "skipkerneltc", "implemented_by", "extern"}
