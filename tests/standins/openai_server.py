@@ -61,11 +61,11 @@ class StandinServer:
         self,
         *,
         api_key: str | None = None,
-        models: tuple[str, ...] = ("standin-model",),
+        models: tuple[str, ...] | None = ("standin-model",),
         max_choices: int | None = None,
     ) -> None:
         self.api_key = api_key
-        self.models = models
+        self.models = models  # None: no GET /v1/models route (404), like some local servers
         self.max_choices = max_choices  # like servers that ignore `n`
         self.responder: Callable[[dict[str, Any]], list[str]] = echo_responder
         self.requests: list[Seen] = []
@@ -76,7 +76,9 @@ class StandinServer:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def root_url(self) -> str:
@@ -127,6 +129,7 @@ class StandinServer:
             if reply.status != 200:
                 return reply.status, reply.headers, _error(reply.message, "scripted")
             if path == MODELS:
+                assert self.models is not None
                 data = [
                     {"id": m, "object": "model", "created": 0, "owned_by": "standin"}
                     for m in self.models
@@ -155,7 +158,9 @@ class StandinServer:
 
             def _answer(self, path: str, body: dict[str, Any]) -> None:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                if path not in (CHAT, MESSAGES, MODELS):
+                if path not in (CHAT, MESSAGES, MODELS) or (
+                    path == MODELS and server.models is None
+                ):
                     status, extra, payload = 404, {}, _error(f"no route {path}", "not_found")
                 else:
                     status, extra, payload = server._serve(path, headers, body)

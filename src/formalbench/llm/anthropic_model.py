@@ -7,12 +7,15 @@ Mapping to the common interface: system messages become the `system` parameter; 
 messages are sent as `user`; consecutive messages of one role are joined. The Messages API has
 no `n` and no `seed`: `n` samples are `n` requests (each under the endpoint's concurrency
 limit) and the seed only tells cache entries apart. `max_tokens` is required by the API and
-defaults to 4096. Retries, timeout and key handling are those of the OpenAI provider.
+defaults to 4096. Temperature is sent where the installed SDK takes it (0..1); the 2.x SDKs
+have no such parameter, and then it is not sent (a warning says so once per model). Retries, timeout and key handling are those of the OpenAI provider.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 import os
 import weakref
 from collections.abc import Sequence
@@ -29,6 +32,7 @@ from formalbench.llm.retry import CallFailure, RetryPolicy, call_with_retries, c
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
 DEFAULT_MAX_TOKENS = 4096
+log = logging.getLogger("formalbench.llm")
 
 
 def import_sdk() -> ModuleType:
@@ -39,6 +43,15 @@ def import_sdk() -> ModuleType:
             "the anthropic provider needs the optional extra: pip install 'formalbench[anthropic]'"
         ) from None
     return anthropic
+
+
+def _sdk_takes_temperature(sdk: ModuleType) -> bool:
+    """Whether `messages.create` of the installed SDK has a `temperature` parameter."""
+    try:
+        create = sdk.resources.messages.AsyncMessages.create
+        return "temperature" in inspect.signature(create).parameters
+    except (AttributeError, TypeError, ValueError):
+        return True
 
 
 def to_anthropic(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, str]]]:
@@ -88,6 +101,8 @@ class AnthropicChatModel(ChatModel):
         self.spec = spec or (f"anthropic:{model}@{shown}" if base_url else f"anthropic:{model}")
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]
         self._clients = weakref.WeakKeyDictionary()
+        self._takes_temperature = _sdk_takes_temperature(self._sdk)
+        self._warned = False
 
     def __repr__(self) -> str:
         return f"AnthropicChatModel(spec={self.spec!r}, base_url={display_url(self.base_url)!r})"
@@ -129,7 +144,7 @@ class AnthropicChatModel(ChatModel):
     ) -> list[Completion]:
         if n < 1:
             raise InputError(f"{self.spec}: n must be at least 1, got {n}")
-        if not 0.0 <= temperature <= 1.0:
+        if self._takes_temperature and not 0.0 <= temperature <= 1.0:
             raise InputError(f"{self.spec}: temperature must be within 0..1, got {temperature}")
         client = self._client()
         system, turns = to_anthropic(messages)
@@ -137,8 +152,14 @@ class AnthropicChatModel(ChatModel):
             "model": self.model,
             "messages": turns,
             "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-            "temperature": temperature,
         }
+        if self._takes_temperature:
+            request["temperature"] = temperature
+        elif temperature != 1.0 and not self._warned:
+            self._warned = True
+            log.warning(
+                "%s: this anthropic SDK takes no temperature; %s not sent", self.spec, temperature
+            )
         if system:
             request["system"] = system
         if stop:

@@ -19,6 +19,7 @@ endpoint or a misspelt model name is one clear error instead of a run of failed 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ _OPTIONS: dict[str, frozenset[str]] = {
     "replay": frozenset({"source_spec"}),
 }
 PROVIDERS: tuple[str, ...] = tuple(sorted(_OPTIONS))
+_AT_URL = re.compile(r"^(.*?)@(https?://.+)$")
 
 
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
@@ -57,9 +59,9 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
             f"known providers: {', '.join(PROVIDERS)}"
         )
     name, url = rest.strip(), None
-    head, at, tail = name.rpartition("@")
-    if at and tail.startswith(("http://", "https://")):
-        name, url = head, tail
+    explicit = _AT_URL.match(name)  # the first "@http(s)://": a URL may hold "user@host"
+    if explicit:
+        name, url = explicit.group(1), explicit.group(2)
     if not name:
         raise InputError(f"model spec {spec!r}: the model name is empty")
     return provider, name, url

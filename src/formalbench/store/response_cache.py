@@ -4,11 +4,12 @@ Entries are keyed by a sha256 of the canonical JSON of the request (provider spe
 n, temperature, max_tokens, stop, seed). The store knows nothing about model classes: it holds
 requests and completions as plain JSON, and the `llm` layer turns them back into records.
 
-Why one connection behind a lock: `sqlite3` connections are not safe to share between threads
-on their own, and one serialised connection per process is plenty for a cache whose reads and
-writes take well under a millisecond. Other processes are handled by SQLite itself (WAL mode,
-a busy timeout). The first answer stored for a key wins: a later `put` of the same key is
-ignored, so every reader sees the same response whatever the interleaving.
+The table may live in its own file or in a run's database (`store.db`: WAL, busy timeout,
+a schema version per component). Why one connection behind a lock: `sqlite3` connections are
+not safe to share between threads on their own, and one serialised connection per process is
+plenty for a cache whose reads and writes take well under a millisecond; other processes are
+handled by SQLite itself. The first answer stored for a key wins: a later `put` of the same
+key is ignored, so every reader sees the same response whatever the interleaving.
 """
 
 from __future__ import annotations
@@ -22,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from formalbench.core.errors import InputError
+from formalbench.store.db import connect, database_path, ensure_schema, transaction
 
 KEY_VERSION = 1
-
+SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS response_cache (
     key        TEXT PRIMARY KEY,
@@ -33,7 +34,7 @@ CREATE TABLE IF NOT EXISTS response_cache (
     request    TEXT NOT NULL,
     response   TEXT NOT NULL,
     created_at REAL NOT NULL
-)
+);
 """
 
 
@@ -75,19 +76,20 @@ def request_key(request: Mapping[str, Any]) -> str:
 class ResponseCache:
     """Model responses on disk. Safe from many threads of one process and from many processes."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, target: str | Path | sqlite3.Connection) -> None:
+        """Open (creating) the cache in file `target`, or in a connection from `store.db`.
+
+        A connection passed in stays the caller's: it is not closed here, and must not be used
+        from another thread while this cache uses it.
+        """
+        if isinstance(target, sqlite3.Connection):
+            self._conn, self._owned = target, False
+            self.path = Path(database_path(target))
+        else:
+            self.path = Path(target)
+            self._conn, self._owned = connect(self.path), True
         self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._conn = sqlite3.connect(
-                str(self.path), timeout=30.0, check_same_thread=False, isolation_level=None
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
-        except (sqlite3.DatabaseError, OSError) as exc:
-            raise InputError(f"response cache {self.path}: cannot open as SQLite: {exc}") from None
+        ensure_schema(self._conn, "response_cache", SCHEMA_VERSION, _SCHEMA)
 
     def get(self, key: str) -> list[dict[str, Any]] | None:
         """The completions stored for `key` (plain dicts), or None on a miss."""
@@ -112,18 +114,12 @@ class ResponseCache:
             json.dumps(list(completions), ensure_ascii=False),
             time.time(),
         )
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = self._conn.execute(
-                    "INSERT INTO response_cache (key, spec, request, response, created_at) "
-                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
-                    payload,
-                )
-                self._conn.execute("COMMIT")
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
+        with self._lock, transaction(self._conn):
+            cur = self._conn.execute(
+                "INSERT INTO response_cache (key, spec, request, response, created_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                payload,
+            )
         return cur.rowcount == 1
 
     def __len__(self) -> int:
@@ -139,8 +135,9 @@ class ResponseCache:
         return {spec: count for spec, count in rows}
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        if self._owned:
+            with self._lock:
+                self._conn.close()
 
     def __enter__(self) -> ResponseCache:
         return self
