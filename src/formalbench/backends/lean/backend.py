@@ -1,0 +1,159 @@
+"""`LeanBackend`: Lean 4 through the community REPL (pooled, the fast path) or `lean --json` per file.
+
+Mode "auto" uses the REPL when the Lake project has it (a `REPL` dependency or the REPL
+project itself) and per-file checks otherwise. `repl_command` runs a REPL the user built
+(or a test stand-in) instead of `lake exe repl`, in `project_dir` if given, else in the
+folder the backend was made in (so relative paths in it work); then no toolchain is needed.
+`version()` names the toolchain and Mathlib revision of the project (part of every cache
+key), and `mismatch()` says, in one sentence, when a task was made for other versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from formalbench.backends.base import Backend
+from formalbench.backends.lean.axioms import validate_targets
+from formalbench.backends.lean.filemode import check_file, file_argv
+from formalbench.backends.lean.header import split_header
+from formalbench.backends.lean.pool import ReplPool
+from formalbench.backends.lean.repl_check import check_in_pool
+from formalbench.backends.lean.toolchain import (
+    INSTALL_HINT,
+    Toolchain,
+    check_project,
+    discover,
+    has_repl,
+    mismatch_sentence,
+    package_revision,
+)
+from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.core.records import CheckResult, Language
+
+Mode = Literal["auto", "repl", "file"]
+
+
+class LeanBackend(Backend):
+    """Lean 4 checks; see the module docstring. Thread-safe; `workers` REPL processes at most."""
+
+    name = "lean"
+    language = Language.lean
+
+    def __init__(
+        self,
+        *,
+        project_dir: Path | None = None,
+        mode: Mode = "auto",
+        workers: int | None = None,
+        timeout: float = 60.0,
+        memory_mb: int | None = 8192,
+        max_uses: int = 500,
+        repl_command: Sequence[str] | None = None,
+        header_timeout: float | None = None,
+    ) -> None:
+        super().__init__(workers=workers, timeout=timeout)
+        if mode not in ("auto", "repl", "file"):
+            raise InputError(f"Lean mode {mode!r} is not one of auto, repl, file")
+        if timeout <= 0 or (header_timeout is not None and header_timeout <= 0):
+            raise InputError("Lean timeouts must be positive numbers of seconds")
+        if max_uses < 1:
+            raise InputError(f"max_uses must be at least 1, not {max_uses}")
+        self.memory_mb = memory_mb
+        self.max_uses = max_uses
+        self.header_timeout = header_timeout or max(300.0, timeout)
+        self.repl_command = list(repl_command) if repl_command is not None else None
+        self._repl_pool: ReplPool | None = None
+        if self.repl_command is not None:
+            if mode == "file":
+                raise InputError(
+                    "repl_command is for REPL mode; it cannot be used with mode='file'"
+                )
+            if not self.repl_command:
+                raise InputError("repl_command is empty: give the program and its arguments")
+            project = check_project(project_dir) if project_dir is not None else None
+            self.toolchain = Toolchain(project, None, None)
+            self.mode: Mode = "repl"
+            argv = self.repl_command
+            cwd = str(project) if project is not None else str(Path.cwd())  # as the user ran it
+        else:
+            self.toolchain = discover(project_dir, start=Path.cwd())
+            project = self.toolchain.project_dir
+            repl_ready = bool(self.toolchain.lake) and has_repl(project)
+            if mode == "repl" and not repl_ready:
+                raise ToolchainMissingError(
+                    "Lean REPL mode needs `lake` and a Lake project that depends on "
+                    "leanprover-community/repl (add `require REPL from git "
+                    '"https://github.com/leanprover-community/repl"` and run `lake build repl`), '
+                    f"or give repl_command=; {INSTALL_HINT}"
+                )
+            self.mode = "repl" if mode == "repl" or (mode == "auto" and repl_ready) else "file"
+            if self.mode == "file":
+                file_argv(self.toolchain, Path("Check.lean"))  # fail now, not at the first check
+            argv = [str(self.toolchain.lake), "exe", "repl"]
+            cwd = str(project)
+        if self.mode == "repl":
+            self._repl_pool = ReplPool(
+                argv, cwd=cwd, workers=self.workers, memory_mb=memory_mb, max_uses=max_uses
+            )
+
+    @property
+    def lean_toolchain(self) -> str | None:
+        """The project's `lean-toolchain` line, e.g. `leanprover/lean4:v4.24.0`."""
+        return self.toolchain.toolchain
+
+    @property
+    def library_revision(self) -> str | None:
+        """The Mathlib commit pinned in the project's `lake-manifest.json`."""
+        return self.toolchain.library_revision
+
+    def version(self) -> str:
+        parts = [f"lean {self.lean_toolchain or 'unknown-toolchain'}"]
+        if self.library_revision:
+            parts.append(f"mathlib {self.library_revision}")
+        if self.repl_command is not None:
+            parts.append("repl " + " ".join(self.repl_command))
+        return "; ".join(parts)
+
+    def mismatch(self, toolchain: str | None, library_revision: str | None) -> str | None:
+        """A sentence naming how a task's toolchain/Mathlib differ from this project's, or None."""
+        found = package_revision(self.toolchain.project_dir)
+        ours = (self.lean_toolchain, found[0] if found else None, found[1] if found else None)
+        return mismatch_sentence(ours, toolchain, library_revision)
+
+    def check(
+        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+    ) -> CheckResult:
+        if not isinstance(source, str):
+            raise InputError(f"Lean source must be text, not {type(source).__name__}")
+        names = validate_targets(targets)
+        limit = self.timeout if timeout is None else timeout
+        if limit <= 0:
+            raise InputError(f"timeout must be a positive number of seconds, not {limit}")
+        if self._repl_pool is not None:
+            return check_in_pool(
+                self._repl_pool,
+                split_header(source),
+                names,
+                timeout=limit,
+                header_timeout=self.header_timeout,
+                backend=self.name,
+            )
+        return check_file(
+            self.toolchain,
+            source,
+            names,
+            timeout=limit,
+            memory_mb=self.memory_mb,
+            backend=self.name,
+        )
+
+    def pool_stats(self) -> dict[str, int]:
+        """Process figures of the REPL pool (empty in per-file mode)."""
+        return self._repl_pool.stats() if self._repl_pool is not None else {}
+
+    def close(self) -> None:
+        super().close()
+        if self._repl_pool is not None:
+            self._repl_pool.close()

@@ -1,0 +1,145 @@
+"""Per-file mode: `lake env lean --json FILE` (or plain `lean --json FILE` outside a project).
+
+Simple and slow: every call pays the import of its header. The source, with the
+`#print axioms` queries appended, is written to a throw-away folder; the run has a wall-clock
+limit and a private-resident-memory ceiling sampled with psutil (an address-space limit would
+trip on Lean's large mappings of .olean files). A death by signal is a crash (Lean aborts on
+a stack overflow), and an exit with a non-zero code but no error message becomes an error
+diagnostic, so that a broken run can never look like a clean compile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from formalbench.backends.lean.axioms import append_axiom_queries, settle_messages
+from formalbench.backends.lean.messages import holes_from_sorry_warnings, parse_json_output
+from formalbench.backends.lean.process import private_rss
+from formalbench.backends.lean.toolchain import Toolchain
+from formalbench.backends.sandbox import ProcessOutcome, kill_group, scrubbed_env
+from formalbench.core.errors import ToolchainMissingError
+from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
+
+_OOM_WORDS = ("out of memory", "bad_alloc", "cannot allocate memory")
+
+
+def _tree_mb(root: psutil.Process) -> float:
+    total = 0
+    with contextlib.suppress(psutil.Error):
+        for member in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += private_rss(member)
+    return total / (1024 * 1024)
+
+
+def run_watched(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    timeout: float,
+    memory_mb: int | None = None,
+    poll_interval: float = 0.1,
+) -> ProcessOutcome:
+    """Run to completion, or kill the process group at `timeout` or past `memory_mb`."""
+    start = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=scrubbed_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+        )
+        status = CheckStatus.ok
+        watcher = psutil.Process(proc.pid)
+        while True:
+            try:
+                proc.wait(timeout=poll_interval)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time.perf_counter() - start >= timeout:
+                status = CheckStatus.timeout
+            elif memory_mb and _tree_mb(watcher) > memory_mb:
+                status = CheckStatus.out_of_memory
+            if status != CheckStatus.ok:
+                kill_group(proc)
+                proc.wait()
+                break
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", errors="replace")
+        stderr = err.read().decode("utf-8", errors="replace")
+    code = proc.returncode
+    if status == CheckStatus.ok and code is not None and code < 0:
+        status = CheckStatus.crash
+    if status == CheckStatus.crash and any(w in (stdout + stderr).lower() for w in _OOM_WORDS):
+        status = CheckStatus.out_of_memory
+    return ProcessOutcome(status, code, stdout, stderr, time.perf_counter() - start)
+
+
+def file_argv(toolchain: Toolchain, path: Path) -> tuple[list[str], Path | None]:
+    """The command line for one file and the folder to run it in (the project, if any)."""
+    if toolchain.lake and toolchain.project_dir is not None:
+        return [toolchain.lake, "env", "lean", "--json", str(path)], toolchain.project_dir
+    if toolchain.lean:
+        return [toolchain.lean, "--json", str(path)], toolchain.project_dir
+    raise ToolchainMissingError(
+        "per-file Lean checks need `lean` on PATH, or `lake` with a Lake project (give project_dir)"
+    )
+
+
+def check_file(
+    toolchain: Toolchain,
+    source: str,
+    targets: Sequence[str],
+    *,
+    timeout: float,
+    memory_mb: int | None,
+    backend: str = "lean",
+) -> CheckResult:
+    """Compile one source with `lean --json`; see the module docstring."""
+    queries = append_axiom_queries(source, targets)
+    with tempfile.TemporaryDirectory(prefix="formalbench-lean-") as tmp:
+        path = Path(tmp) / "Check.lean"
+        path.write_text(queries.text, encoding="utf-8")
+        argv, cwd = file_argv(toolchain, path)
+        outcome = run_watched(argv, cwd=cwd or tmp, timeout=timeout, memory_mb=memory_mb)
+    parsed, other = parse_json_output(outcome.stdout)
+    parsed = [d.model_copy(update={"file": None}) for d in parsed]
+    diagnostics, axioms, notes = settle_messages(parsed, queries)
+    stray = "\n".join([*other, outcome.stderr.strip()]).strip()
+    if outcome.status != CheckStatus.ok:
+        why = {
+            CheckStatus.timeout: f"no result within {timeout:g} s",
+            CheckStatus.out_of_memory: f"private resident memory over {memory_mb} MiB",
+        }.get(outcome.status, f"lean died (code {outcome.returncode})")
+        return CheckResult(
+            backend=backend,
+            status=outcome.status,
+            diagnostics=diagnostics,
+            elapsed=outcome.elapsed,
+            detail=f"{why}: {stray[-2000:]}" if stray else why,
+        )
+    if outcome.returncode and not any(d.severity == Severity.error for d in diagnostics):
+        message = f"lean exited with code {outcome.returncode}" + (
+            f": {stray[-2000:]}" if stray else ""
+        )
+        diagnostics.append(Diagnostic(severity=Severity.error, message=message))
+    return CheckResult(
+        backend=backend,
+        diagnostics=diagnostics,
+        holes=holes_from_sorry_warnings(diagnostics),
+        axioms=axioms,
+        elapsed=outcome.elapsed,
+        detail="; ".join(notes) or None,
+    )

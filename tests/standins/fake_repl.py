@@ -1,0 +1,225 @@
+"""A stand-in for the Lean REPL process, for tests only (no Lean toolchain can run here).
+
+It speaks the REPL's protocol on stdin/stdout the way the real one does (lines glued together
+up to a blank line; pretty JSON replies each followed by a blank line; an unparsable request
+kills it) and answers by replaying the real recorded sessions in ../shared/fixtures/lean-repl:
+a `cmd` that was recorded gets its recorded reply (positions moved down by any blank or
+comment lines before it, "env" renumbered by this process); any other `cmd` compiles cleanly. It keeps its
+own environment numbers and refuses unknown ones like the REPL ("Unknown environment.").
+
+`#print axioms NAME` lines at the end of a cmd are answered with an information message
+(configurable: --axioms, or `fake:axioms=a,b` in the cmd; "none" for no axioms); a NAME that
+does not occur in the rest of the cmd gets an "unknown constant" error.
+
+Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep=S`,
+`fake:crash` (stack-overflow message on stderr, then abort), `fake:grow=MB` (keeps MB of
+resident memory), `fake:noise` (non-JSON text on stdout before the reply), `fake:error-here`
+(an error message at the position of the marker). With `--json FILE` it acts as
+`lean --json FILE` instead (one message a line, exit code 1 on errors). --log FILE records every request as a JSON
+line with this process's pid, so tests can count header elaborations and restarts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "lean-repl"
+_PRINT = re.compile(r"^#print axioms (\S+)\s*$")
+_HOLD: list[bytearray] = []  # memory grown on request stays referenced here
+
+
+def read_requests(text: str) -> list[str]:
+    """The queries of a recorded .in file, glued the REPL's way (independent of the backend)."""
+    queries, pending = [], []
+    for line in text.split("\n") + [""]:
+        if line.strip():
+            pending.append(line.rstrip())
+        elif pending:
+            queries.append("".join(pending))
+            pending = []
+    return queries
+
+
+@functools.lru_cache(maxsize=4)
+def load_recordings(folder: Path) -> dict[str, dict[str, Any]]:
+    """cmd text -> the recorded reply (first occurrence) over every fixture pair in `folder`."""
+    table: dict[str, dict[str, Any]] = {}
+    for request_file in sorted(folder.rglob("*.in")):
+        reply_file = request_file.with_name(request_file.stem + ".expected.out")
+        if not reply_file.exists():
+            continue
+        queries = read_requests(request_file.read_text(encoding="utf-8"))
+        replies = [
+            json.loads(chunk)
+            for chunk in reply_file.read_text(encoding="utf-8").split("\n\n")
+            if chunk.strip()
+        ]
+        for query, reply in zip(queries, replies, strict=False):
+            request = json.loads(query)
+            if "cmd" in request and "env" in reply:
+                table.setdefault(request["cmd"], reply)
+    return table
+
+
+def directives(cmd: str) -> dict[str, str]:
+    """The `fake:NAME` / `fake:NAME=VALUE` markers in a cmd."""
+    return {m[1]: m[2] or "" for m in re.finditer(r"fake:([a-z-]+)(?:=([^\s]+))?", cmd)}
+
+
+def _moved(entry: dict[str, Any], lines: int) -> dict[str, Any]:
+    for key in ("pos", "endPos"):
+        pos = entry.get(key)
+        if isinstance(pos, dict) and pos.get("line"):
+            pos["line"] += lines
+    return entry
+
+
+class Replayer:
+    """The REPL's answers without the process around it (shared with the Kimina stand-in)."""
+
+    def __init__(self, fixtures: Path = DEFAULT_FIXTURES, axioms: str = "") -> None:
+        self.table = load_recordings(fixtures)
+        self.axioms = axioms
+        self.envs = 0
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        if "cmd" not in request:
+            return {"message": "the stand-in answers only cmd requests"}
+        env = request.get("env")
+        if env is not None and not (isinstance(env, int) and 0 <= env < self.envs):
+            return {"message": "Unknown environment."}
+        lines = request["cmd"].split("\n")
+        targets: list[tuple[int, str]] = []
+        while lines and (not lines[-1].strip() or _PRINT.match(lines[-1])):
+            if match := _PRINT.match(lines.pop()):
+                targets.insert(0, (len(lines) + 1, match[1]))
+        base = "\n".join(lines)
+        lead = 0  # leading blank and `--` comment lines only move the recorded positions down
+        while lead < len(lines) and (not lines[lead].strip() or lines[lead].startswith("--")):
+            lead += 1
+        reply = copy.deepcopy(self.table.get("\n".join(lines[lead:]), {}))
+        for entry in reply.get("messages", []) + reply.get("sorries", []):
+            _moved(entry, lead)
+        messages = reply.setdefault("messages", [])
+        marks = directives(base)
+        if "error-here" in marks:
+            for number, text in enumerate(lines, start=1):
+                if (column := text.find("fake:error-here")) >= 0:
+                    at = {"line": number, "column": column}
+                    messages.append(
+                        {"severity": "error", "pos": at, "endPos": at, "data": "fake error"}
+                    )
+        axioms = marks.get("axioms", self.axioms)
+        for number, name in targets:
+            at = {"line": number, "column": 0}
+            end = {"line": number, "column": 14 + len(name)}
+            if not re.search(rf"(?<![\w.]){re.escape(name)}(?![\w.])", base):
+                text, severity = f"Unknown constant `{name}`", "error"
+            elif axioms in ("", "none"):
+                text, severity = f"'{name}' does not depend on any axioms", "info"
+            else:
+                listed = ", ".join(axioms.split(","))
+                text, severity = f"'{name}' depends on axioms: [{listed}]", "info"
+            messages.append({"severity": severity, "pos": at, "endPos": end, "data": text})
+        if not messages:
+            del reply["messages"]
+        reply["env"] = self.envs
+        self.envs += 1
+        return reply
+
+
+def _misbehave(marks: dict[str, str], out: Any, crash_stream: Any = None) -> None:
+    if "crash" in marks:
+        stream = crash_stream or sys.stderr.buffer
+        stream.write(b"Stack overflow detected. Aborting.\n")
+        stream.flush()
+        os.abort()
+    if "grow" in marks:
+        block = bytearray(int(float(marks["grow"]) * 1024 * 1024))
+        for i in range(0, len(block), 4096):
+            block[i] = 1  # touch every page so it is resident
+        _HOLD.append(block)
+    if "sleep" in marks:
+        time.sleep(float(marks["sleep"]))
+    if "hang" in marks:
+        while True:
+            time.sleep(3600)
+    if "noise" in marks:
+        out.write(b"Processing incremental state [pos: 0..0]:\n\n{not json}\n\n")
+
+
+def lean_json(path: str, replayer: Replayer) -> int:
+    """Act as `lean --json FILE`: one SerialMessage JSON line per message; exit 1 on errors."""
+    text = Path(path).read_text(encoding="utf-8")
+    out = sys.stdout.buffer
+    _misbehave(directives(text), out, crash_stream=out)
+    reply = replayer.answer({"cmd": text})
+    code = 0
+    for message in reply.get("messages", []):
+        severity = {"info": "information"}.get(message["severity"], message["severity"])
+        line = {"fileName": path, "pos": message["pos"], "endPos": message.get("endPos")}
+        line |= {"severity": severity, "data": message["data"], "caption": ""}
+        if message["data"].startswith("declaration uses"):
+            line["kind"] = "hasSorry"
+        code = 1 if severity == "error" else code
+        out.write(json.dumps(line, ensure_ascii=False).encode() + b"\n")
+    out.flush()
+    return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES)
+    parser.add_argument("--axioms", default="propext,Classical.choice,Quot.sound")
+    parser.add_argument("--import-delay", type=float, default=0.0)
+    parser.add_argument("--log", type=Path)
+    parser.add_argument("--json", metavar="FILE", help="act as `lean --json FILE` instead")
+    args = parser.parse_args(argv)
+    replayer = Replayer(args.fixtures, args.axioms)
+    if args.json:
+        sys.exit(lean_json(args.json, replayer))
+    source, out = sys.stdin.buffer, sys.stdout.buffer
+    log = args.log.open("a", encoding="utf-8") if args.log else None
+    while True:
+        parts, raw_lines = [], 0
+        while line := source.readline():
+            if not line.strip():
+                break
+            parts.append(line.decode("utf-8").rstrip())
+            raw_lines += 1
+        if not parts:
+            return  # end of input, as the REPL does
+        query = "".join(parts)
+        if query.startswith(("#", "--")):
+            continue
+        try:
+            request = json.loads(query)
+        except ValueError as exc:
+            sys.stderr.write(
+                f'uncaught exception: {{"message": "Could not parse JSON:\\n{exc}"}}\n'
+            )
+            sys.exit(1)
+        if log is not None:
+            entry = {"pid": os.getpid(), "t": time.time(), "lines": raw_lines, "request": request}
+            log.write(json.dumps(entry) + "\n")
+            log.flush()
+        cmd = request.get("cmd", "")
+        _misbehave(directives(cmd), out)
+        if request.get("env") is None and "import" in cmd and args.import_delay:
+            time.sleep(args.import_delay)
+        reply = replayer.answer(request)
+        out.write(json.dumps(reply, indent=1, ensure_ascii=False).encode() + b"\n\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()
