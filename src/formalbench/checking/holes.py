@@ -1,0 +1,314 @@
+"""Where the holes of a formal text are, and how to fill them with tactic scripts.
+
+A hole is what a prover must replace: Lean `sorry` (or the `admit` tactic), a Lean
+declaration whose proof is empty (`... := by` or `... :=` at its end, the form in which
+DeepSeek-style JSONL ships statements), a Coq `Admitted.` proof, a Coq proof left open (a
+`Proof.` with no end, as in many miniF2F-Coq files, or a statement with no proof at all), and
+the Coq `admit` tactic. Holes come from the token stream, so a `sorry` in a comment or string
+is none, while one in a macro body is (with `decl` None: it belongs to no named declaration).
+
+Filling takes tactic scripts. A Lean term-mode hole becomes `by <script>` (parenthesised
+where more of the term follows on the same line), a tactic hole becomes the script, and
+multi-line scripts are re-indented to the block they land in. A Coq whole-proof hole becomes
+`Proof.` / script / `Qed.` keeping an existing `Proof.` line once; an `admit.` becomes the
+script, and once every `admit` of a proof is filled its closing `Admitted.` becomes `Qed.`.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from formalbench.checking.decls import (
+    CLOSE_BRACKETS,
+    COQ_CLOSERS,
+    LEAN_NAMED,
+    OPEN_BRACKETS,
+    Decl,
+    coq_head,
+    sentences,
+    split_decls,
+)
+from formalbench.checking.lexer import Token, words
+from formalbench.core.errors import InputError
+from formalbench.core.records import Language
+
+_LEAN_HOLES = frozenset({"sorry", "admit"})
+_TACTIC_LEADERS = words("; <;> · • . try repeat all_goals any_goals focus iterate")
+_COMBINATORS = words("<;> try repeat all_goals any_goals focus iterate")
+_ARROW_TACTIC = words("case case' next on_goal induction cases rcases obtain conv")
+_NO_WRAP_AFTER = words(") ] ⟩ } , | :=")
+
+
+@dataclass(frozen=True, slots=True)
+class HoleSite:
+    """One hole: `text[start:end]` is what a fill replaces (empty for an open proof)."""
+
+    start: int
+    end: int
+    line: int
+    column: int
+    mode: str  # "term" | "tactic" (Lean sorry, Coq admit) | "proof" (Coq whole proof)
+    decl: str | None  # the enclosing declaration's full name
+    token: str = "sorry"  # sorry, admit, Admitted, Proof (a bare `Proof.` ...), "" (empty)
+    indent: int = 0  # column for the continuation lines of a multi-line fill
+    wrap: bool = False  # the fill must be parenthesised to keep the surrounding term intact
+    after_by: bool = False  # Lean: the hole directly follows `by` on the same line
+    closer: tuple[int, int] | None = None  # Coq: the `Admitted` that becomes `Qed` once filled
+    opens: bool = False  # Coq: the fill must open the proof with `Proof.` (there is none)
+
+
+def find_holes(text: str, language: Language) -> list[HoleSite]:
+    """Every hole of `text`, in text order."""
+    decls = split_decls(text, language)
+    holes: list[HoleSite] = []
+    for d in decls:
+        if language == Language.lean:
+            holes.extend(_lean_holes(text, d))
+        else:
+            holes.extend(_coq_holes(d))
+    holes.sort(key=lambda h: h.start)
+    return holes
+
+
+def target_names(original: str, language: Language) -> list[str]:
+    """Names of the declarations of `original` that contain a hole: what a prover must prove."""
+    names: list[str] = []
+    for hole in find_holes(original, language):
+        if hole.decl is not None and hole.decl not in names:
+            names.append(hole.decl)
+    return names
+
+
+# --- Lean ---------------------------------------------------------------------------------
+def _line_indent(text: str, offset: int) -> int:
+    line_start = text.rfind("\n", 0, offset) + 1
+    line = text[line_start:offset]
+    return len(line) - len(line.lstrip(" "))
+
+
+def _lean_holes(text: str, d: Decl) -> list[HoleSite]:
+    toks = d.tokens
+    out: list[HoleSite] = []
+    for k, tok in enumerate(toks):
+        if tok.kind != "ident" or tok.text not in _LEAN_HOLES:
+            continue
+        mode = "tactic" if tok.text == "admit" else _lean_mode(toks, k)
+        prev = toks[k - 1] if k else None
+        after_by = prev is not None and prev.text == "by" and prev.line == tok.line
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        if mode == "term":
+            wrap = nxt is not None and nxt.line == tok.line and nxt.text not in _NO_WRAP_AFTER
+        else:
+            wrap = prev is not None and prev.text in _COMBINATORS
+        indent = _line_indent(text, tok.offset) + 2 if mode == "term" or after_by else tok.column
+        site = _site(tok, tok.end, mode, d.name, tok.text, indent=indent, wrap=wrap)
+        out.append(replace(site, after_by=after_by))
+    body = [t.text for t in d.body]
+    if (d.kind in LEAN_NAMED or d.kind == "example") and body in ([":="], [":=", "by"]):
+        mode = "tactic" if body[-1] == "by" else "term"
+        indent = _line_indent(text, d.start) + 2
+        out.append(_site(toks[-1], None, mode, d.name, "", indent=indent))
+    return out
+
+
+def _site(
+    tok: Token, end: int | None, mode: str, decl: str | None, word: str, **kw: Any
+) -> HoleSite:
+    """A hole spanning from `tok` to `end`, or an empty one just after `tok` if `end` is None."""
+    if end is None:
+        return HoleSite(
+            tok.end, tok.end, tok.line, tok.column + len(tok.text), mode, decl, word, **kw
+        )
+    return HoleSite(tok.offset, end, tok.line, tok.column, mode, decl, word, **kw)
+
+
+def _by_block_column(toks: list[Token], k: int) -> int | None:
+    """Column of the innermost `by` tactic block that contains token k, or None."""
+    for b in range(k - 1, -1, -1):
+        if toks[b].text != "by":
+            continue
+        col = toks[b + 1].column
+        depth = 0
+        inside = True
+        for j in range(b + 1, k + 1):
+            t = toks[j]
+            if t.text in OPEN_BRACKETS:
+                depth += 1
+            elif t.text in CLOSE_BRACKETS:
+                depth -= 1
+            if depth < 0 or (depth == 0 and t.text == "," and j < k):
+                inside = False
+                break
+            if j > b + 1 and t.line != toks[j - 1].line and t.column < col:
+                inside = False
+                break
+        if inside:
+            return col
+    return None
+
+
+def _lean_mode(toks: list[Token], k: int) -> str:
+    """Whether the `sorry` at k stands where a tactic is expected or where a term is."""
+    if k == 0:
+        return "term"
+    prev = toks[k - 1].text
+    if prev == "by" or prev in _TACTIC_LEADERS:
+        return "tactic"
+    if prev == "|" and k >= 2 and toks[k - 2].text in ("tactic", "tacticSeq"):
+        return "tactic"  # a syntax quotation `(tactic| sorry)
+    col = _by_block_column(toks, k)
+    if col is None:
+        return "term"
+    if prev == "|":
+        return "tactic"
+    if prev == "=>":
+        return _arrow_mode(toks, k - 1, col)
+    if toks[k - 1].line != toks[k].line and toks[k].column == col:
+        return "tactic"
+    return "term"
+
+
+def _arrow_mode(toks: list[Token], arrow: int, col: int) -> str:
+    """`=>` before a hole: a `fun` arm takes a term, a `case`/`induction ... with` arm a tactic."""
+    depth = 0
+    for j in range(arrow - 1, -1, -1):
+        text = toks[j].text
+        if text in CLOSE_BRACKETS:
+            depth += 1
+        elif text in OPEN_BRACKETS:
+            depth -= 1
+            if depth < 0:
+                return "term"
+        elif depth:
+            continue
+        elif text in ("fun", "λ"):
+            return "term"
+        elif text in _ARROW_TACTIC:
+            return "tactic"
+        elif text == "match":
+            return _lean_mode(toks, j)
+        elif text == "by":
+            return "tactic"
+    return "term"
+
+
+# --- Coq ----------------------------------------------------------------------------------
+def _coq_holes(d: Decl) -> list[HoleSite]:
+    sents = sentences(d.tokens)
+    statement, proof = sents[0], sents[1:]
+    theorem_like = d.kind == "Theorem" or (proof and statement[-1].kind == "end")
+    if not theorem_like or statement[-1].kind != "end" or d.body_start < len(statement) - 1:
+        return []
+    out: list[HoleSite] = []
+    closing = proof[-1] if proof and proof[-1][coq_head(proof[-1])].text in COQ_CLOSERS else None
+    closer = closing[coq_head(closing)] if closing else None
+    admitted = (closer.offset, closer.end) if closer and closer.text == "Admitted" else None
+    for sent in proof:
+        for i, tok in enumerate(sent):
+            if tok.kind == "ident" and tok.text in ("admit", "give_up"):
+                dot = i + 1 < len(sent) and sent[i + 1].kind == "end"
+                end = sent[i + 1].end if dot else tok.end
+                out.append(
+                    _site(tok, end, "tactic", d.name, tok.text, indent=tok.column, closer=admitted)
+                )
+    if out or (closer is not None and closer.text != "Admitted"):
+        return out
+    steps = proof[:-1] if closing is not None else proof
+    bare = len(steps) == 1 and [t.text for t in steps[0]] == ["Proof", "."]
+    if closing is not None:  # `Proof. Admitted.` / `Admitted.` / `Proof. tac. Admitted.`
+        first = steps[0][0] if bare else closer
+        return [
+            _site(
+                first,
+                closing[-1].end,
+                "proof",
+                d.name,
+                "Proof" if bare else "Admitted",
+                opens=not steps,
+            )
+        ]
+    if bare:  # a `Proof.` left open
+        return [_site(steps[0][0], steps[0][-1].end, "proof", d.name, "Proof")]
+    last = (steps[-1] if steps else statement)[-1]
+    return [_site(last, None, "proof", d.name, "", opens=not steps)]
+
+
+# --- filling ------------------------------------------------------------------------------
+def _script_lines(fill: str, index: int) -> list[str]:
+    lines = [ln.rstrip() for ln in textwrap.dedent(fill.expandtabs(2)).strip("\n").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not lines or not any(lines):
+        raise InputError(f"fill {index + 1} is empty: a hole needs a tactic script")
+    return lines
+
+
+def _indented(lines: Sequence[str], indent: int) -> str:
+    pad = " " * indent
+    return "\n".join(pad + ln if ln else "" for ln in lines)
+
+
+def _lean_fill(hole: HoleSite, lines: list[str]) -> str:
+    multi = len(lines) > 1
+    if hole.token == "":
+        if hole.mode == "tactic":
+            return "\n" + _indented(lines, hole.indent)
+        return " by\n" + _indented(lines, hole.indent) if multi else " by " + lines[0]
+    if hole.mode == "tactic":
+        if not multi:
+            return lines[0]
+        if hole.after_by:
+            return "\n" + _indented(lines, hole.indent)
+        if hole.wrap:
+            return "(" + lines[0] + "\n" + _indented(lines[1:], hole.column + 1) + ")"
+        return lines[0] + "\n" + _indented(lines[1:], hole.column)
+    body = "by\n" + _indented(lines, hole.indent) if multi else "by " + lines[0]
+    return f"({body})" if hole.wrap else body
+
+
+def _coq_fill(hole: HoleSite, lines: list[str]) -> str:
+    script = "\n".join(lines)
+    if not script.rstrip().endswith((".", "}")):
+        script += "."
+    if hole.mode == "tactic":
+        return script.replace("\n", "\n" + " " * hole.indent)
+    if hole.token == "Proof" or (hole.opens and hole.token):
+        return f"Proof.\n{script}\nQed."
+    if hole.token == "Admitted":
+        return f"{script}\nQed."
+    opening = "Proof.\n" if hole.opens else ""
+    return f"\n{opening}{script}\nQed."
+
+
+def fill_holes(text: str, language: Language, fills: Sequence[str]) -> str:
+    """`text` with its first `len(fills)` holes replaced, in order, by the given scripts."""
+    holes = find_holes(text, language)
+    if len(fills) > len(holes):
+        raise InputError(f"{len(fills)} fills given but the text has {len(holes)} holes")
+    edits: list[tuple[int, int, str]] = []
+    filled_admits: dict[tuple[int, int], int] = {}
+    for i, (hole, fill) in enumerate(zip(holes, fills, strict=False)):
+        lines = _script_lines(fill, i)
+        new = _lean_fill(hole, lines) if language == Language.lean else _coq_fill(hole, lines)
+        edits.append((hole.start, hole.end, new))
+        if hole.mode == "tactic" and hole.closer:
+            filled_admits[hole.closer] = filled_admits.get(hole.closer, 0) + 1
+    for closer, count in filled_admits.items():
+        total = sum(1 for h in holes if h.mode == "tactic" and h.closer == closer)
+        if count == total:
+            edits.append((closer[0], closer[1], "Qed"))
+    edits.sort()
+    out: list[str] = []
+    last = 0
+    for start, end, new in edits:
+        piece = text[last:start]
+        if new.startswith("\n"):
+            piece = piece.rstrip(" ")
+        out.append(piece)
+        out.append(new)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
