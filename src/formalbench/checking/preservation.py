@@ -1,0 +1,275 @@
+"""Statement preservation: the candidate must prove the task's statement, not another one.
+
+Targets are the original's declarations that contain a hole. Every command of the original up
+to the last target must appear in the candidate, in the same order and unchanged: a target
+keeps its signature (name, binders, type; the proof is free), every other declaration and
+context command (`import`, `open`, `variable`, a preceding `def`, a Coq `Parameter` ...) is
+kept entirely. Commands are compared as normalised token streams: layout and comments do not
+count, nor do `noncomputable` and attribute lists, `lemma` vs `theorem` (Coq: `Lemma` vs
+`Theorem` ...), ASCII vs Unicode spellings of the same Lean notation (`->`/`→`, `fun`/`λ`,
+`=>`/`↦`, `<=`/`≤` ...), and `set_option` for resource limits or linters (`maxHeartbeats`,
+`maxRecDepth`, `linter.*` ...), which a candidate may add, drop or change anywhere.
+
+Commands a candidate adds: new named declarations (helper lemmas and definitions) are allowed
+anywhere. Commands that change how later text elaborates are refused when they stand before a
+target (after the last target they cannot touch a statement): Lean `open`, `export`,
+`variable`, `include`, non-resource `set_option`, `notation`/`infix`/`macro`/`syntax`/`elab`/
+`macro_rules`/`elab_rules`, `instance`, `attribute [instance ...]`, `local`/`scoped` commands,
+`run_cmd`, `#eval`, declarations tagged `@[instance]`, `@[macro]`, elaborator attributes...;
+Coq `Notation`/`Infix`/`Tactic Notation`, scope commands, `Arguments`, `Coercion`, `Instance`,
+`Set`/`Unset`, `Variable`/`Context`, plain `Import`/`Export`. Allowed because they cannot change
+what a statement means: Lean `import`s, `namespace`/`section`/`end` (a target moved into a
+namespace no longer has its name), `universe`, `open X in` / `set_option o v in` prefixes on a
+helper; Coq `Require [Import]` (candidates need `Lia`, `Lra`, ...), `Ltac`, `Hint`, `Section`.
+A context command inside a closed section is still refused: the rule is kept simple and strict.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+from formalbench.checking.decls import Decl
+from formalbench.checking.lexer import words
+from formalbench.core.records import Finding, Language, Reason
+
+_LEAN_SYNONYMS = {
+    "->": "→", "<-": "←", "<->": "↔", "<=": "≤", ">=": "≥", "λ": "fun", "↦": "=>",
+    "forall": "∀", "exists": "∃", "lemma": "theorem",
+}  # fmt: skip
+_COQ_SYNONYMS = {
+    k: "Theorem"
+    for k in ["Lemma", "Fact", "Remark", "Corollary", "Proposition", "Property", "Example"]
+}
+_HARMLESS_OPTIONS = words(
+    "maxHeartbeats maxRecDepth synthInstance.maxHeartbeats synthInstance.maxSize diagnostics diagnostics.threshold profiler profiler.threshold exponentiation.threshold"
+)
+_HARMLESS_OPTION_PREFIXES = ("linter.", "trace.", "pp.")
+RISKY_ATTRIBUTES = words(
+    "instance default_instance macro term_elab command_elab tactic elab coe delab app_unexpander builtin_term_elab builtin_command_elab builtin_tactic builtin_macro local scoped implemented_by extern csimp"
+)
+_LEAN_CONTEXT = words(
+    "open export variable include omit set_option notation infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval #exit"
+)
+_COQ_CONTEXT = words(
+    "Notation Infix Reserved Tactic Open Close Delimit Bind Declare Arguments Coercion Instance Existing Canonical Set Unset Variable Variables Context Hypothesis Hypotheses Implicit Generalizable Import Export Include"
+)
+
+
+def harmless_option(decl: Decl) -> bool:
+    """A `set_option` for a resource limit, a linter or tracing: it cannot change meaning."""
+    toks = decl.tokens
+    return decl.kind == "set_option" and len(toks) > 1 and _harmless_name(toks[1].text)
+
+
+def _harmless_name(name: str) -> bool:
+    return name in _HARMLESS_OPTIONS or name.startswith(_HARMLESS_OPTION_PREFIXES)
+
+
+def normalized(decl: Decl, language: Language, *, stop: int | None = None) -> list[str]:
+    """The comparable token texts of `decl.tokens[:stop]` (see the module docstring)."""
+    toks = decl.tokens[: len(decl.tokens) if stop is None else stop]
+    if language == Language.coq:
+        return [_COQ_SYNONYMS.get(t.text, t.text) for t in toks]
+    out: list[str] = []
+    i, n = 0, len(toks)
+    while i < n:
+        text = toks[i].text
+        if text == "@[" and i < decl.head:
+            i = _skip_group(toks, i)
+            continue
+        if (
+            text == "set_option"
+            and i < decl.head
+            and i + 1 < n
+            and _harmless_name(toks[i + 1].text)
+        ):
+            j = i + 1
+            while j < decl.head and toks[j].text != "in":
+                j += 1
+            i = j + 1
+            continue
+        if text != "noncomputable":
+            out.append(_LEAN_SYNONYMS.get(text, text))
+        i += 1
+    return out
+
+
+def _skip_group(toks: Sequence, i: int) -> int:
+    depth = 0
+    for j in range(i, len(toks)):
+        if toks[j].text in ("@[", "["):
+            depth += 1
+        elif toks[j].text == "]":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(toks)
+
+
+def attributes(decl: Decl) -> set[str]:
+    """The words inside the `@[...]` attribute lists of a declaration."""
+    return {t.text for t in decl.tokens[: decl.head] if t.kind == "ident"} - {
+        "private",
+        "protected",
+        "noncomputable",
+        "unsafe",
+        "partial",
+        "nonrec",
+    }
+
+
+def context_changing(decl: Decl, language: Language) -> bool:
+    """Whether `decl` changes how the text after it elaborates (see the module docstring)."""
+    if language == Language.coq:
+        if decl.kind == "Module":
+            return any(
+                t.text in ("Import", "Export") for t in decl.tokens[decl.head : decl.head + 2]
+            )
+        return decl.kind in _COQ_CONTEXT
+    if decl.kind == "set_option":
+        return not harmless_option(decl)
+    if decl.kind == "attribute":
+        return bool({t.text for t in decl.tokens} & RISKY_ATTRIBUTES)
+    if decl.kind in _LEAN_CONTEXT or decl.kind.startswith("#eval"):
+        return True
+    return bool(attributes(decl) & RISKY_ATTRIBUTES)
+
+
+def token_diff(expected: Sequence[str], found: Sequence[str], context: int = 3) -> str:
+    """A short view of the first place where two token streams differ."""
+    ops = difflib.SequenceMatcher(None, expected, found, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal":
+            continue
+        return (
+            f"expected `{_excerpt(expected, i1, i2, context)}` "
+            f"but found `{_excerpt(found, j1, j2, context)}`"
+        )
+    return "no difference"
+
+
+def _excerpt(tokens: Sequence[str], i: int, j: int, context: int) -> str:
+    lo, hi = max(0, i - context), min(len(tokens), j + context)
+    text = " ".join(tokens[lo:i]) + " [" + " ".join(tokens[i:j]) + "] " + " ".join(tokens[j:hi])
+    text = ("… " if lo else "") + text.strip() + (" …" if hi < len(tokens) else "")
+    return text if len(text) <= 160 else text[:157] + "…"
+
+
+def _label(decl: Decl) -> str:
+    if decl.name:
+        return f"`{decl.name}`"
+    words = " ".join(t.text for t in decl.tokens[:6])
+    return f"`{words}{' …' if len(decl.tokens) > 6 else ''}`"
+
+
+def preservation_findings(
+    original: list[Decl], candidate: list[Decl], language: Language, holes: set[int]
+) -> tuple[list[Finding], set[int]]:
+    """Findings about changed or missing statements, and the candidate commands that match
+    an unchanged hole-free command of the original (exempt from the forbidden-construct scan).
+    `holes` holds the indices of the original declarations that contain a hole."""
+    findings: list[Finding] = []
+    targets = [d for d in original if d.index in holes]
+    if not targets:
+        return findings, set()
+    last = max(d.index for d in targets)
+    by_name: dict[str, Decl] = {}
+    for c in candidate:
+        if c.name is not None:
+            by_name.setdefault(c.name, c)
+    matched: dict[int, Decl] = {}  # candidate index -> original command
+    unchanged: set[int] = set()
+    pos = -1
+    for r in original[: last + 1]:
+        if language == Language.lean and harmless_option(r):
+            continue
+        is_target = r.index in holes
+        stop = r.body_start if is_target else None
+        want = normalized(r, language, stop=stop)
+        if r.name is not None:
+            c = by_name.get(r.name)
+            if c is None or c.index in matched:
+                reason = Reason.missing_target if is_target else Reason.statement_changed
+                what = "target" if is_target else "declaration"
+                findings.append(
+                    Finding(
+                        reason=reason,
+                        subject=r.name,
+                        message=f"{what} `{r.name}` of the original is missing",
+                    )
+                )
+                continue
+        else:
+            c = next(
+                (
+                    c
+                    for c in candidate[pos + 1 :]
+                    if c.index not in matched
+                    and normalized(c, language, stop=c.body_start if is_target else None) == want
+                ),
+                None,
+            )
+            if c is None:
+                findings.append(
+                    Finding(
+                        reason=Reason.statement_changed,
+                        subject=_label(r),
+                        message=f"command {_label(r)} of the original is missing or changed",
+                    )
+                )
+                continue
+        matched[c.index] = r
+        got = normalized(c, language, stop=c.body_start if is_target else None)
+        head = c.tokens[c.head]
+        if got == want and not is_target:
+            unchanged.add(c.index)
+        if got != want:
+            part = "statement" if is_target else "declaration"
+            findings.append(
+                Finding(
+                    reason=Reason.statement_changed,
+                    subject=r.name,
+                    line=head.line,
+                    column=head.column,
+                    message=f"{part} of {_label(r)} changed: {token_diff(want, got)}",
+                )
+            )
+        elif language == Language.lean and (attributes(c) - attributes(r)) & RISKY_ATTRIBUTES:
+            findings.append(
+                Finding(
+                    reason=Reason.statement_changed,
+                    subject=r.name,
+                    line=head.line,
+                    column=head.column,
+                    message=f"{_label(r)} gets attributes that change elaboration",
+                )
+            )
+        if c.index < pos:
+            findings.append(
+                Finding(
+                    reason=Reason.statement_changed,
+                    subject=r.name or _label(r),
+                    line=head.line,
+                    column=head.column,
+                    message=f"{_label(r)} is out of the original order",
+                )
+            )
+        pos = max(pos, c.index)
+    target_positions = sorted(i for i, r in matched.items() if r.index in holes)
+    for c in candidate:
+        if c.index in matched or not target_positions or c.index > target_positions[-1]:
+            continue
+        if context_changing(c, language):
+            before = next(_label(matched[i]) for i in target_positions if i > c.index)
+            head = c.tokens[c.head]
+            findings.append(
+                Finding(
+                    reason=Reason.statement_changed,
+                    subject=_label(c),
+                    line=head.line,
+                    column=head.column,
+                    message=f"adds {_label(c)} before target {before}: it can change what the statement means",
+                )
+            )
+    return findings, unchanged

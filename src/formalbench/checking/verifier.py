@@ -1,0 +1,268 @@
+"""The strict verifier: does a candidate really prove its task? (DESIGN.md "Strict verification")
+
+Two layers. The text layer (`static_findings`) is cheap and runs first: forbidden constructs,
+statement preservation and, for construction tasks, the value checks. The assistant layer
+compiles the candidate and reads, from the assistant, the diagnostics and the axioms each
+target depends on.
+
+When the text layer already fails the candidate, the assistant is not run by default: a
+compile costs seconds to minutes and cannot turn a failure into a pass. The verdict then
+lists every reason the text layer found; pass `compile_always=True` to also get the
+assistant's reasons (an evaluation that wants the full error taxonomy of each attempt).
+
+Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
+Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
+axiom named `Candidate.*` is declared in the checked file itself (an `Axiom`, or a theorem
+closed by `Admitted`) and is refused, except one that the original declares in its hole-free
+part (a `Parameter`/`Axiom` the task states, as in miniF2F-Coq `amc12a_2016_p3`); library
+axioms are allowed while `policy.allow_library_axioms`, otherwise only those listed in
+`policy.allowed_axioms`. A target whose axioms the assistant did not report cannot be
+checked and fails (disallowed_axiom), since axioms are read from the assistant, never text.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from formalbench.backends.base import Backend
+from formalbench.checking.construction import construction_findings
+from formalbench.checking.decls import Decl, split_decls
+from formalbench.checking.forbidden import forbidden_findings
+from formalbench.checking.holes import find_holes
+from formalbench.checking.preservation import preservation_findings
+from formalbench.core.config import VerifierPolicy
+from formalbench.core.errors import InputError
+from formalbench.core.records import (
+    CheckResult,
+    CheckStatus,
+    Finding,
+    Language,
+    Reason,
+    TaskKind,
+    Verdict,
+)
+
+CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
+COQ_LOCAL_PREFIX = "Candidate."
+_STATUS_REASONS = {
+    CheckStatus.timeout: Reason.timeout,
+    CheckStatus.out_of_memory: Reason.out_of_memory,
+    CheckStatus.crash: Reason.backend_crash,
+}
+
+
+class StrictVerifier:
+    """Checks candidates against their original; `backend=None` runs the text layer only."""
+
+    def __init__(
+        self,
+        backend: Backend | None,
+        policy: VerifierPolicy | None = None,
+        *,
+        language: Language | None = None,
+        compile_always: bool = False,
+    ) -> None:
+        lang = language or (backend.language if backend is not None else None)
+        if lang is None:
+            raise InputError("the verifier needs a language (lean or coq) when it has no backend")
+        self.backend = backend
+        self.policy = policy or VerifierPolicy()
+        self.language = Language(lang)
+        self.compile_always = compile_always
+
+    # --- text layer -----------------------------------------------------------------------
+    def _parse(self, original: str, candidate: str) -> tuple[list[Decl], list[Decl], set[int]]:
+        orig = split_decls(original, self.language)
+        cand = split_decls(candidate, self.language)
+        hole_starts = [h.start for h in find_holes(original, self.language)]
+        holes = {d.index for d in orig if any(d.start <= s <= d.end for s in hole_starts)}
+        if not any(orig[i].name for i in holes):
+            raise InputError(
+                "the original has no named declaration with a hole (sorry / Admitted / an open "
+                "proof), so there is no target to verify"
+            )
+        return orig, cand, holes
+
+    def targets(self, original: str) -> list[str]:
+        """Names of the original's hole-bearing declarations (what `verify` checks)."""
+        orig, _, holes = self._parse(original, "")
+        return [d.name for d in orig if d.index in holes and d.name]
+
+    def static_findings(
+        self, original: str, candidate: str, kind: TaskKind = TaskKind.proof
+    ) -> list[Finding]:
+        """Every problem the text layer finds, in the order: statements, constructs, values."""
+        orig, cand, holes = self._parse(original, candidate)
+        findings, unchanged = preservation_findings(orig, cand, self.language, holes)
+        forbidden = self.policy.forbidden_for(self.language)
+        findings += forbidden_findings(cand, forbidden, unchanged)
+        if TaskKind(kind) in CONSTRUCTION_KINDS:
+            findings += construction_findings(
+                orig, cand, self.language, holes, self.policy.choice_constants, forbidden
+            )
+        return findings
+
+    # --- assistant layer ------------------------------------------------------------------
+    def _original_axioms(self, original: str) -> set[str]:
+        """Coq names the original itself postulates outside its targets (allowed as given)."""
+        orig, _, holes = self._parse(original, "")
+        kinds = {
+            "Axiom",
+            "Axioms",
+            "Parameter",
+            "Parameters",
+            "Hypothesis",
+            "Hypotheses",
+            "Conjecture",
+            "Variable",
+            "Variables",
+        }
+        return {
+            COQ_LOCAL_PREFIX + d.name
+            for d in orig
+            if d.name and d.kind in kinds and d.index not in holes
+        }
+
+    def assistant_findings(
+        self, result: CheckResult, targets: Sequence[str], original: str = ""
+    ) -> list[Finding]:
+        """Findings from one run of the assistant over the candidate."""
+        findings: list[Finding] = []
+        if result.status in _STATUS_REASONS:
+            detail = f": {result.detail}" if result.detail else ""
+            findings.append(
+                Finding(
+                    reason=_STATUS_REASONS[result.status],
+                    message=f"the assistant ended with {result.status.value}{detail}"[:500],
+                )
+            )
+            return findings
+        for d in result.errors:
+            findings.append(
+                Finding(
+                    reason=Reason.compile_error,
+                    message=d.message[:500],
+                    line=d.line,
+                    column=d.column,
+                )
+            )
+        if self.policy.forbid_warnings:
+            for d in result.warnings:
+                findings.append(
+                    Finding(
+                        reason=Reason.compile_warning,
+                        message=d.message[:500],
+                        line=d.line,
+                        column=d.column,
+                    )
+                )
+        for hole in result.holes:
+            findings.append(
+                Finding(
+                    reason=Reason.forbidden_construct,
+                    subject="sorry",
+                    line=hole.line,
+                    column=hole.column,
+                    message="the assistant reports an unfinished proof (hole)",
+                )
+            )
+        if findings:
+            return findings  # axioms of a text that does not compile mean nothing
+        return self._axiom_findings(result, targets, original)
+
+    def _axiom_findings(
+        self, result: CheckResult, targets: Sequence[str], original: str
+    ) -> list[Finding]:
+        findings: list[Finding] = []
+        allowed = self.policy.allowed_axioms_for(self.language)
+        given = self._original_axioms(original) if self.language == Language.coq else set()
+        for target in targets:
+            axioms = result.axioms.get(target)
+            if axioms is None:
+                findings.append(
+                    Finding(
+                        reason=Reason.disallowed_axiom,
+                        subject=target,
+                        message=f"the assistant did not report the axioms of `{target}`",
+                    )
+                )
+                continue
+            for ax in axioms:
+                if self._axiom_ok(ax, allowed, given):
+                    continue
+                findings.append(
+                    Finding(
+                        reason=Reason.disallowed_axiom,
+                        subject=ax,
+                        message=f"`{target}` depends on the axiom `{ax}`",
+                    )
+                )
+        return findings
+
+    def _axiom_ok(self, axiom: str, allowed: list[str] | None, given: set[str]) -> bool:
+        if self.language == Language.lean:
+            return allowed is not None and axiom in allowed
+        if axiom.startswith(COQ_LOCAL_PREFIX):
+            return axiom in given
+        if self.policy.allow_library_axioms:
+            return True
+        return axiom in (self.policy.allowed_axioms or [])
+
+    # --- verdicts -------------------------------------------------------------------------
+    def _verdict(self, findings: list[Finding], result: CheckResult | None, t0: float) -> Verdict:
+        reasons: list[Reason] = []
+        for f in findings:
+            if f.reason not in reasons:
+                reasons.append(f.reason)
+        return Verdict(
+            passed=not findings,
+            reasons=reasons,
+            findings=findings,
+            diagnostics=list(result.diagnostics) if result else [],
+            axioms=dict(result.axioms) if result else {},
+            elapsed=time.perf_counter() - t0,
+            backend=self.backend.name if self.backend is not None else None,
+            static_only=self.backend is None,
+        )
+
+    def _compile_needed(self, findings: list[Finding]) -> bool:
+        return self.backend is not None and (not findings or self.compile_always)
+
+    def verify(
+        self,
+        original: str,
+        candidate: str,
+        *,
+        kind: TaskKind = TaskKind.proof,
+        timeout: float | None = None,
+    ) -> Verdict:
+        """The verdict on `candidate` as a solution of `original` (both whole files)."""
+        t0 = time.perf_counter()
+        findings = self.static_findings(original, candidate, kind)
+        result = None
+        if self._compile_needed(findings):
+            assert self.backend is not None
+            targets = self.targets(original)
+            result = self.backend.check(candidate, targets=targets, timeout=timeout)
+            findings += self.assistant_findings(result, targets, original)
+        return self._verdict(findings, result, t0)
+
+    async def averify(
+        self,
+        original: str,
+        candidate: str,
+        *,
+        kind: TaskKind = TaskKind.proof,
+        timeout: float | None = None,
+    ) -> Verdict:
+        """`verify` for asyncio code: the compile runs on the backend's pool."""
+        t0 = time.perf_counter()
+        findings = self.static_findings(original, candidate, kind)
+        result = None
+        if self._compile_needed(findings):
+            assert self.backend is not None
+            targets = self.targets(original)
+            result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
+            findings += self.assistant_findings(result, targets, original)
+        return self._verdict(findings, result, t0)
