@@ -40,6 +40,11 @@ def test_huge_n_where_float_binomials_overflow():
     with pytest.raises(OverflowError):
         float(comb(n, k))  # the naive float form cannot even hold C(n, k)
     assert isclose(pass_at_k(n, c, k), float(exact(n, c, k)), rel_tol=1e-9)
+    # many passes, fewer draws: the k-factor form of the same ratio
+    n, c, k = 10**6, 999_000, 3
+    assert isclose(pass_at_k(n, c, k), float(exact(n, c, k)), rel_tol=1e-12)
+    n, c, k = 10**6, 7, 3  # and tiny c with k < c
+    assert isclose(pass_at_k(n, c, k), float(exact(n, c, k)), rel_tol=1e-10)
 
 
 def test_tiny_values_keep_relative_precision():

@@ -2,10 +2,10 @@
 
 With n samples of which c pass, the chance that k samples drawn without replacement
 contain at least one pass is 1 - C(n-c, k) / C(n, k). The binomials overflow floats long
-before n gets large, so the ratio is taken as the product prod_{i=n-c+1..n} (1 - k/i),
-summed in log space (`log1p`) and turned back with `expm1`: that keeps full relative
-precision even when pass@k is tiny (the product is then within rounding of 1, and
-`1 - product` would cancel).
+before n gets large, so the ratio is taken as the product prod_{i=n-c+1..n} (1 - k/i), or
+the equal product prod_{j=0..k-1} (1 - c/(n-j)) when k < c (fewer factors), summed in log
+space (`log1p`) and turned back with `expm1`: that keeps full relative precision even when
+pass@k is tiny (the product is then within rounding of 1, and `1 - product` would cancel).
 
 Undefined inputs raise `InputError` instead of returning a number: k > n (the estimator
 needs at least k samples to draw from), n = 0, c outside [0, n], k < 1.
@@ -26,8 +26,11 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         return 0.0
     if n - c < k:  # every draw of k samples contains a pass: C(n-c, k) = 0
         return 1.0
-    log_ratio = math.fsum(math.log1p(-k / i) for i in range(n - c + 1, n + 1))
-    return -math.expm1(log_ratio)
+    if c <= k:  # C(n-c, k) / C(n, k) as c factors ...
+        terms = (-k / i for i in range(n - c + 1, n + 1))
+    else:  # ... or, the same ratio, as k factors: prod_{j<k} (1 - c/(n-j))
+        terms = (-c / (n - j) for j in range(k))
+    return -math.expm1(math.fsum(math.log1p(t) for t in terms))
 
 
 def mean_pass_at_k(counts: Iterable[tuple[int, int]], k: int) -> float:
