@@ -1,5 +1,5 @@
-"""Lean output parsing against real recorded output: REPL sessions, `lean --json` lines, headers,
-`#print axioms` answers, project versions and toolchain discovery."""
+"""Lean output parsing against real recorded output: REPL sessions, `lean --json` lines, headers
+and `#print axioms` answers."""
 
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from formalbench.backends.lean.repl_protocol import (
     split_requests,
     split_responses,
 )
-from formalbench.backends.lean.toolchain import discover, find_project, mismatch_sentence
-from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.core.errors import InputError
 from formalbench.core.records import Diagnostic, Severity
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
@@ -206,27 +205,3 @@ def test_axiom_queries_are_split_from_candidate_messages() -> None:
     assert kept[1].end_line == 2
     with pytest.raises(InputError, match="not a Lean declaration name"):
         validate_targets(["ok", "#exit"])
-
-
-def test_project_versions_from_the_minif2f_project(tmp_path: Path) -> None:
-    project = MINIF2F / "lean4_files"
-    assert find_project(next((project / "MiniF2F" / "Test").glob("*.lean"))) == project.resolve()
-    ours = ("leanprover/lean4:v4.24.0", "f897ebcf72cd16f89ab4577d0c826cd14afaafc7", "v4.24.0")
-    assert mismatch_sentence(ours, "v4.24.0", "f897ebcf72cd") is None
-    assert mismatch_sentence(ours, None, "v4.24.0") is None
-    assert mismatch_sentence(ours, None, None) is None
-    sentence = mismatch_sentence(ours, "leanprover/lean4:v4.9.0", "0123456789abcdef")
-    assert "v4.9.0" in sentence and "v4.24.0" in sentence and "0123456789abcdef" in sentence
-    assert find_project(tmp_path) is None
-
-
-def test_missing_toolchain_is_one_actionable_line(monkeypatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
-    with pytest.raises(ToolchainMissingError) as caught:
-        discover(None, start=tmp_path)
-    text = str(caught.value)
-    assert "\n" not in text and "lake" in text and "elan" in text and "install" in text
-    with pytest.raises(InputError, match="not a Lake project"):
-        discover(tmp_path)

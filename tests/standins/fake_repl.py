@@ -16,7 +16,8 @@ Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep
 resident memory), `fake:noise` (non-JSON text on stdout before the reply), `fake:error-here`
 (an error message at the position of the marker). With `--json FILE` it acts as
 `lean --json FILE` instead (one message a line, exit code 1 on errors). --log FILE records every request as a JSON
-line with this process's pid, so tests can count header elaborations and restarts.
+line with this process's pid, so tests can count header elaborations and restarts;
+--report-time adds `standin_s` (its own time per request) to each reply, for the bench.
 """
 
 from __future__ import annotations
@@ -182,6 +183,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--axioms", default="propext,Classical.choice,Quot.sound")
     parser.add_argument("--import-delay", type=float, default=0.0)
     parser.add_argument("--log", type=Path)
+    parser.add_argument("--report-time", action="store_true", help="add its own time to replies")
     parser.add_argument("--json", metavar="FILE", help="act as `lean --json FILE` instead")
     args = parser.parse_args(argv)
     replayer = Replayer(args.fixtures, args.axioms)
@@ -198,6 +200,7 @@ def main(argv: list[str] | None = None) -> None:
             raw_lines += 1
         if not parts:
             return  # end of input, as the REPL does
+        began = time.perf_counter()
         query = "".join(parts)
         if query.startswith(("#", "--")):
             continue
@@ -217,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
         if request.get("env") is None and "import" in cmd and args.import_delay:
             time.sleep(args.import_delay)
         reply = replayer.answer(request)
+        if args.report_time:
+            reply["standin_s"] = time.perf_counter() - began
         out.write(json.dumps(reply, indent=1, ensure_ascii=False).encode() + b"\n\n")
         out.flush()
 

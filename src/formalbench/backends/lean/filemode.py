@@ -5,7 +5,8 @@ Simple and slow: every call pays the import of its header. The source, with the
 limit and a private-resident-memory ceiling sampled with psutil (an address-space limit would
 trip on Lean's large mappings of .olean files). A death by signal is a crash (Lean aborts on
 a stack overflow), and an exit with a non-zero code but no error message becomes an error
-diagnostic, so that a broken run can never look like a clean compile.
+diagnostic, so that a broken run can never look like a clean compile. `lean --json` reports
+no goals, so each "declaration uses sorry" warning becomes a goal-less `Hole`.
 """
 
 from __future__ import annotations
