@@ -46,7 +46,7 @@ def passk_curve(summary: RunSummary) -> str | None:
     ax.yaxis.set_major_formatter(PercentFormatter(100))
     ax.set_xlabel("k (samples drawn per task)")
     ax.set_ylabel("pass@k")
-    ax.set_title(f"pass@k over {summary.evaluated} tasks (n = {summary.samples} samples each)")
+    ax.set_title(f"pass@k over {summary.evaluated} tasks (n = {_samples(summary.samples)} each)")
     ax.grid(True, alpha=0.3)
     return _svg(fig, "passk")
 
@@ -103,6 +103,10 @@ def taxonomy_bars(summary: RunSummary) -> str | None:
     ax.set_title(f"Why attempts failed ({total} failed attempts)")
     fig.tight_layout()
     return _svg(fig, "taxonomy")
+
+
+def _samples(n: int) -> str:
+    return f"{n} sample" if n == 1 else f"{n} samples"
 
 
 def _short(label: str) -> str:

@@ -121,7 +121,8 @@ def _overview(s: RunSummary) -> TableData:
 def _pass_table(s: RunSummary) -> TableData:
     rows = [_pass_cells(s, s.pass_at_k)] if s.pass_at_k else []
     note = (
-        f"unbiased estimator over {s.evaluated} evaluated tasks, n = {s.samples} samples each"
+        f"unbiased estimator over {s.evaluated} evaluated tasks, "
+        f"n = {s.samples} sample{'s' if s.samples != 1 else ''} each"
         if s.pass_at_k
         else "no task has a complete set of samples yet"
     )
