@@ -212,7 +212,13 @@ def test_file_mode_through_a_lean_on_path(monkeypatch, tmp_path: Path) -> None:
         bad = lean.check("theorem u : True := by\n  trivial -- fake:error-here")
         crashed = lean.check("def c := 1 -- fake:crash")
         hung = lean.check("def h := 1 -- fake:hang", timeout=1.0)
+        sorried = lean.check("def f : Nat := by sorry", targets=["f"])  # recorded: tactic_sorry
+    with LeanBackend(workers=1, memory_mb=150) as lean:
+        grown = lean.check("def g := 1 -- fake:grow=250 fake:sleep=2")
     assert good.compiled and good.axioms == {"t": ["propext", "Classical.choice", "Quot.sound"]}
     assert [(d.severity, d.line, d.column) for d in bad.diagnostics] == [(Severity.error, 2, 13)]
     assert crashed.status == CheckStatus.crash and "Stack overflow" in crashed.detail
     assert hung.status == CheckStatus.timeout and hung.elapsed < 1.5
+    (hole,) = sorried.holes
+    assert (hole.line, hole.column) == (1, 4) and sorried.warnings[0].kind == "hasSorry"
+    assert grown.status == CheckStatus.out_of_memory and grown.elapsed < 1.5

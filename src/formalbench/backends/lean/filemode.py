@@ -31,9 +31,10 @@ from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Sever
 _OOM_WORDS = ("out of memory", "bad_alloc", "cannot allocate memory")
 
 
-def _tree_mb(root: psutil.Process) -> float:
+def _tree_mb(pid: int) -> float:
     total = 0
     with contextlib.suppress(psutil.Error):
+        root = psutil.Process(pid)
         for member in [root, *root.children(recursive=True)]:
             with contextlib.suppress(psutil.Error):
                 total += private_rss(member)
@@ -61,7 +62,6 @@ def run_watched(
             start_new_session=True,
         )
         status = CheckStatus.ok
-        watcher = psutil.Process(proc.pid)
         while True:
             try:
                 proc.wait(timeout=poll_interval)
@@ -70,7 +70,7 @@ def run_watched(
                 pass
             if time.perf_counter() - start >= timeout:
                 status = CheckStatus.timeout
-            elif memory_mb and _tree_mb(watcher) > memory_mb:
+            elif memory_mb and _tree_mb(proc.pid) > memory_mb:
                 status = CheckStatus.out_of_memory
             if status != CheckStatus.ok:
                 kill_group(proc)
