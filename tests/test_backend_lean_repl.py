@@ -100,11 +100,11 @@ def test_timeout_is_cut_on_time_and_the_pool_keeps_serving(log: Path) -> None:
     with LeanBackend(repl_command=fake(log), workers=1, timeout=30) as lean:
         assert lean.check(HEADER + "theorem w : True := trivial").compiled  # warm
         started = time.perf_counter()
-        hung = lean.check(HEADER + "theorem h : True := trivial -- fake:hang", timeout=1.0)
+        hung = lean.check(HEADER + "theorem h : True := trivial -- fake:hang", timeout=2.0)
         waited = time.perf_counter() - started
         after = lean.check(HEADER + "theorem x : True := trivial")
     assert hung.status == CheckStatus.timeout and not hung.compiled
-    assert 1.0 <= waited < 1.1, waited
+    assert 2.0 <= waited < 2.2, waited  # cut within 10 % of the limit
     assert after.compiled
     assert len({r["pid"] for r in requests_of(log)}) == 2  # killed and restarted
 
@@ -159,7 +159,7 @@ def test_process_is_restarted_after_max_uses(log: Path) -> None:
 
 def test_two_workers_check_at_the_same_time(log: Path) -> None:
     requests = [
-        CheckRequest(source=HEADER + f"def m{i} := {i} -- fake:sleep=0.4", targets=[f"m{i}"])
+        CheckRequest(source=HEADER + f"def m{i} := {i} -- fake:sleep=0.6", targets=[f"m{i}"])
         for i in range(4)
     ]
     with LeanBackend(repl_command=fake(log), workers=2) as lean:
@@ -169,7 +169,7 @@ def test_two_workers_check_at_the_same_time(log: Path) -> None:
     assert len({r["pid"] for r in bodies}) == 2
     assert len(headers_sent(log)) == 2
     first, second = bodies[0], next(r for r in bodies if r["pid"] != bodies[0]["pid"])
-    assert abs(first["t"] - second["t"]) < 0.3  # received while the other was still sleeping
+    assert abs(first["t"] - second["t"]) < 0.6  # received while the other was still sleeping
 
 
 def test_stale_environment_is_rebuilt_once(log: Path, tmp_path: Path) -> None:
