@@ -129,6 +129,14 @@ def test_client_errors_are_not_retried(server, status):
     assert server.count(CHAT) == 1
 
 
+@pytest.mark.parametrize("raw", ["<html>proxy error page</html>", '{"choices": "none"}'])
+def test_malformed_reply_is_a_model_call_error(server, raw):
+    server.script(Reply(raw=raw))
+    with pytest.raises(ModelCallError, match="the reply is not a chat completion"):
+        run(model_for(server))
+    assert server.count(CHAT) == 1
+
+
 def test_retry_after_is_honoured(server):
     server.script(Reply(status=429, headers={"Retry-After": "0.3"}), Reply(texts=["late"]))
     model = model_for(server, retry=RetryPolicy(max_retries=2, base_delay=0.0))

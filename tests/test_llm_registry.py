@@ -73,7 +73,7 @@ def test_options_reach_the_provider_and_unknown_ones_are_refused(tmp_path, monke
     wrapped = make_model(
         "openai:m@http://127.0.0.1:1/v1", cache=tmp_path / "c.sqlite", record=tmp_path / "r.jsonl"
     )
-    assert isinstance(wrapped, CachedModel) and isinstance(wrapped.inner, RecordingModel)
+    assert isinstance(wrapped, RecordingModel) and isinstance(wrapped.inner, CachedModel)
     assert wrapped.spec == "openai:m@http://127.0.0.1:1/v1"
 
 

@@ -33,6 +33,7 @@ class Reply:
     texts: list[str] | None = None  # the choices; default: the responder's
     usage: tuple[int, int] | None = None  # (prompt, completion) for the whole request
     message: str = "scripted failure"
+    raw: str | None = None  # a body sent verbatim (text/html), e.g. a proxy's error page
 
 
 @dataclass
@@ -126,6 +127,8 @@ class StandinServer:
                 given = headers.get("authorization", headers.get("x-api-key", ""))
                 # Echo the key the way careless servers do: the client must redact it.
                 return 401, {}, _error(f"Incorrect API key provided: {given}", "invalid_api_key")
+            if reply.raw is not None:
+                return reply.status, reply.headers, reply.raw
             if reply.status != 200:
                 return reply.status, reply.headers, _error(reply.message, "scripted")
             if path == MODELS:
@@ -152,6 +155,7 @@ class StandinServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out in two writes
 
             def log_message(self, *args: Any) -> None:  # keep test output quiet
                 return
@@ -164,10 +168,11 @@ class StandinServer:
                     status, extra, payload = 404, {}, _error(f"no route {path}", "not_found")
                 else:
                     status, extra, payload = server._serve(path, headers, body)
-                data = json.dumps(payload).encode()
+                raw = isinstance(payload, str)
+                data = payload.encode() if raw else json.dumps(payload).encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/html" if raw else "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in extra.items():
                         self.send_header(k, v)

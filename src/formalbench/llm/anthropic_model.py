@@ -125,6 +125,7 @@ class AnthropicChatModel(ChatModel):
                 base_url=self.base_url,
                 max_retries=0,
                 timeout=self.timeout + 5.0,
+                http_client=self._sdk.DefaultAsyncHttpxClient(),  # see openai_model
             )
             self._clients[loop] = client
         return client

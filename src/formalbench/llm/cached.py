@@ -39,7 +39,8 @@ class CachedModel(ModelWrapper):
         self.cache = cache
         self.hits = 0
         self.misses = 0
-        self._in_flight: dict[str, asyncio.Future[list[Completion]]] = {}
+        # keyed by loop too: a future belongs to its loop, and threads may each run their own
+        self._in_flight: dict[tuple[object, str], asyncio.Future[list[Completion]]] = {}
 
     async def generate(
         self,
@@ -62,7 +63,8 @@ class CachedModel(ModelWrapper):
             else:
                 self.hits += 1
                 return hit
-        while (pending := self._in_flight.get(key)) is not None:
+        slot = (asyncio.get_running_loop(), key)
+        while (pending := self._in_flight.get(slot)) is not None:
             try:
                 shared = await asyncio.shield(pending)
             except asyncio.CancelledError:
@@ -74,7 +76,7 @@ class CachedModel(ModelWrapper):
             return [c.model_copy(update={"cached": True}) for c in shared]
         self.misses += 1
         future: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
-        self._in_flight[key] = future
+        self._in_flight[slot] = future
         try:
             fresh = await self.inner.generate(messages, **params)
             rows = [c.model_dump(mode="json", exclude={"cached"}) for c in fresh]
@@ -90,4 +92,4 @@ class CachedModel(ModelWrapper):
             future.set_result(fresh)
             return fresh
         finally:
-            self._in_flight.pop(key, None)
+            self._in_flight.pop(slot, None)

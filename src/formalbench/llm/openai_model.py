@@ -4,7 +4,8 @@ OpenRouter) through the official `openai` SDK.
 Decisions:
 - The SDK's own retries are off (`max_retries=0`); `llm.retry` retries instead (one layer only).
 - One `AsyncOpenAI` client per event loop: pooled connections belong to the loop that opened
-  them, and a program may run several loops one after the other.
+  them, and a program may run several loops one after the other. Call `aclose()` at the end
+  of each loop to close its connections; a client left open is simply dropped with its loop.
 - Servers that ignore `n` (some local ones return one choice) are asked again for the rest;
   each extra round gets a seed derived from the caller's, so seeded servers do not repeat.
 - The endpoint reports one usage for all `n` choices. It is split over the completions so that
@@ -119,7 +120,13 @@ class OpenAIChatModel(ChatModel):
         if client is None:
             key = self._key.reveal() if self._key else NO_KEY_PLACEHOLDER
             client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.base_url, max_retries=0, timeout=self.timeout + 5.0
+                api_key=key,
+                base_url=self.base_url,
+                max_retries=0,
+                timeout=self.timeout + 5.0,
+                # our own HTTP client: the SDK's default one schedules its close on whatever
+                # loop runs when it is collected, which fails once its own loop is gone
+                http_client=openai.DefaultAsyncHttpxClient(),
             )
             self._clients[loop] = client
         return client
@@ -174,7 +181,13 @@ class OpenAIChatModel(ChatModel):
                 timeout=self.timeout,
                 redact=self._redact,
             )
-            got = self._completions(response)
+            try:
+                got = self._completions(response)
+            except (AttributeError, TypeError, ValueError) as exc:
+                shown = self._redact(str(response))[:200]
+                raise ModelCallError(
+                    f"{self.label}: the reply is not a chat completion ({exc}): {shown!r}"
+                ) from None
             if not got:
                 raise ModelCallError(f"{self.label}: the endpoint returned no choices")
             completions.extend(got[:want])
@@ -182,7 +195,9 @@ class OpenAIChatModel(ChatModel):
         return completions
 
     def _completions(self, response: Any) -> list[Completion]:
-        choices = sorted(response.choices or [], key=lambda c: c.index)
+        if not isinstance(getattr(response, "choices", None), list):
+            raise ValueError("no list of choices")
+        choices = sorted(response.choices, key=lambda c: c.index)
         texts = [(c.message.content or "") if c.message else "" for c in choices]
         usage = response.usage
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0

@@ -111,12 +111,11 @@ def make_model(spec: str, **options: Any) -> ChatModel:
         retries = options.pop("max_retries")
         options.setdefault("retry", RetryPolicy(max_retries=int(retries)))
     model = _MAKERS[provider](name, url, options)
-    if record is not None:
-        model = RecordingModel(model, record)
     if cache is not None:
-        model = CachedModel(
-            model, cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
-        )
+        store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+        model = CachedModel(model, store)
+    if record is not None:  # outermost: the replay file gets cache hits too, so it is complete
+        model = RecordingModel(model, record)
     return model
 
 

@@ -91,6 +91,8 @@ def classify_sdk_error(exc: BaseException, sdk: ModuleType) -> CallFailure | Non
         headers = getattr(exc.response, "headers", None)
         retry_after = parse_retry_after(headers) if retryable else None
         return CallFailure(retryable, f"HTTP {status}: {exc.message}", retry_after)
+    if isinstance(exc, sdk.APIError):  # e.g. a 200 whose body is not the API's JSON
+        return CallFailure(False, f"unusable reply: {exc}")
     return None
 
 
