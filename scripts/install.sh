@@ -14,6 +14,10 @@ fi
 need_apt=()
 command -v coqc >/dev/null 2>&1 || need_apt+=(coq)
 dpkg -s libcoq-coquelicot >/dev/null 2>&1 || need_apt+=(libcoq-coquelicot)
+# The dashboard's end-to-end tests drive Debian's Chromium through Playwright.
+if [ -n "$extras" ]; then
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
   sudo=""
   [ "$(id -u)" -ne 0 ] && sudo="sudo"
