@@ -186,7 +186,7 @@ def test_axiom_answers_in_every_wording() -> None:
 
 def test_axiom_queries_are_split_from_candidate_messages() -> None:
     queries = append_axiom_queries("theorem t : True := by\n  trivial", ["t", "u"])
-    assert queries.text.endswith("\n\n#print axioms t\n#print axioms u\n")
+    assert queries.text.endswith("\n\n#print axioms _root_.t\n#print axioms _root_.u\n")
     assert queries.lines == {4: "t", 5: "u"}
     info = Severity.info
     diagnostics = [

@@ -102,7 +102,7 @@ class Replayer:
         targets: list[tuple[int, str]] = []
         while lines and (not lines[-1].strip() or _PRINT.match(lines[-1])):
             if match := _PRINT.match(lines.pop()):
-                targets.insert(0, (len(lines) + 1, match[1]))
+                targets.insert(0, (len(lines) + 1, match[1].removeprefix("_root_.")))
         base = "\n".join(lines)
         lead = 0  # leading blank and `--` comment lines only move the recorded positions down
         while lead < len(lines) and (not lines[lead].strip() or lines[lead].startswith("--")):

@@ -2,11 +2,13 @@
 
 The axioms must come from the assistant, not from the text: a `#print axioms NAME` line per
 target is appended after the candidate (after a blank line, each on a line of its own, with
-a final newline so that an end-of-file error never lands on one of them). The information
-messages those lines produce are answers, not diagnostics of the candidate; a message that
-starts on such a line (an unknown constant when the target is missing) becomes a note. A
-message the candidate caused past its own end (an unterminated comment swallowing the
-queries) is kept, with its position moved back inside the candidate's text.
+a final newline so that an end-of-file error never lands on one of them). Names are asked for
+as `_root_.NAME`, so that a candidate that leaves a namespace open cannot answer for the target
+with a look-alike declaration inside it. The information messages those lines produce are
+answers, not diagnostics of the candidate; a message that starts on such a line (an unknown
+constant when the target is missing) becomes a note. A message the candidate caused past its
+own end (an unterminated comment swallowing the queries) is kept, with its position moved
+back inside the candidate's text.
 """
 
 from __future__ import annotations
@@ -47,6 +49,11 @@ def validate_targets(targets: Sequence[str]) -> list[str]:
     return seen
 
 
+def _rooted(name: str) -> str:
+    """`_root_.name`: resolved from the root even if the candidate left a namespace open."""
+    return name if name.startswith("_root_.") else f"_root_.{name}"
+
+
 @dataclass(frozen=True)
 class AxiomQueries:
     """A text with `#print axioms` lines appended, and which target each line asks about."""
@@ -67,7 +74,7 @@ def append_axiom_queries(text: str, targets: Sequence[str]) -> AxiomQueries:
     base = text if text.endswith("\n") or not text else text + "\n"
     first = base.count("\n") + 2  # one blank line in between
     lines = {first + i: name for i, name in enumerate(targets)}
-    queries = "".join(f"#print axioms {name}\n" for name in targets)
+    queries = "".join(f"#print axioms {_rooted(name)}\n" for name in targets)
     return AxiomQueries(f"{base}\n{queries}", lines, last_line, last_len)
 
 
