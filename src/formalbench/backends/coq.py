@@ -1,0 +1,321 @@
+"""Coq backend: each check is one `coqc` run on the source written as `Candidate.v`.
+
+Why per-file coqc and not a warm session: coqc is the reference compiler, its positions
+are exact, and a fresh process per check makes timeouts, memory caps and crashes simple and
+isolated (one thread = one process = one throw-away directory, so checks are thread-safe).
+
+The backend appends queries after the source (see `coq_queries`): `Print Assumptions` for
+each target and `Locate` for the names it prints, so axioms come back fully qualified
+(`Candidate.foo` for anything the file itself assumes). If a name was not guessed in
+advance, or a target does not exist, coqc is run again with the queries still owed (rare).
+
+Status: `timeout` when the time limit hit; `out_of_memory` when coqc reports `out of
+memory` (under RLIMIT_AS the OCaml runtime aborts with "Fatal error: out of memory") or
+`Stack overflow` (both are resource exhaustion, not a fault of the proof text; the located
+message is kept as a diagnostic); `crash` on any other death by signal.
+
+Holes: coqc is run with `-time`, which lists the byte span of every sentence it executed;
+a sentence `Admitted.` / `Admit Obligations.` is one hole, and each `admit` / `give_up`
+tactic inside an executed sentence is one. Goals are not available from coqc.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formalbench.backends.base import Backend
+from formalbench.backends.coq_output import (
+    CoqMessage,
+    is_exhaustion,
+    parse_messages,
+    sentence_spans,
+)
+from formalbench.backends.coq_queries import (
+    LIBRARY_AXIOMS,
+    Located,
+    Query,
+    QueryScript,
+    basename,
+    parse_assumptions,
+    parse_locate,
+    resolve,
+)
+from formalbench.backends.coq_source import (
+    SourceMap,
+    blank_comments_and_strings,
+    declared_names,
+    hole_spans,
+    is_qualid,
+    word_occurs,
+)
+from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_env
+from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
+
+LOCAL_MODULE = "Candidate"
+MAX_RUNS = 3  # first run + at most two for queries that could not be answered in it
+
+INSTALL_HINT = "install it with `apt-get install coq libcoq-coquelicot`"
+
+
+@dataclass
+class _Pending:
+    """What the queries still owe across runs of coqc."""
+
+    targets: list[str]
+    names: list[str]
+    axioms: dict[str, list[str]] = field(default_factory=dict)  # target -> printed names
+    located: dict[str, list[Located]] = field(default_factory=dict)  # basename -> objects
+    failed: list[Diagnostic] = field(default_factory=list)
+
+    late: set[str] = field(default_factory=set)  # targets the source text never mentions
+
+    def queries(self) -> list[Query]:
+        """Targets the text names, then Locates, then the others: a missing target stops
+        coqc, and the ones never mentioned are the likely missing ones."""
+        first = [Query("assumptions", t) for t in self.targets if t not in self.late]
+        last = [Query("assumptions", t) for t in self.targets if t in self.late]
+        return first + [Query("locate", n) for n in self.names] + last
+
+    def owed_names(self) -> list[str]:
+        wanted = {basename(p) for names in self.axioms.values() for p in names}
+        return sorted(wanted - set(self.located))
+
+
+class CoqBackend(Backend):
+    name = "coq"
+    language = Language.coq
+
+    def __init__(
+        self,
+        *,
+        workers: int | None = None,
+        timeout: float = 60.0,
+        memory_mb: int | None = 4096,
+        coqc: str = "coqc",
+        args: Sequence[str] = (),
+    ) -> None:
+        super().__init__(workers=workers, timeout=timeout)
+        found = shutil.which(coqc)
+        if found is None:
+            raise ToolchainMissingError(f"Coq compiler `{coqc}` not found on PATH; {INSTALL_HINT}")
+        self.coqc = found
+        self.memory_mb = memory_mb
+        self.args = [str(a) for a in args]
+        self._version: str | None = None
+        self._lock = threading.Lock()
+
+    def version(self) -> str:
+        with self._lock:
+            if self._version is None:
+                done = subprocess.run(
+                    [self.coqc, "--print-version"], capture_output=True, text=True, timeout=60
+                )
+                words = done.stdout.split()
+                self._version = f"coq {words[0]}" if words else "coq unknown"
+                if self.args:
+                    self._version += " " + " ".join(self.args)
+            return self._version
+
+    def check(
+        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+    ) -> CheckResult:
+        if not isinstance(source, str):
+            raise InputError(f"Coq source must be text, got {type(source).__name__}")
+        for target in targets:
+            if not isinstance(target, str) or not is_qualid(target):
+                raise InputError(
+                    f"target {target!r} is not a Coq identifier such as `foo` or `M.foo`"
+                )
+        limit = float(timeout if timeout is not None else self.timeout)
+        started = time.perf_counter()
+        body = source if not source or source.endswith("\n") else source + "\n"
+        source_map = SourceMap(source)
+        wanted = list(dict.fromkeys(targets))
+        guesses = [*LIBRARY_AXIOMS, *declared_names(source), *(basename(t) for t in wanted)]
+        pending = _Pending(wanted, list(dict.fromkeys(guesses)) if wanted else [])
+        pending.late = {t for t in wanted if not word_occurs(source, basename(t))}
+
+        result = CheckResult(backend=self.name)
+        asked: list[Query] | None = None
+        for _ in range(MAX_RUNS):
+            queries = pending.queries()
+            if queries == asked:  # the last run answered nothing: do not repeat it
+                break
+            asked = queries
+            script = QueryScript(queries, first_line=body.count("\n") + 1)
+            text = body + script.text if queries else body
+            outcome = self._run(text, limit - (time.perf_counter() - started))
+            result = self._read(outcome, source_map, SourceMap(text), script, pending)
+            if result.status != CheckStatus.ok or result.errors or not pending.queries():
+                break
+        result.elapsed = time.perf_counter() - started
+        if result.status == CheckStatus.ok and not result.errors:
+            self._finish_axioms(result, list(dict.fromkeys(targets)), pending)
+        result.diagnostics.extend(pending.failed)
+        return result
+
+    def _run(self, text: str, timeout: float) -> ProcessOutcome:
+        with tempfile.TemporaryDirectory(prefix="formalbench-coq-") as work:
+            path = Path(work) / f"{LOCAL_MODULE}.v"
+            path.write_bytes(text.encode("utf-8"))
+            argv = [self.coqc, "-q", "-time", *self.args, path.name]
+            if timeout <= 0:
+                return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
+            return run_limited(
+                argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
+            )
+
+    def _read(
+        self,
+        outcome: ProcessOutcome,
+        source_map: SourceMap,
+        file_map: SourceMap,
+        script: QueryScript,
+        pending: _Pending,
+    ) -> CheckResult:
+        """Turn one run into a result, and record in `pending` what its queries answered."""
+        messages = parse_messages(outcome.stderr, file_map.line_starts)
+        status = outcome.status
+        if status != CheckStatus.timeout and any(map(is_exhaustion, messages)):
+            status = CheckStatus.out_of_memory
+        result = CheckResult(backend=self.name, status=status, detail=_detail(outcome, status))
+        begun, outputs = script.split(outcome.stdout)
+        for message in messages:
+            diagnostic = self._place(message, source_map, script, begun, pending)
+            if diagnostic is not None:
+                result.diagnostics.append(diagnostic)
+        result.holes = _holes(outcome.stdout, source_map)
+        for index, query in enumerate(script.queries):
+            if index not in outputs:
+                continue
+            if query.kind == "assumptions":
+                pending.axioms[query.subject] = parse_assumptions(outputs[index])
+                pending.targets.remove(query.subject)
+            else:
+                pending.located[query.subject] = parse_locate(outputs[index], query.subject)
+                pending.names.remove(query.subject)
+        pending.names = sorted(set(pending.names) | set(pending.owed_names()))
+        return result
+
+    def _place(
+        self,
+        message: CoqMessage,
+        source_map: SourceMap,
+        script: QueryScript,
+        begun: bool,
+        pending: _Pending,
+    ) -> Diagnostic | None:
+        """A diagnostic positioned in the source, or None for a failed query (recorded)."""
+        if (
+            message.start is None
+            or message.line is None
+            or not message.file
+            or not message.file.endswith(f"{LOCAL_MODULE}.v")
+        ):
+            return Diagnostic(
+                severity=message.severity, message=message.text, file=message.file, kind=message.tag
+            )
+        if message.start < source_map.size:
+            line, column = source_map.position(message.start)
+            end_line, end_column = source_map.position(
+                max(message.start, message.end or message.start)
+            )
+            return Diagnostic(
+                severity=message.severity,
+                message=message.text,
+                line=line,
+                column=column,
+                end_line=end_line,
+                end_column=end_column,
+                kind=message.tag,
+            )
+        index = script.query_lines.get(message.line)
+        if begun and index is not None and message.severity == Severity.error:
+            query = script.queries[index]
+            if query.kind == "assumptions":
+                pending.targets.remove(query.subject)
+                pending.failed.append(
+                    Diagnostic(
+                        severity=Severity.error,
+                        message=f"target `{query.subject}` not found: {message.text}",
+                        kind="missing_target",
+                    )
+                )
+            else:
+                pending.names.remove(query.subject)
+                pending.located[query.subject] = []
+            return None
+        if begun and message.severity == Severity.warning:
+            return None
+        line, column = source_map.last_position()
+        text = message.text
+        if message.line == script.guard_line and "has not failed" in text:
+            text = "the source ends inside an unfinished proof (no Qed, Defined or Admitted)"
+        return Diagnostic(
+            severity=message.severity,
+            message=text,
+            line=line,
+            column=column,
+            end_line=line,
+            end_column=column,
+            kind=message.tag,
+        )
+
+    def _finish_axioms(self, result: CheckResult, targets: list[str], pending: _Pending) -> None:
+        """Qualify each printed name; an unknown one fails the check rather than pass silently."""
+        for target in targets:
+            if target not in pending.axioms:
+                if not any(
+                    d.kind == "missing_target" and f"`{target}`" in d.message
+                    for d in pending.failed
+                ):
+                    result.diagnostics.append(
+                        Diagnostic(
+                            severity=Severity.error,
+                            message=f"could not read the assumptions of target `{target}` from coqc",
+                        )
+                    )
+                continue
+            qualified = []
+            for printed in pending.axioms[target]:
+                path = resolve(printed, pending.located.get(basename(printed), []))
+                if path is None:
+                    result.diagnostics.append(
+                        Diagnostic(
+                            severity=Severity.error,
+                            message=f"could not resolve the assumption `{printed}` of target `{target}`",
+                        )
+                    )
+                    path = printed
+                qualified.append(path)
+            result.axioms[target] = qualified
+
+
+def _holes(stdout: str, source_map: SourceMap) -> list[Hole]:
+    clean = blank_comments_and_strings(source_map.data)
+    holes = []
+    for start, end in sentence_spans(stdout, source_map.size):
+        for a, b in hole_spans(clean, start, end):
+            line, column = source_map.position(a)
+            end_line, end_column = source_map.position(b)
+            holes.append(Hole(line=line, column=column, end_line=end_line, end_column=end_column))
+    return holes
+
+
+def _detail(outcome: ProcessOutcome, status: CheckStatus) -> str | None:
+    if status == CheckStatus.ok:
+        return None
+    tail = (outcome.stderr or outcome.stdout)[-2000:].strip()
+    if status == CheckStatus.timeout:
+        return f"coqc stopped after {outcome.elapsed:.1f}s (time limit)"
+    if status == CheckStatus.crash:
+        return f"coqc died with signal {-(outcome.returncode or 0)}: {tail}"
+    return tail or None

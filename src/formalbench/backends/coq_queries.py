@@ -1,0 +1,170 @@
+"""The commands the backend appends after a source, and how their output is read back.
+
+For every target the backend asks `Print Assumptions <target>.`; Coq 8.16 prints each
+assumption by its *shortest* name in the file's final context (`classic`, `adm`,
+`Classical_Prop.classic`, `M.inner`), which does not say whether it is local or where it
+lives. `Locate <basename>.` run at the same point lists every object with that basename by
+its fully qualified path, each with its shortest name there (the query itself, or the
+"shorter name ... is X" note), so matching the shortest name printed by `Print
+Assumptions` gives the qualified path, e.g. `Candidate.adm` or
+`Coq.Logic.Classical_Prop.classic`.
+
+Each query is bracketed by `Locate fb_<nonce>_q<i>.`, which prints `No object of basename
+fb_<nonce>_q<i>`: a marker the checked text cannot forge because the nonce is fresh per run.
+`Fail Show.` comes first: it fails exactly when the source ends inside an open proof, which
+coqc itself would only report after our queries (and not at all if one of them failed).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass, field
+
+from formalbench.backends.coq_output import is_time_line
+
+# Axioms of the Coq standard library, Located up front so that the usual cases
+# (classical logic, the axioms behind Reals) need a single run of coqc.
+LIBRARY_AXIOMS: tuple[str, ...] = (
+    "classic",
+    "functional_extensionality_dep",
+    "sig_forall_dec",
+    "sig_not_dec",
+    "proof_irrelevance",
+    "propositional_extensionality",
+    "constructive_indefinite_description",
+    "constructive_definite_description",
+    "epsilon_statement",
+    "relational_choice",
+    "eq_rect_eq",
+    "extensional_function_representative",
+    "Extensionality_Ensembles",
+    "proof_admitted",
+)
+
+_HEADER = re.compile(r"^[A-Z][A-Za-z /()-]*:$")
+_CLOSED = "Closed under the global context"
+_SHORTER = re.compile(r"\(shorter name to refer to it in current context is (\S+)\)")
+_ENTRY = re.compile(r"^(?P<kind>Module Type|Section Variable|\S+) (?P<path>[^\s()]+)")
+_NOT_TERMS = frozenset({"Notation", "Ltac", "Ltac2", "Module", "Module Type", "Abbreviation"})
+
+
+@dataclass(frozen=True)
+class Query:
+    kind: str  # "assumptions" (subject: a target) or "locate" (subject: a basename)
+    subject: str
+
+    @property
+    def command(self) -> str:
+        verb = "Print Assumptions" if self.kind == "assumptions" else "Locate"
+        return f"{verb} {self.subject}."
+
+
+@dataclass
+class QueryScript:
+    """The text appended to a source and where each of its commands sits in the file."""
+
+    queries: list[Query]
+    first_line: int  # 1-based line of the file on which the appended text starts
+    nonce: str = field(default_factory=lambda: secrets.token_hex(6))
+    text: str = ""
+    guard_line: int = 0  # the line of `Fail Show.`
+    query_lines: dict[int, int] = field(default_factory=dict)  # file line -> query index
+
+    def __post_init__(self) -> None:
+        lines = ["", "Fail Show.", "Set Printing Width 1000.", self._marker("begin")]
+        self.guard_line = self.first_line + 1
+        for index, query in enumerate(self.queries):
+            lines.append(self._marker(f"q{index}"))
+            self.query_lines[self.first_line + len(lines)] = index
+            lines.append(query.command)
+        lines.append(self._marker("end"))
+        self.text = "\n".join(lines) + "\n"
+
+    def _marker(self, label: str) -> str:
+        return f"Locate fb_{self.nonce}_{label}."
+
+    def _seen(self, label: str) -> str:
+        return f"No object of basename fb_{self.nonce}_{label}"
+
+    def split(self, stdout: str) -> tuple[bool, dict[int, list[str]]]:
+        """Whether the queries began, and the output lines of each query that finished."""
+        lines = [line for line in stdout.splitlines() if not is_time_line(line)]
+        begin = self._seen("begin")
+        if begin not in lines:
+            return False, {}
+        lines = lines[lines.index(begin) + 1 :]
+        marks = {self._seen(f"q{i}"): i for i in range(len(self.queries))}
+        marks[self._seen("end")] = len(self.queries)
+        outputs: dict[int, list[str]] = {}
+        current: int | None = None
+        buffer: list[str] = []
+        for line in lines:
+            if line in marks:
+                if current is not None:
+                    outputs[current] = buffer
+                current, buffer = marks[line], []
+                if current == len(self.queries):
+                    break
+            elif current is not None:
+                buffer.append(line)
+        return True, outputs
+
+
+def parse_assumptions(lines: list[str]) -> list[str]:
+    """The names `Print Assumptions` listed (in its own shortest form); [] when closed.
+
+    Entries start at column 0 (`name : type`, `name` with the type on the next lines, or
+    `name is assumed to be guarded.` / `... positive.` / `... relies on an unsafe
+    hierarchy.` for checks that were switched off); continuation lines are indented or start
+    with `:`. Section headers (`Axioms:`, `Section Variables:`) are skipped.
+    """
+    names: list[str] = []
+    for line in lines:
+        if not line.strip() or line.strip() == _CLOSED or _HEADER.match(line):
+            continue
+        if line[0].isspace() or line.startswith(":"):
+            continue
+        name = line.split()[0]
+        if name not in names:
+            names.append(name)
+    return names
+
+
+@dataclass(frozen=True)
+class Located:
+    kind: str  # Constant, Inductive, Constructor, Notation, ...
+    path: str  # fully qualified
+    shortest: str  # how the object is printed at that point of the file
+
+
+def parse_locate(lines: list[str], query: str) -> list[Located]:
+    """The objects `Locate <query>.` listed.
+
+    Each starts at column 0 as `<Kind> <full.path>`, optionally followed (on the same line or
+    on indented ones, depending on the printing width) by `(shorter name to refer to it in
+    current context is X)` and `(alias of Y)`.
+    """
+    found: list[Located] = []
+    for line in lines:
+        if not line.strip() or line.startswith("No object"):
+            continue
+        entry = None if line[0].isspace() else _ENTRY.match(line)
+        if entry:
+            found.append(Located(entry["kind"], entry["path"], query))
+        note = _SHORTER.search(line)
+        if note and found:
+            last = found[-1]
+            found[-1] = Located(last.kind, last.path, note.group(1))
+    return found
+
+
+def resolve(printed: str, located: list[Located]) -> str | None:
+    """The qualified path of the term printed as `printed`, from its basename's Locate."""
+    matches = [o for o in located if o.shortest == printed and o.kind not in _NOT_TERMS]
+    matches.sort(key=lambda o: o.kind != "Constant")
+    return matches[0].path if matches else None
+
+
+def basename(name: str) -> str:
+    return name.rsplit(".", 1)[-1]
