@@ -200,9 +200,39 @@ def _lean_body_start(toks: list[Token], head: int) -> int:
             if not pending_let:
                 return j
             pending_let -= 1
-        elif text == "where" or (text == "|" and toks[j].line != toks[j - 1].line):
+        elif text == "where" or (text == "|" and _match_arm(toks, j)):
             return j
     return len(toks)
+
+
+def _match_arm(toks: list[Token], j: int) -> bool:
+    """A `|` that opens a line and has its `=>` on that line: a pattern-matching arm, not
+    an absolute value such as `|x - y| ≤ 1` that happens to start a line."""
+    line = toks[j].line
+    if toks[j - 1].line == line:
+        return False
+    return any(t.text == "=>" for t in toks[j + 1 :] if t.line == line)
+
+
+def coq_body_start(sentence: list[Token]) -> int | None:
+    """Index of the `:=` that starts a Coq definition's body (not one of a `let ... :=`)."""
+    depth = 0
+    pending_let = 0
+    for i, tok in enumerate(sentence):
+        text = tok.text
+        if text in OPEN_BRACKETS:
+            depth += 1
+        elif text in CLOSE_BRACKETS:
+            depth = max(0, depth - 1)
+        elif depth:
+            continue
+        elif text == "let":
+            pending_let += 1
+        elif text == ":=":
+            if not pending_let:
+                return i
+            pending_let -= 1
+    return None
 
 
 # --- Coq ----------------------------------------------------------------------------------
@@ -251,7 +281,8 @@ def _split_coq(tokens: list[Token]) -> list[Decl]:
                     proof = None
                 continue
             proof = None
-        has_body = any(t.text == ":=" for t in sent)
+        body_at = coq_body_start(sent)
+        has_body = body_at is not None
         name = None
         if (kw in COQ_THEOREMS or kw in COQ_DEFINITIONS) and h + 1 < len(sent):
             nxt = sent[h + 1]
@@ -262,8 +293,8 @@ def _split_coq(tokens: list[Token]) -> list[Decl]:
         elif kw == "End" and scopes:
             scopes.pop()
         body_start = len(sent) - 1 if sent[-1].kind == "end" else len(sent)
-        if has_body:
-            body_start = next(i for i, t in enumerate(sent) if t.text == ":=")
+        if body_at is not None:
+            body_start = body_at
         kind = "Theorem" if kw in COQ_THEOREMS and kw != "Goal" else kw
         decl = Decl(kind, name, list(sent), h, body_start)
         decls.append(decl)

@@ -62,7 +62,11 @@ class HoleSite:
 
 def find_holes(text: str, language: Language) -> list[HoleSite]:
     """Every hole of `text`, in text order."""
-    decls = split_decls(text, language)
+    return holes_in(text, split_decls(text, language), language)
+
+
+def holes_in(text: str, decls: Sequence[Decl], language: Language) -> list[HoleSite]:
+    """The holes of `text` given its declarations (as `split_decls` returns them)."""
     holes: list[HoleSite] = []
     for d in decls:
         if language == Language.lean:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from formalbench.core.records import Language
 
@@ -32,8 +32,7 @@ def words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-@dataclass(frozen=True, slots=True)
-class Token:
+class Token(NamedTuple):
     """One lexeme. kind: ident, number, string, char, symbol, end (Coq), comment, doc."""
 
     kind: str
@@ -64,8 +63,7 @@ _LEAN_SYMBOLS = sorted(
     reverse=True,
 )
 _LEAN = re.compile(
-    r"(?P<ws>\s+)"
-    r"|(?P<line>--[^\n]*)"
+    r"\s*(?:(?P<line>--[^\n]*)"
     r"|(?P<block>/-)"
     r"|(?P<raw>r#*\")"
     r"|(?P<string>\")"
@@ -73,8 +71,10 @@ _LEAN = re.compile(
     r"|(?P<hash>#[A-Za-z_][A-Za-z_0-9]*)"
     rf"|(?P<ident>{_LEAN_PART}(?:\.{_LEAN_PART})*)"
     r"|(?P<number>0[xX][0-9a-fA-F]+|0[bB][01]+|0[oO][0-7]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
-    r"|(?P<symbol>" + "|".join(re.escape(s) for s in _LEAN_SYMBOLS) + r"|\S)",
+    r"|(?P<symbol>" + "|".join(re.escape(s) for s in _LEAN_SYMBOLS) + r"|\S))",
 )
+_PLAIN = words("ident symbol number char")
+_PLAIN_IN_BRACES = words("ident number char")
 _LEAN_BLOCK_MARK = re.compile(r"/-|-/")
 _LEAN_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*"', re.S)
 
@@ -85,26 +85,35 @@ _COQ_SYMBOLS = sorted(
     reverse=True,
 )
 _COQ = re.compile(
-    r"(?P<ws>\s+)"
-    r"|(?P<block>\(\*)"
+    r"\s*(?:(?P<block>\(\*)"
     r"|(?P<string>\"(?:[^\"]|\"\")*(?:\"|\Z))"
     r"|(?P<ident>[^\W\d][\w']*(?:\.[^\W\d][\w']*)*)"
     r"|(?P<number>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)"
     r"|(?P<end>\.(?=\s|\Z))"
-    r"|(?P<symbol>" + "|".join(re.escape(s) for s in _COQ_SYMBOLS) + r"|\S)",
+    r"|(?P<symbol>" + "|".join(re.escape(s) for s in _COQ_SYMBOLS) + r"|\S))",
 )
 _COQ_BLOCK_MARK = re.compile(r"\(\*|\*\)|\"(?:[^\"]|\"\")*(?:\"|\Z)")
 
 
 class _Lines:
-    """Offset -> (line, column) by binary search over the newline positions."""
+    """Offset -> (line, column). Tokens come in order, so a cursor usually moves forward a
+    line or two; a backward step falls back to binary search over the newline positions."""
 
     def __init__(self, text: str) -> None:
         self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.index = 0
 
     def at(self, offset: int) -> tuple[int, int]:
-        index = bisect_right(self.starts, offset) - 1
-        return index + 1, offset - self.starts[index]
+        starts = self.starts
+        index = self.index
+        if starts[index] > offset:
+            index = bisect_right(starts, offset) - 1
+        else:
+            last = len(starts) - 1
+            while index < last and starts[index + 1] <= offset:
+                index += 1
+        self.index = index
+        return index + 1, offset - starts[index]
 
 
 def _nested_end(text: str, pos: int, marks: re.Pattern[str], opener: str, closer: str) -> int:
@@ -137,40 +146,46 @@ def _lex_lean(text: str, lines: _Lines, pos: int, out: list[Token], in_braces: b
     """Append tokens from `pos`; inside `{...}` of an interpolated string, stop at its `}`."""
     depth = 0
     match = _LEAN.match
+    append = out.append
+    plain = _PLAIN_IN_BRACES if in_braces else _PLAIN
+    starts = lines.starts
+    last = len(starts) - 1
     n = len(text)
     while pos < n:
         m = match(text, pos)
-        assert m is not None  # the symbol alternative matches any non-blank character
-        kind = m.lastgroup
-        start = pos
+        if m is None:  # only blanks are left
+            return n
+        kind = m.lastgroup or "symbol"
+        start = m.start(kind)
         pos = m.end()
-        if kind == "ws":
-            continue
-        if kind == "block":
-            pos = _nested_end(text, pos, _LEAN_BLOCK_MARK, "/-", "-/")
-            kind = "doc" if text.startswith(("/--", "/-!"), start) else "comment"
-        elif kind == "line":
-            kind = "comment"
-        elif kind == "raw":
-            pos = _lean_raw_end(text, pos, pos - start - 2)
-            kind = "string"
-        elif kind == "string":
-            prev = out[-1] if out else None
-            if prev and prev.kind == "ident" and prev.text.endswith("!") and prev.end == start:
-                pos = _lex_interpolated(text, lines, start, out)
-                continue
-            pos = _lean_string_end(text, pos)
-        elif kind == "hash":
-            kind = "ident"
-        elif kind == "symbol" and in_braces:
-            if m.group() == "{":
+        if kind not in plain:
+            if kind == "block":
+                pos = _nested_end(text, pos, _LEAN_BLOCK_MARK, "/-", "-/")
+                kind = "doc" if text.startswith(("/--", "/-!"), start) else "comment"
+            elif kind == "line":
+                kind = "comment"
+            elif kind == "raw":
+                pos = _lean_raw_end(text, pos, pos - start - 2)
+                kind = "string"
+            elif kind == "string":
+                prev = out[-1] if out else None
+                if prev and prev.kind == "ident" and prev.text.endswith("!") and prev.end == start:
+                    pos = _lex_interpolated(text, lines, start, out)
+                    continue
+                pos = _lean_string_end(text, pos)
+            elif kind == "hash":
+                kind = "ident"
+            elif m.group(kind) == "{":
                 depth += 1
-            elif m.group() == "}":
+            elif m.group(kind) == "}":
                 if depth == 0:
                     return start
                 depth -= 1
-        line, col = lines.at(start)
-        out.append(Token(kind, text[start:pos], line, col, start))
+        index = lines.index
+        while index < last and starts[index + 1] <= start:
+            index += 1
+        lines.index = index
+        append(Token(kind, text[start:pos], index + 1, start - starts[index], start))
     return pos
 
 
@@ -207,12 +222,11 @@ def _lex_coq(text: str, lines: _Lines) -> list[Token]:
     n = len(text)
     while pos < n:
         m = match(text, pos)
-        assert m is not None
+        if m is None:  # only blanks are left
+            break
         kind = m.lastgroup
-        start = pos
+        start = m.start(kind)
         pos = m.end()
-        if kind == "ws":
-            continue
         if kind == "block":
             pos = _nested_end(text, pos, _COQ_BLOCK_MARK, "(*", "*)")
             kind = "comment"

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import lru_cache
 
 from formalbench.backends.base import Backend
 from formalbench.checking.construction import construction_findings
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import forbidden_findings
-from formalbench.checking.holes import find_holes
+from formalbench.checking.holes import holes_in
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
@@ -50,6 +51,16 @@ _STATUS_REASONS = {
     CheckStatus.out_of_memory: Reason.out_of_memory,
     CheckStatus.crash: Reason.backend_crash,
 }
+
+
+@lru_cache(maxsize=512)
+def _parse_original(original: str, language: Language) -> tuple[list[Decl], frozenset[int]]:
+    """Declarations of an original and the indices of those with a hole. Cached: a run
+    verifies many candidates (samples, repair turns) against the same original."""
+    decls = split_decls(original, language)
+    starts = [h.start for h in holes_in(original, decls, language)]
+    holes = frozenset(d.index for d in decls if any(d.start <= s <= d.end for s in starts))
+    return decls, holes
 
 
 class StrictVerifier:
@@ -73,16 +84,13 @@ class StrictVerifier:
 
     # --- text layer -----------------------------------------------------------------------
     def _parse(self, original: str, candidate: str) -> tuple[list[Decl], list[Decl], set[int]]:
-        orig = split_decls(original, self.language)
-        cand = split_decls(candidate, self.language)
-        hole_starts = [h.start for h in find_holes(original, self.language)]
-        holes = {d.index for d in orig if any(d.start <= s <= d.end for s in hole_starts)}
+        orig, holes = _parse_original(original, self.language)
         if not any(orig[i].name for i in holes):
             raise InputError(
                 "the original has no named declaration with a hole (sorry / Admitted / an open "
                 "proof), so there is no target to verify"
             )
-        return orig, cand, holes
+        return orig, split_decls(candidate, self.language), set(holes)
 
     def targets(self, original: str) -> list[str]:
         """Names of the original's hole-bearing declarations (what `verify` checks)."""

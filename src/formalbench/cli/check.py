@@ -14,6 +14,7 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from formalbench.backends.registry import BACKENDS, backend_for_path, language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
@@ -92,7 +93,7 @@ def _render(console: Console, verdict: Verdict, candidate: str, targets: list[st
             table.add_column(column)
         for f in verdict.findings:
             at = f"{f.line}:{f.column}" if f.line is not None else ""
-            table.add_row(f.reason.value, at, f.message)
+            table.add_row(f.reason.value, at, Text(f.message))
         console.print(table)
     shown = [d for d in verdict.diagnostics if d.severity.value != "info"][:10]
     for d in shown:
