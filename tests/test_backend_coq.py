@@ -201,6 +201,19 @@ def test_missing_target_is_an_error_naming_it_and_others_still_answer(coq: CoqBa
 
 
 @needs_coq
+def test_a_target_shadowed_by_another_object_is_refused(coq: CoqBackend) -> None:
+    shadowed = (
+        "Theorem foo : False. Admitted.\n"
+        "Module X. Theorem foo : True. Proof. exact I. Qed. End X.\nImport X.\n"
+    )
+    error = only_error(coq.check(shadowed, targets=["foo"]))
+    assert error.kind == "missing_target" and "Candidate.X.foo" in error.message
+    nested = "Module M. Theorem foo : True. Proof. exact I. Qed. End M.\n"
+    result = coq.check(nested, targets=["M.foo"])
+    assert result.compiled and result.axioms == {"M.foo": []}
+
+
+@needs_coq
 def test_appended_queries_never_leak_positions(coq: CoqBackend) -> None:
     sources = [
         "Theorem foo : True.\nProof.\n  exact I.\nQed",  # no final period

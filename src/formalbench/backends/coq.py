@@ -27,7 +27,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from formalbench.backends.base import Backend
@@ -39,13 +38,11 @@ from formalbench.backends.coq_output import (
 )
 from formalbench.backends.coq_queries import (
     LIBRARY_AXIOMS,
-    Located,
+    LOCAL_MODULE,
+    Pending,
     Query,
     QueryScript,
     basename,
-    parse_assumptions,
-    parse_locate,
-    resolve,
 )
 from formalbench.backends.coq_source import (
     SourceMap,
@@ -59,34 +56,9 @@ from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_e
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
 
-LOCAL_MODULE = "Candidate"
 MAX_RUNS = 3  # first run + at most two for queries that could not be answered in it
 
 INSTALL_HINT = "install it with `apt-get install coq libcoq-coquelicot`"
-
-
-@dataclass
-class _Pending:
-    """What the queries still owe across runs of coqc."""
-
-    targets: list[str]
-    names: list[str]
-    axioms: dict[str, list[str]] = field(default_factory=dict)  # target -> printed names
-    located: dict[str, list[Located]] = field(default_factory=dict)  # basename -> objects
-    failed: list[Diagnostic] = field(default_factory=list)
-
-    late: set[str] = field(default_factory=set)  # targets the source text never mentions
-
-    def queries(self) -> list[Query]:
-        """Targets the text names, then Locates, then the others: a missing target stops
-        coqc, and the ones never mentioned are the likely missing ones."""
-        first = [Query("assumptions", t) for t in self.targets if t not in self.late]
-        last = [Query("assumptions", t) for t in self.targets if t in self.late]
-        return first + [Query("locate", n) for n in self.names] + last
-
-    def owed_names(self) -> list[str]:
-        wanted = {basename(p) for names in self.axioms.values() for p in names}
-        return sorted(wanted - set(self.located))
 
 
 class CoqBackend(Backend):
@@ -140,7 +112,7 @@ class CoqBackend(Backend):
         source_map = SourceMap(source)
         wanted = list(dict.fromkeys(targets))
         guesses = [*LIBRARY_AXIOMS, *declared_names(source), *(basename(t) for t in wanted)]
-        pending = _Pending(wanted, list(dict.fromkeys(guesses)) if wanted else [])
+        pending = Pending(list(wanted), list(dict.fromkeys(guesses)) if wanted else [])
         pending.late = {t for t in wanted if not word_occurs(source, basename(t))}
 
         result = CheckResult(backend=self.name)
@@ -158,7 +130,8 @@ class CoqBackend(Backend):
                 break
         result.elapsed = time.perf_counter() - started
         if result.status == CheckStatus.ok and not result.errors:
-            self._finish_axioms(result, list(dict.fromkeys(targets)), pending)
+            result.axioms, problems = pending.qualified(wanted)
+            result.diagnostics.extend(problems)
         result.diagnostics.extend(pending.failed)
         return result
 
@@ -179,7 +152,7 @@ class CoqBackend(Backend):
         source_map: SourceMap,
         file_map: SourceMap,
         script: QueryScript,
-        pending: _Pending,
+        pending: Pending,
     ) -> CheckResult:
         """Turn one run into a result, and record in `pending` what its queries answered."""
         messages = parse_messages(outcome.stderr, file_map.line_starts)
@@ -193,16 +166,7 @@ class CoqBackend(Backend):
             if diagnostic is not None:
                 result.diagnostics.append(diagnostic)
         result.holes = _holes(outcome.stdout, source_map)
-        for index, query in enumerate(script.queries):
-            if index not in outputs:
-                continue
-            if query.kind == "assumptions":
-                pending.axioms[query.subject] = parse_assumptions(outputs[index])
-                pending.targets.remove(query.subject)
-            else:
-                pending.located[query.subject] = parse_locate(outputs[index], query.subject)
-                pending.names.remove(query.subject)
-        pending.names = sorted(set(pending.names) | set(pending.owed_names()))
+        pending.answer(script.queries, outputs)
         return result
 
     def _place(
@@ -211,7 +175,7 @@ class CoqBackend(Backend):
         source_map: SourceMap,
         script: QueryScript,
         begun: bool,
-        pending: _Pending,
+        pending: Pending,
     ) -> Diagnostic | None:
         """A diagnostic positioned in the source, or None for a failed query (recorded)."""
         if (
@@ -239,19 +203,7 @@ class CoqBackend(Backend):
             )
         index = script.query_lines.get(message.line)
         if begun and index is not None and message.severity == Severity.error:
-            query = script.queries[index]
-            if query.kind == "assumptions":
-                pending.targets.remove(query.subject)
-                pending.failed.append(
-                    Diagnostic(
-                        severity=Severity.error,
-                        message=f"target `{query.subject}` not found: {message.text}",
-                        kind="missing_target",
-                    )
-                )
-            else:
-                pending.names.remove(query.subject)
-                pending.located[query.subject] = []
+            pending.fail(script.queries[index], message.text)
             return None
         if begun and message.severity == Severity.warning:
             return None
@@ -268,35 +220,6 @@ class CoqBackend(Backend):
             end_column=column,
             kind=message.tag,
         )
-
-    def _finish_axioms(self, result: CheckResult, targets: list[str], pending: _Pending) -> None:
-        """Qualify each printed name; an unknown one fails the check rather than pass silently."""
-        for target in targets:
-            if target not in pending.axioms:
-                if not any(
-                    d.kind == "missing_target" and f"`{target}`" in d.message
-                    for d in pending.failed
-                ):
-                    result.diagnostics.append(
-                        Diagnostic(
-                            severity=Severity.error,
-                            message=f"could not read the assumptions of target `{target}` from coqc",
-                        )
-                    )
-                continue
-            qualified = []
-            for printed in pending.axioms[target]:
-                path = resolve(printed, pending.located.get(basename(printed), []))
-                if path is None:
-                    result.diagnostics.append(
-                        Diagnostic(
-                            severity=Severity.error,
-                            message=f"could not resolve the assumption `{printed}` of target `{target}`",
-                        )
-                    )
-                    path = printed
-                qualified.append(path)
-            result.axioms[target] = qualified
 
 
 def _holes(stdout: str, source_map: SourceMap) -> list[Hole]:
