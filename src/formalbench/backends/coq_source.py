@@ -168,7 +168,7 @@ _DECLARATION = re.compile(
     r"(?<![\w'.])(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|"
     r"Definition|Fixpoint|CoFixpoint|Axioms?|Conjectures?|Parameters?|Hypothes[ie]s|"
     r"Variables?|Instance|Let|Inductive|CoInductive|Record|Structure|Class)\s+"
-    r"([^:]*?)\s*(?::=|:|\.(?:\s|$))",
+    r"([^:]{0,300}?)\s*(?::=|:|\.(?:\s|$))",
     re.S,
 )
 _WORD = re.compile(r"[^\s()\[\]{}.,;:@|\"`!=<>]+")
