@@ -116,7 +116,7 @@ def construction_findings(
                     findings.append(
                         Finding(
                             reason=Reason.non_constructive,
-                            subject=hit,
+                            subject=tok.text,
                             line=tok.line,
                             column=tok.column,
                             message=f"the value of `{r.name}` is chosen by `{tok.text}`{where}, "

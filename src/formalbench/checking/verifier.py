@@ -175,9 +175,9 @@ class StrictVerifier:
                     message="the assistant reports an unfinished proof (hole)",
                 )
             )
-        if findings:
-            return findings  # axioms of a text that does not compile mean nothing
-        return self._axiom_findings(result, targets, original)
+        if result.errors:
+            return findings  # a text that does not compile has no axioms to read
+        return findings + self._axiom_findings(result, targets, original)
 
     def _axiom_findings(
         self, result: CheckResult, targets: Sequence[str], original: str

@@ -1,0 +1,125 @@
+"""Forbidden constructs: found in code, never in comments or strings, configurable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
+from formalbench.core.records import Language, Reason
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+LEAN, COQ = Language.lean, Language.coq
+
+ORIGINAL = "import Mathlib\n\ntheorem t (n : ℕ) : n + 0 = n := by\n  sorry\n"
+
+
+def lean_findings(candidate: str, policy: VerifierPolicy | None = None):
+    return StrictVerifier(None, policy, language=LEAN).static_findings(ORIGINAL, candidate)
+
+
+def with_proof(proof: str, before: str = "", after: str = "") -> str:
+    return f"import Mathlib\n{before}\ntheorem t (n : ℕ) : n + 0 = n := by\n  {proof}\n{after}"
+
+
+@pytest.mark.parametrize(
+    "proof, token",
+    [
+        ("sorry", "sorry"),
+        ("admit", "admit"),
+        ("exact sorryAx _ false", "sorryAx"),
+        ("exact _root_.sorryAx _ false", "sorryAx"),
+        ("exact?", "exact?"),
+        ("apply?", "apply?"),
+        ("native_decide", "native_decide"),
+    ],
+)
+def test_lean_forbidden_in_proof(proof: str, token: str) -> None:
+    (finding,) = lean_findings(with_proof(proof))
+    assert finding.reason == Reason.forbidden_construct and finding.subject == token
+    word = proof.split()[1] if proof.startswith("exact ") else proof
+    assert (finding.line, finding.column) == (4, 2 + proof.index(word))
+
+
+@pytest.mark.parametrize(
+    "before, token",
+    [
+        ("axiom cheat : False", "axiom"),
+        ("set_option debug.skipKernelTC true", "debug.skipKernelTC"),
+        ("@[implemented_by foo] def bar : ℕ := 0", "implemented_by"),
+        ('@[extern "c_fn"] def baz : ℕ := 0', "extern"),
+        ("unsafe def u : ℕ := 0", "unsafe"),
+        ('macro "cheat" : tactic => `(tactic| sorry)', "sorry"),
+    ],
+)
+def test_lean_forbidden_helpers(before: str, token: str) -> None:
+    found = lean_findings(with_proof("simp", before=before))
+    assert token in {f.subject for f in found if f.reason == Reason.forbidden_construct}
+
+
+def test_lean_exit_after_target() -> None:
+    found = lean_findings(with_proof("simp", after="#exit\n"))
+    assert [(f.subject, f.line) for f in found] == [("#exit", 5)]
+
+
+def test_comments_and_strings_never_match() -> None:
+    candidate = with_proof(
+        'simp -- no sorry here\n  /- admit, native_decide -/\n  have : "sorry" = "sorry" := rfl'
+    )
+    assert lean_findings(candidate) == []
+
+
+def test_forbidden_list_is_configurable() -> None:
+    candidate = with_proof("native_decide")
+    allow = VerifierPolicy(forbidden=["sorry", "admit"])
+    assert lean_findings(candidate, allow) == []
+    strict = VerifierPolicy(forbidden=["sorry", "simp"])
+    assert [f.subject for f in lean_findings(with_proof("simp"), strict)] == ["simp"]
+
+
+COQ_ORIGINAL = "Theorem t : forall n : nat, n + 0 = n.\nProof.\nAdmitted.\n"
+
+
+def coq_findings(candidate: str, original: str = COQ_ORIGINAL):
+    return StrictVerifier(None, language=COQ).static_findings(original, candidate)
+
+
+@pytest.mark.parametrize(
+    "proof, token",
+    [
+        ("Proof.\n  intros n. admit.\nAdmitted.", "admit"),
+        ("Proof.\nAdmitted.", "Admitted"),
+        ("Proof.\n  intros n.\nAbort.", "Abort"),
+    ],
+)
+def test_coq_forbidden_in_proof(proof: str, token: str) -> None:
+    candidate = f"Theorem t : forall n : nat, n + 0 = n.\n{proof}\n"
+    assert token in {f.subject for f in coq_findings(candidate)}
+
+
+@pytest.mark.parametrize("command", ["Axiom", "Parameter", "Hypothesis", "Conjecture"])
+def test_coq_added_postulates(command: str) -> None:
+    candidate = (
+        f"{command} cheat : forall n : nat, n + 0 = n.\n"
+        "Theorem t : forall n : nat, n + 0 = n.\nProof. exact cheat. Qed.\n"
+    )
+    found = coq_findings(candidate)
+    forbidden = [(f.subject, f.line) for f in found if f.reason == Reason.forbidden_construct]
+    assert forbidden == [(command, 1)]
+    # a top-level Hypothesis also changes the context of the statement after it
+    assert len(found) == (2 if command == "Hypothesis" else 1)
+
+
+def test_coq_task_postulates_are_part_of_the_statement() -> None:
+    """miniF2F-Coq amc12a_2016_p3 declares `Parameter Rfloor` and `Axiom Rfloor_spec`."""
+    original = (DATA / "minif2f-coq" / "valid" / "amc12a_2016_p3.v").read_text()
+    proof = "Proof.\n  intros f h. rewrite h by lra. lra.\nQed.\n"
+    candidate = original.replace("Proof.\n", proof, 1)
+    assert coq_findings(candidate, original) == []
+    extra = candidate.replace("Theorem amc12a", "Axiom cheat : False.\n\nTheorem amc12a", 1)
+    assert [f.subject for f in coq_findings(extra, original)] == ["Axiom"]
+    changed = candidate.replace("IZR (Rfloor x) + 1.", "IZR (Rfloor x) + 2.", 1)
+    found = coq_findings(changed, original)
+    assert {f.reason for f in found} == {Reason.statement_changed, Reason.forbidden_construct}
