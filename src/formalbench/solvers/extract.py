@@ -104,7 +104,15 @@ def extract_fills(
         raise FormatFailure("the task has no hole to fill")
     names = [h.decl for h in holes if h.decl]
     block = pick_block(output, language, names if whole_answer else ())
-    code = block.body
+    return fills_from_code(block.body, language, holes, whole_answer=whole_answer)
+
+
+def fills_from_code(
+    code: str, language: Language, holes: Sequence[HoleLike], *, whole_answer: bool = True
+) -> list[str]:
+    """`extract_fills` for code already taken out of its block (an agent's submission)."""
+    if not holes:
+        raise FormatFailure("the task has no hole to fill")
     if not whole_answer:
         return [_nonempty(proof_only(code, language), None)]
     fills: list[str] = []

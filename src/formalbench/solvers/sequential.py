@@ -1,0 +1,134 @@
+"""Sequential hole filling with repair turns (CAM-Bench's proof-search solver).
+
+The file's holes are taken one at a time, in text order. For the current hole the model
+sees the file with the holes before it already filled, the current one replaced by a
+placeholder comment, and the later ones left as they are; it answers with the proof for
+the placeholder only. The answer is put in and the file is checked; the check's errors
+from the current hole on (earlier parts compiled before; later holes are only warnings in
+Lean and compile as `Admitted` in Coq) go back to the model in a repair prompt with its
+last answer. A hole gets at most `max_turns` model calls (default 32, temperature 0.4);
+the whole task shares one token budget (default 10^6) and each call's output is capped
+(default 16,000). A hole that is still failing ends the attempt: the file can no longer
+pass. Finally the whole file goes through the strict verifier.
+
+A fill is also refused before any check when it contains a construct the verifier forbids
+(`sorry`, `admit`, ...), so a hole cannot be "solved" by an escape that only the final
+verification would catch.
+"""
+
+from __future__ import annotations
+
+from formalbench.checking.decls import split_decls
+from formalbench.checking.forbidden import forbidden_findings
+from formalbench.checking.holes import HoleSite, fill_holes, find_holes
+from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Language, Task
+from formalbench.solvers.base import Draft, Solver
+from formalbench.solvers.candidate import with_placeholder
+from formalbench.solvers.extract import FormatFailure, extract_fills
+
+FILL_PROMPT = "solver_hole_fill"
+REPAIR_PROMPT = "solver_hole_repair"
+SCRIPT_KIND = {Language.lean: "Lean tactic proof", Language.coq: "Coq proof script"}
+
+
+class SequentialSolver(Solver):
+    name = "sequential"
+    default_temperature = 0.4
+    default_max_turns = 32
+
+    async def _solve(self, task: Task, sample: int, draft: Draft) -> None:
+        language = task.language
+        original = task.source_text
+        holes = find_holes(original, language)
+        if not holes:
+            raise FormatFailure("the task has no hole to fill")
+        draft.params["max_turns"] = self.max_turns
+        solved: list[str] = []
+        last: str | None = None
+        for index, hole in enumerate(holes):
+            last, accepted = await self._fill(task, sample, draft, solved, hole, index)
+            if not accepted:
+                break
+            solved.append(last)  # type: ignore[arg-type]
+            last = None
+        fills = [*solved, last] if last else solved
+        draft.code = fill_holes(original, language, fills)
+        draft.verdict = await self.verify(task, draft.code)
+
+    async def _fill(
+        self, task: Task, sample: int, draft: Draft, solved: list[str], hole: HoleSite, index: int
+    ) -> tuple[str | None, bool]:
+        """Up to `max_turns` tries at one hole: (the last usable fill or None, whether it
+        compiled)."""
+        language = task.language
+        original = task.source_text
+        context, marker = with_placeholder(original, language, solved)
+        current = find_holes(fill_holes(original, language, solved), language)[0]
+        base = self.prompt_vars(task) | {
+            "context": context,
+            "marker": marker,
+            "decl": hole.decl or "",
+            "script_kind": SCRIPT_KIND[language],
+        }
+        previous: str | None = None
+        errors = ""
+        last_fill: str | None = None
+        for turn in range(self.max_turns):
+            if turn == 0:
+                messages = self.prompt(draft, FILL_PROMPT).render(**base)
+            else:
+                messages = self.prompt(draft, REPAIR_PROMPT).render(
+                    **base,
+                    previous=previous or "",
+                    errors=errors,
+                    turn=turn,
+                    max_turns=self.max_turns - 1,
+                )
+            label = f"hole {index + 1} ({hole.decl}), turn {turn + 1}"
+            completion = await self.generate(draft, messages, seed=sample, label=label)
+            try:
+                fill = extract_fills(completion.text, language, [hole], whole_answer=False)[0]
+            except FormatFailure as exc:
+                previous = completion.text.strip()[-2000:]
+                errors = f"{exc}: answer with the proof in one `{language.value}` code block"
+                continue
+            last_fill = previous = fill
+            errors = self._forbidden(fill, language)
+            if errors:
+                continue
+            candidate = fill_holes(original, language, [*solved, fill])
+            result = await self.backend.acheck(candidate, timeout=self.config.check_timeout)
+            errors = self._feedback(result, candidate, current.line)
+            if not errors:
+                return fill, True
+        return last_fill, False
+
+    def _forbidden(self, fill: str, language: Language) -> str:
+        found = forbidden_findings(split_decls(fill, language), self.policy.forbidden_for(language))
+        if not found:
+            return ""
+        words = ", ".join(dict.fromkeys(f"`{f.subject}`" for f in found))
+        return f"the proof uses {words}, which the verifier rejects; prove the goal instead"
+
+    def _feedback(self, result: CheckResult, candidate: str, first_line: int) -> str:
+        """The errors about the current hole (from its line on), with their source lines."""
+        if result.status != CheckStatus.ok:
+            detail = f": {result.detail}" if result.detail else ""
+            return f"the check ended with {result.status.value}{detail}"[:2000]
+        errors = [d for d in result.errors if d.line is None or d.line >= first_line]
+        return render_errors(errors, candidate, self.config.observation_chars)
+
+
+def render_errors(errors: list[Diagnostic], source: str, limit: int) -> str:
+    """Errors as a model reads them best: position, the offending line, the message."""
+    lines = source.splitlines()
+    parts: list[str] = []
+    for d in errors:
+        where = f"line {d.line}" + (f", column {d.column}" if d.column is not None else "")
+        code = lines[d.line - 1].strip() if d.line and 0 < d.line <= len(lines) else ""
+        head = f"{where}: {code}" if code else (where if d.line else "error")
+        parts.append(f"{head}\n{d.message.strip()}")
+    text = "\n\n".join(parts)
+    if len(text) > limit:
+        text = text[:limit] + "\n[... more errors cut]"
+    return text
