@@ -146,6 +146,13 @@ def test_malformed_lines_named_by_file_and_line(tmp_path: Path):
     assert "duplicate task id 'ok'" in loaded.problems[2].message
 
 
+def test_bom_and_crlf_are_accepted(tmp_path: Path):
+    task = Task(id="x", language=Language.coq, formal="Lemma x : True.\nProof.\nAdmitted.\n")
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + task.model_dump_json().encode() + b"\r\n\r\n")
+    assert load_tasks(path).tasks == [task]
+
+
 def test_public_row_without_a_statement_is_a_problem(tmp_path: Path):
     path = _write(
         tmp_path / "minif2f_extra.jsonl",
@@ -167,7 +174,8 @@ def test_public_row_without_a_statement_is_a_problem(tmp_path: Path):
     [
         (b"", "empty file"),
         (b"\x00\x01binary", "binary file"),
-        (b"\xff\xfe{}\n", "not UTF-8"),
+        (b"\xff\xfe{}\n", r"data.jsonl:1: not UTF-8"),
+        (b"[1]\n{oops\n", "no usable task .2 problems"),
         (b'{"question": "what"}\n', "unknown record layout"),
     ],
 )

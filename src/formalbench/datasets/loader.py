@@ -104,6 +104,11 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         raise InputError(
             f"{path}: not a dataset (expected a .jsonl file, a .lean/.v file or a folder)"
         )
+    if not loaded.tasks and loaded.problems:
+        raise InputError(
+            f"{loaded.source}: no usable task ({len(loaded.problems)} "
+            f"problem{'s' if len(loaded.problems) > 1 else ''}, the first: {loaded.problems[0]})"
+        )
     if on_error == "fail" and loaded.problems:
         more = len(loaded.problems) - 1
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
@@ -111,7 +116,7 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
     return loaded
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
     try:
         data = path.read_bytes()
     except PermissionError:
@@ -120,8 +125,12 @@ def _read_text(path: Path) -> str:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if b"\x00" in data[:8192]:
         raise InputError(f"{path}: binary file, expected text")
+    return data
+
+
+def _read_text(path: Path) -> str:
     try:
-        return data.decode("utf-8")
+        return _read_bytes(path).decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
 
@@ -146,13 +155,18 @@ def _statement_source(path: Path) -> str:
 
 
 def _load_jsonl(path: Path) -> LoadedDataset:
-    content = _read_text(path)
+    content = _read_bytes(path).removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark
     if not content.strip():
         raise InputError(f"{path}: empty file, expected one JSON record a line")
     loaded = LoadedDataset(source=str(path), format="")
     source = _statement_source(path)
-    for number, line in enumerate(content.splitlines(), start=1):
-        if not line.strip():
+    for number, raw in enumerate(content.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            loaded.problems.append(Problem(str(path), f"not UTF-8 text (byte {exc.start})", number))
             continue
         try:
             row = json.loads(line)

@@ -60,20 +60,10 @@ CREATE TABLE IF NOT EXISTS attempts (
 );
 """
 
-# Config keys whose change would put incompatible attempts side by side in one run.
-IDENTITY_KEYS: tuple[str, ...] = (
-    "dataset",
-    "selection",
-    "solver",
-    "model",
-    "backend",
-    "policy",
-    "params",
-    "temperature",
-    "max_tokens",
-    "tactics",
-    "prompts",
-)
+# Config keys whose change would put incompatible attempts side by side in one run. Others
+# (workers, timeouts of the harness, budgets, output paths) may change on a resume.
+IDENTITY_KEYS = ("dataset", "selection", "solver", "model", "backend", "policy", "params")
+IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts")
 # Version keys that decide verdicts: the proof assistant (and its library).
 VERSION_IDENTITY_KEYS: tuple[str, ...] = ("backend",)
 STATUSES = ("running", "finished", "failed", "interrupted")
@@ -189,11 +179,9 @@ class RunStore:
         return f"run-{stamp}-{hashlib.sha256(config_text.encode()).hexdigest()[:8]}"
 
     def _resume(self, run: RunInfo, config: dict[str, Any], versions: dict[str, Any]) -> None:
-        merged = {**config}
-        if isinstance(run.config.get("samples"), int) and isinstance(config.get("samples"), int):
-            merged["samples"] = max(run.config["samples"], config["samples"])
+        """Adopt the new config (same identity, maybe more samples), keeping the old in history."""
         event: dict[str, Any] = {"resumed": _now()}
-        if run.config != merged:
+        if run.config != config:
             event["previous_config"] = run.config
         if run.versions != versions:
             event["previous_versions"] = run.versions
@@ -202,7 +190,7 @@ class RunStore:
             " history = ? WHERE id = ?",
             (
                 event["resumed"],
-                _json(merged, "run config"),
+                _json(config, "config"),
                 _json(versions, "versions"),
                 _json([*run.history, event], "history"),
                 run.id,
