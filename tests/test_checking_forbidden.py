@@ -123,3 +123,19 @@ def test_coq_task_postulates_are_part_of_the_statement() -> None:
     changed = candidate.replace("IZR (Rfloor x) + 1.", "IZR (Rfloor x) + 2.", 1)
     found = coq_findings(changed, original)
     assert {f.reason for f in found} == {Reason.statement_changed, Reason.forbidden_construct}
+
+
+@pytest.mark.parametrize(
+    "command, subject",
+    [
+        ("Unset Guard Checking.", "Unset Guard Checking"),
+        ("Local Unset Positivity Checking.", "Unset Positivity Checking"),
+        ("Unset Universe Checking.", "Unset Universe Checking"),
+        ("#[bypass_check(guard)] Fixpoint loop (n : nat) : False := loop n.", "bypass_check"),
+    ],
+)
+def test_coq_kernel_switches_are_always_refused(command: str, subject: str) -> None:
+    candidate = command + "\nTheorem t : forall n : nat, n + 0 = n.\nProof. auto. Qed.\n"
+    lenient = VerifierPolicy(forbidden=[])
+    found = StrictVerifier(None, lenient, language=COQ).static_findings(COQ_ORIGINAL, candidate)
+    assert subject in {f.subject for f in found if f.reason == Reason.forbidden_construct}

@@ -104,7 +104,7 @@ class StrictVerifier:
         orig, cand, holes = self._parse(original, candidate)
         findings, unchanged = preservation_findings(orig, cand, self.language, holes)
         forbidden = self.policy.forbidden_for(self.language)
-        findings += forbidden_findings(cand, forbidden, unchanged)
+        findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         if TaskKind(kind) in CONSTRUCTION_KINDS:
             findings += construction_findings(
                 orig, cand, self.language, holes, self.policy.choice_constants, forbidden
