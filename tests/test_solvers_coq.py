@@ -245,3 +245,11 @@ def test_make_solver_rejects_unknown_names_and_missing_models(verifier: StrictVe
         make_solver("magic", verifier, None, SolverConfig())
     with pytest.raises(InputError, match="needs a model"):
         make_solver("sequential", verifier, None, SolverConfig())
+
+
+def test_a_task_without_hole_is_recorded_as_a_task_error(verifier: StrictVerifier) -> None:
+    task = Task(id="done", language=Language.coq, formal="Lemma a : True.\nProof. exact I. Qed.\n")
+    for name, model in (("portfolio", None), ("whole", ScriptedModel([block("exact I.")]))):
+        attempt = solve(name, verifier, task, model)
+        assert attempt.error is not None and attempt.error.startswith("task:"), name
+        assert "has no hole" in attempt.error and attempt.turns == 0

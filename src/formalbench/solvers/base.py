@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import Field
 
-from formalbench.checking.holes import target_names
+from formalbench.checking.holes import find_holes, target_names
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import BackendError, InputError, ToolchainMissingError
 from formalbench.core.records import (
@@ -220,6 +220,8 @@ class Solver(ABC):
         start = time.monotonic()
         error: str | None = None
         try:
+            if not find_holes(task.source_text, task.language):
+                raise InputError(f"task {task.id} has no hole (sorry / Admitted) to fill")
             await self._solve(task, sample, draft)
         except ToolchainMissingError:
             raise  # every task would fail the same way: the user must act

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 
-from formalbench.checking.holes import fill_holes, find_holes
+from formalbench.checking.holes import HoleSite, fill_holes, find_holes
+from formalbench.core.errors import InputError
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
@@ -86,12 +87,8 @@ class PortfolioSolver(Solver):
         holes = find_holes(original, language)
         tactics = self.variants(language)
         draft.params |= {"tactics": tactics, "tactic_timeout": self.config.tactic_timeout}
-        if not holes or not tactics:
-            why = "the task has no hole" if not holes else f"no tactics configured for {language}"
-            draft.outputs.append(why)
-            draft.code = original
-            draft.verdict = await self.verify(task, original) if holes else None
-            return
+        if not tactics:
+            raise InputError(f"no portfolio tactics configured for {language.value}")
         winners: list[str] = []
         probes = 0
         log: list[str] = []
@@ -101,8 +98,8 @@ class PortfolioSolver(Solver):
             todo = (
                 range(start, len(holes)) if language == Language.lean else range(start, start + 1)
             )
-            probes_ = [self.probe_script(language, j, tactics) for j in todo]
-            fills = [*winners, *(self._with_requires(language, p) for p in probes_)]
+            scripts = [self.probe_script(language, j, tactics) for j in todo]
+            fills = [*winners, *(self._with_requires(language, p) for p in scripts)]
             result = await self.backend.acheck(
                 fill_holes(original, language, fills), timeout=self._probe_timeout(len(tactics))
             )
@@ -143,7 +140,9 @@ class PortfolioSolver(Solver):
                 found.setdefault(int(m.group(1)), m.group(2))
         return found
 
-    def _failed(self, result: CheckResult, hole, tactics: list[str], language: Language) -> Verdict:  # noqa: ANN001 - a HoleSite
+    def _failed(
+        self, result: CheckResult, hole: HoleSite, tactics: list[str], language: Language
+    ) -> Verdict:
         """The verdict of a task some hole of which no tactic closed, read off the probe."""
         if result.status != CheckStatus.ok:
             reason = {

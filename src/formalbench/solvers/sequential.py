@@ -40,8 +40,6 @@ class SequentialSolver(Solver):
         language = task.language
         original = task.source_text
         holes = find_holes(original, language)
-        if not holes:
-            raise FormatFailure("the task has no hole to fill")
         draft.params["max_turns"] = self.max_turns
         solved: list[str] = []
         last: str | None = None
