@@ -5,6 +5,8 @@ appended) and checked with its theorem as target, as the verifier would. Prints,
 count: files, compiled, failed (first failure reasons grouped), wall time, checks/s; then the
 parallel efficiency (rate at 2) / (2 x rate at 1), and what a trivial coqc run costs, which
 bounds the rate whatever the pool does (each check pays coqc start-up and library loading).
+`cpu s/check` is the coqc CPU time per check: if it stays flat from 1 to 2 workers while the
+rate does not double, the cores were busy with something else.
 
     python bench/bench_coq.py --limit 40
     python bench/bench_coq.py --workers 1 2 --data ../shared/data/minif2f-coq
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import statistics
 import sys
 import time
@@ -43,9 +46,11 @@ def load(data: Path, limit: int | None) -> list[CheckRequest]:
 
 def run(requests: list[CheckRequest], workers: int, timeout: float) -> dict:
     with CoqBackend(workers=workers, timeout=timeout) as backend:
+        cpu_before = _children_cpu()
         start = time.perf_counter()
         results = list(backend.check_many(requests))
         wall = time.perf_counter() - start
+        cpu = _children_cpu() - cpu_before
     reasons: Counter[str] = Counter()
     for result in results:
         if not result.compiled:
@@ -59,8 +64,14 @@ def run(requests: list[CheckRequest], workers: int, timeout: float) -> dict:
         "failed": len(results) - compiled,
         "wall": wall,
         "rate": len(results) / wall,
+        "cpu": cpu / max(1, len(results)),
         "reasons": reasons,
     }
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def trivial_cost(backend: CoqBackend, header: str, repeats: int = 3) -> float:
@@ -89,7 +100,7 @@ def main() -> None:
     for row in rows:
         print(
             f"{row['workers']:>7} {row['files']:>6} {row['compiled']:>8} {row['failed']:>6} "
-            f"{row['wall']:>8.1f} {row['rate']:>9.2f}"
+            f"{row['wall']:>8.1f} {row['rate']:>9.2f} {row['cpu']:>11.2f}"
         )
     for row in rows[:1]:
         for reason, count in row["reasons"].most_common(8):
