@@ -91,8 +91,11 @@ def test_lean_context_commands_before_the_target_fail() -> None:
         candidate = base[:at] + command + "\n" + base[at:]
         got = findings(AMC, candidate)
         assert [f.reason for f in got] == [Reason.statement_changed], command
-    # after the last target they cannot change the statement
-    assert findings(AMC, base + '\nnotation "ℤ" => ℕ\nopen Int\n') == []
+    # after the last target they cannot change the statement, but could change the queries
+    # a backend appends (`#print axioms`): refused as forbidden constructs
+    after = findings(AMC, base + '\nmacro "#print" "axioms" x:ident : command => `(#check $x)\n')
+    assert [(f.reason, f.line) for f in after] == [(Reason.forbidden_construct, 11)]
+    assert findings(AMC, base + "\nopen Int in\ntheorem extra : True := trivial\n") == []
 
 
 def test_target_moved_into_a_namespace_is_missing() -> None:

@@ -11,8 +11,11 @@ count, nor do `noncomputable` and attribute lists, `lemma` vs `theorem` (Coq: `L
 `maxRecDepth`, `linter.*` ...), which a candidate may add, drop or change anywhere.
 
 Commands a candidate adds: new named declarations (helper lemmas and definitions) are allowed
-anywhere. Commands that change how later text elaborates are refused when they stand before a
-target (after the last target they cannot touch a statement): Lean `open`, `export`,
+anywhere. Commands that change how later text elaborates are refused anywhere: before a target
+(statement_changed) they can change what its statement means; after the last target
+(forbidden_construct) nothing needs them, and they could change how the queries a backend
+appends after the text (`#print axioms`, `Print Assumptions`) parse or print. They are Lean
+`open`, `export`,
 `variable`, `include`, non-resource `set_option`, `notation`/`infix`/`macro`/`syntax`/`elab`/
 `macro_rules`/`elab_rules`, `instance`, `attribute [instance ...]`, `local`/`scoped` commands,
 `run_cmd`, `#eval`, declarations tagged `@[instance]`, `@[macro]`, elaborator attributes...;
@@ -257,19 +260,27 @@ def preservation_findings(
             )
         pos = max(pos, c.index)
     target_positions = sorted(i for i, r in matched.items() if r.index in holes)
+    given = {tuple(normalized(r, language)) for r in original}
     for c in candidate:
-        if c.index in matched or not target_positions or c.index > target_positions[-1]:
+        if c.index in matched or not context_changing(c, language):
             continue
-        if context_changing(c, language):
-            before = next(_label(matched[i]) for i in target_positions if i > c.index)
-            head = c.tokens[c.head]
-            findings.append(
-                Finding(
-                    reason=Reason.statement_changed,
-                    subject=_label(c),
-                    line=head.line,
-                    column=head.column,
-                    message=f"adds {_label(c)} before target {before}: it can change what the statement means",
-                )
+        if tuple(normalized(c, language)) in given:
+            continue  # the original has it too (after its last target)
+        head = c.tokens[c.head]
+        before = next((_label(matched[i]) for i in target_positions if i > c.index), None)
+        if before is not None:
+            reason = Reason.statement_changed
+            why = f"before target {before}: it can change what the statement means"
+        else:
+            reason = Reason.forbidden_construct
+            why = "after the targets: it can only change how the checker's own queries read"
+        findings.append(
+            Finding(
+                reason=reason,
+                subject=_label(c),
+                line=head.line,
+                column=head.column,
+                message=f"adds {_label(c)} {why}",
             )
+        )
     return findings, unchanged
