@@ -1,0 +1,296 @@
+"""The review dashboard: a FastAPI application over one formalize run directory.
+
+Pages are rendered on the server (jinja2, autoescaped); the only script adds keyboard
+shortcuts. Changes are POSTs guarded as described in `guard`; a decision carries the version
+it was based on, and a stale one is answered 409 with the refused text shown back. Every
+refused or failed POST re-renders the page with the reviewer's own text in the editor, so
+nothing typed is ever lost.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from formalbench.core.errors import InputError
+from formalbench.core.formalization import ReviewStatus
+from formalbench.dashboard import guard
+from formalbench.dashboard.checker import Rechecker
+from formalbench.dashboard.decide import DecideForm, decide
+from formalbench.dashboard.export import accepted_tasks, to_jsonl
+from formalbench.dashboard.views import (
+    ProblemView,
+    backend_name,
+    backend_options,
+    edit_diff,
+    editor_start,
+    order_candidates,
+    run_language,
+)
+from formalbench.store.formalize import FormalizeStore
+from formalbench.store.review import ProblemFilter, ReviewStore
+
+HERE = Path(__file__).resolve().parent
+STORE_FILE = "formalize.sqlite"
+PAGE_SIZE = 50
+MAX_TEXT = 1_000_000  # characters of an edited text; more is refused, not truncated
+REVIEWER_COOKIE = "fb_reviewer"
+
+
+def open_run(run_dir: str | Path) -> tuple[FormalizeStore, ReviewStore]:
+    """The run's two stores; an InputError when DIR is not a formalize run."""
+    root = Path(run_dir)
+    if not root.is_dir():
+        raise InputError(f"{run_dir!s}: not a directory (give a formalize run directory)")
+    path = root / STORE_FILE
+    if not path.is_file():
+        raise InputError(
+            f"{run_dir!s}: no {STORE_FILE} here; is it the run directory of "
+            "`formalbench formalize`?"
+        )
+    return FormalizeStore(path), ReviewStore(path)
+
+
+def problem_url(pid: str, qs: str = "") -> str:
+    return f"/p/{quote(pid, safe='')}" + (f"?{qs}" if qs else "")
+
+
+def create_app(
+    run_dir: str | Path,
+    *,
+    reviewer: str | None = None,
+    token: str | None = None,
+    allowed_hosts: list[str] | None = None,
+) -> FastAPI:
+    """The dashboard for one run. `token`: required on every request when given;
+    `allowed_hosts`: Host names answered (None: any; the server passes loopback names)."""
+    formalize, review = open_run(run_dir)
+    rechecker = _rechecker(formalize)
+    run_name = Path(run_dir).resolve().name
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+        yield
+        rechecker.close()
+
+    app = FastAPI(
+        title="formalbench review",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
+    app.state.formalize, app.state.review, app.state.rechecker = formalize, review, rechecker
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["problem_url"] = problem_url
+    env.filters["anchor"] = lambda s: "cand-" + re.sub(r"[^A-Za-z0-9_-]", "-", s)
+
+    @app.middleware("http")
+    async def access(request: Request, call_next: Any) -> Response:
+        if not guard.host_allowed(request, allowed_hosts):
+            return PlainTextResponse("host not allowed: use the address the server printed", 403)
+        in_address = False
+        if token is not None:
+            carried, in_address = guard.token_of(request)
+            if not guard.token_ok(carried, token):
+                return PlainTextResponse(
+                    "this dashboard needs its access token: open the address the server "
+                    "printed (with ?token=...) or send the X-Formalbench-Token header",
+                    401,
+                )
+        response = await call_next(request)
+        if in_address:
+            response.set_cookie(guard.TOKEN_COOKIE, token or "", httponly=True, samesite="strict")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        csrf = guard.csrf_value(request)
+        html = env.get_template(name).render(csrf=csrf, run_name=run_name, **ctx)
+        response = HTMLResponse(html, status_code=status)
+        if request.cookies.get(guard.CSRF_COOKIE) != csrf:
+            response.set_cookie(guard.CSRF_COOKIE, csrf, samesite="strict", httponly=True)
+        return response
+
+    @app.get("/", response_class=HTMLResponse)
+    async def problem_list(request: Request) -> HTMLResponse:
+        flt, qs = _filter(request.query_params)
+        page = _int(request.query_params.get("page"), 1)
+        rows, total = review.page(flt, (page - 1) * PAGE_SIZE, PAGE_SIZE)
+        return render(
+            request,
+            "list.html",
+            rows=rows,
+            total=total,
+            counts=review.counts(flt),
+            categories=review.categories(),
+            flt=flt,
+            qs=qs,
+            page=page,
+            pages=max(1, math.ceil(total / PAGE_SIZE)),
+            page_url=lambda n: "/?" + urlencode({**_qs_dict(flt), "page": n}),
+            statuses=list(ReviewStatus),
+        )
+
+    def problem_page(
+        request: Request,
+        pid: str,
+        status: int = 200,
+        *,
+        qs: str,
+        wanted: str | None = None,
+        code: str | None = None,
+        **extra: Any,
+    ) -> HTMLResponse:
+        problem = formalize.problem(pid)
+        if problem is None:
+            return render(
+                request, "message.html", 404, title="No such problem", code=code,
+                text=f"The run has no problem {pid!r}.",
+            )  # fmt: skip
+        summary = formalize.summary(pid)
+        candidates = order_candidates(formalize.candidates(pid), summary)
+        view = ProblemView(problem, candidates, summary, review.current(pid), review.history(pid))
+        chosen, start = editor_start(view, wanted)
+        text = start if code is None else code
+        flt, _ = _filter(dict(parse_qsl(qs)))
+        prev_id, next_id = review.neighbours(pid, flt)
+        ctx: dict[str, Any] = {
+            "view": view,
+            "chosen": chosen,
+            "code": text,
+            "qs": qs,
+            "prev_id": prev_id,
+            "next_id": next_id,
+            "reviewer": request.cookies.get(REVIEWER_COOKIE) or reviewer or "",
+            "note": "",
+            "base_version": view.decision.version if view.decision else 0,
+            "diff": edit_diff(chosen.candidate.code, text, chosen.candidate.id) if chosen else "",
+            "recheck": None,
+            "error": None,
+            "saved": request.query_params.get("saved") == "1",
+        }
+        ctx.update(extra)
+        return render(request, "problem.html", status, **ctx)
+
+    @app.get("/p/{pid:path}", response_class=HTMLResponse)
+    async def show_problem(request: Request, pid: str) -> HTMLResponse:
+        _, qs = _filter(request.query_params)
+        return problem_page(request, pid, qs=qs, wanted=request.query_params.get("candidate"))
+
+    @app.post("/check", response_class=HTMLResponse)
+    async def recheck(request: Request) -> HTMLResponse:
+        form = await DecideForm.read(request, MAX_TEXT)
+        refusal = form.error or guard.write_refusal(request, form.csrf)
+        if refusal:
+            return problem_page(
+                request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
+            )
+        result = await rechecker.check(form.code)
+        return problem_page(request, form.problem_id, recheck=result, **_echo(form))
+
+    @app.post("/decide", response_class=HTMLResponse)
+    async def decide_route(request: Request) -> Response:
+        form = await DecideForm.read(request, MAX_TEXT)
+        refusal = form.error or guard.write_refusal(request, form.csrf)
+        if refusal:
+            return problem_page(
+                request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
+            )
+        outcome = decide(form, formalize, review, rechecker)
+        if outcome.conflict is not None:
+            conflict = outcome.conflict
+            return render(
+                request, "conflict.html", 409, form=form, current=conflict.current,
+                message=str(conflict), reviewer=form.reviewer,
+            )  # fmt: skip
+        if outcome.error is not None:
+            return problem_page(
+                request, form.problem_id, outcome.status, error=outcome.error, **_echo(form)
+            )
+        target = problem_url(form.problem_id, f"{form.qs}&saved=1" if form.qs else "saved=1")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(REVIEWER_COOKIE, form.reviewer, samesite="strict", max_age=365 * 86400)
+        return response
+
+    @app.get("/export.jsonl")
+    async def export(request: Request) -> Response:
+        try:
+            body = to_jsonl(accepted_tasks(formalize, review))
+        except InputError as exc:
+            return render(request, "message.html", 409, title="Cannot export", text=str(exc))
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_name) or "run"
+        return Response(
+            body,
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="{name}-accepted.jsonl"'},
+        )
+
+    return app
+
+
+def _rechecker(formalize: FormalizeStore) -> Rechecker:
+    """The run's backend for re-checks: named by its config, else by its candidates' language."""
+    config = formalize.config() or {}
+    first = next(iter(formalize.problems()), None)
+    candidates = formalize.candidates(first.id) if first is not None else []
+    name = backend_name(config, run_language(config, candidates))
+    timeout = config.get("timeout")
+    seconds = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
+    return Rechecker(name, backend_options(config), seconds)
+
+
+def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:
+    status = params.get("status") or None
+    flt = ProblemFilter(
+        status=ReviewStatus(status) if status in ReviewStatus.__members__ else None,
+        category=params.get("category") or None,
+        text=(params.get("q") or "").strip() or None,
+    )
+    return flt, urlencode(_qs_dict(flt))
+
+
+def _qs_dict(flt: ProblemFilter) -> dict[str, str]:
+    pairs = {
+        "status": flt.status.value if flt.status else "",
+        "category": flt.category or "",
+        "q": flt.text or "",
+    }
+    return {k: v for k, v in pairs.items() if v}
+
+
+def _echo(form: DecideForm) -> dict[str, Any]:
+    """What a page shows back after a POST: the reviewer's own text, never the stored one."""
+    return {
+        "wanted": form.candidate_id,
+        "code": form.code,
+        "note": form.note,
+        "reviewer": form.reviewer,
+        "base_version": form.base_version,
+        "qs": form.qs,
+    }
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return max(1, int(value)) if value else default
+    except ValueError:
+        return default

@@ -1,0 +1,113 @@
+"""Reading the editor form and turning it into a stored decision.
+
+Browsers send a textarea with CRLF line ends; the text is brought back to LF before it is
+compared with the candidate (so an untouched candidate is not "edited") or stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from starlette.requests import Request
+
+from formalbench.core.formalization import ReviewDecision, ReviewStatus
+from formalbench.dashboard.checker import Rechecker
+from formalbench.store.formalize import FormalizeStore
+from formalbench.store.review import ReviewConflict, ReviewStore
+
+ACTIONS = {"accept": ReviewStatus.accepted, "reject": ReviewStatus.rejected}
+MAX_REVIEWER = 100
+MAX_NOTE = 10_000
+
+
+@dataclass
+class DecideForm:
+    problem_id: str
+    action: str
+    candidate_id: str | None
+    code: str
+    note: str
+    reviewer: str
+    base_version: int
+    csrf: str | None
+    qs: str  # the list filter the reviewer came from, carried to the next page
+    error: str | None = None  # what is malformed in the form itself
+
+    @classmethod
+    async def read(cls, request: Request, max_text: int) -> DecideForm:
+        form = await request.form()
+
+        def field(name: str) -> str:
+            value = form.get(name)
+            return value if isinstance(value, str) else ""
+
+        code = field("code").replace("\r\n", "\n").replace("\r", "\n")
+        made = cls(
+            problem_id=field("problem_id"),
+            action=field("action"),
+            candidate_id=field("candidate_id") or None,
+            code=code,
+            note=field("note").replace("\r\n", "\n").strip(),
+            reviewer=" ".join(field("reviewer").split()),
+            base_version=0,
+            csrf=field("csrf") or None,
+            qs=field("qs"),
+        )
+        try:
+            made.base_version = int(field("base_version") or "0")
+            if made.base_version < 0:
+                raise ValueError
+        except ValueError:
+            made.error = f"base_version {field('base_version')!r} is not a version number"
+        if len(code) > max_text:
+            made.error = f"the text is {len(code):,} characters; at most {max_text:,} are accepted"
+        elif len(made.note) > MAX_NOTE:
+            made.error = f"the note is {len(made.note):,} characters; at most {MAX_NOTE:,}"
+        elif len(made.reviewer) > MAX_REVIEWER:
+            made.error = f"the reviewer name is longer than {MAX_REVIEWER} characters"
+        return made
+
+
+@dataclass
+class Outcome:
+    stored: ReviewDecision | None = None
+    conflict: ReviewConflict | None = None
+    error: str | None = None
+    status: int = 200
+
+
+def decide(
+    form: DecideForm, formalize: FormalizeStore, review: ReviewStore, rechecker: Rechecker
+) -> Outcome:
+    """Validate the form against the run and store the decision, or say why not."""
+    if form.action not in ACTIONS:
+        return Outcome(error=f"unknown action {form.action!r}; use accept or reject", status=400)
+    if not form.reviewer:
+        return Outcome(error="give your name as reviewer before deciding", status=400)
+    if formalize.problem(form.problem_id) is None:
+        return Outcome(error=f"the run has no problem {form.problem_id!r}", status=404)
+    status = ACTIONS[form.action]
+    candidates = {c.id: c for c in formalize.candidates(form.problem_id)}
+    if form.candidate_id is not None and form.candidate_id not in candidates:
+        return Outcome(
+            error=f"problem {form.problem_id!r} has no candidate {form.candidate_id!r}", status=400
+        )
+    if status == ReviewStatus.accepted and not form.code.strip():
+        return Outcome(error="the editor is empty: there is nothing to accept", status=400)
+    original = candidates[form.candidate_id].code if form.candidate_id else ""
+    decision = ReviewDecision(
+        problem_id=form.problem_id,
+        status=status,
+        candidate_id=form.candidate_id,
+        code=form.code,
+        edited=form.code != original,
+        note=form.note,
+        reviewer=form.reviewer,
+    )
+    try:
+        stored = review.decide(
+            decision, based_on=form.base_version, checked=rechecker.known(form.code)
+        )
+    except ReviewConflict as conflict:
+        return Outcome(conflict=conflict, status=409)
+    return Outcome(stored=stored)

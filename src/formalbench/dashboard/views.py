@@ -1,0 +1,129 @@
+"""What a problem page shows, put together from the run's records.
+
+Kept apart from the web routes so that ordering and selection rules (compiled candidates
+first, then the summary's rank) are plain functions, tested without a server.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from formalbench.core.formalization import (
+    Candidate,
+    Problem,
+    ProblemSummary,
+    RankedCandidate,
+    ReviewDecision,
+)
+from formalbench.core.records import Diagnostic, Language, Severity
+
+
+@dataclass
+class CandidateView:
+    candidate: Candidate
+    rank: int | None  # the summary's rank (1 = best); None when the summary skips it
+    verdict: str  # the summary's remark on this candidate
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        last = self.candidate.rounds[-1] if self.candidate.rounds else None
+        return [d for d in (last.diagnostics if last else []) if d.severity == Severity.error]
+
+
+@dataclass
+class ProblemView:
+    problem: Problem
+    candidates: list[CandidateView]
+    summary: ProblemSummary | None
+    decision: ReviewDecision | None
+    history: list[ReviewDecision] = field(default_factory=list)
+
+    def find(self, candidate_id: str | None) -> CandidateView | None:
+        return next((c for c in self.candidates if c.candidate.id == candidate_id), None)
+
+
+def order_candidates(
+    candidates: list[Candidate], summary: ProblemSummary | None
+) -> list[CandidateView]:
+    """Compiling candidates first, then by the summary's rank, then in the order they came.
+
+    The paper's reviewers start from a verified statement; among those the summary's ranking
+    is the best guess of the most faithful one.
+    """
+    ranked: dict[str, RankedCandidate] = (
+        {r.candidate_id: r for r in summary.ranking} if summary else {}
+    )
+    views = [
+        CandidateView(
+            c, ranked[c.id].rank if c.id in ranked else None, ranked.get(c.id, _NO_RANK).verdict
+        )
+        for c in candidates
+    ]
+    order = {id(v): i for i, v in enumerate(views)}
+    return sorted(
+        views,
+        key=lambda v: (
+            not v.candidate.compiled,
+            v.rank is None,
+            v.rank or 0,
+            order[id(v)],
+        ),
+    )
+
+
+_NO_RANK = RankedCandidate(candidate_id="", rank=0)
+
+
+def editor_start(view: ProblemView, wanted: str | None) -> tuple[CandidateView | None, str]:
+    """The candidate in the editor and its text: the one asked for, else the decided one
+    (with the decided text), else the first in order."""
+    if wanted is not None:
+        chosen = view.find(wanted)
+        if chosen is not None:
+            return chosen, chosen.candidate.code
+    if view.decision is not None and view.decision.code is not None:
+        return view.find(view.decision.candidate_id), view.decision.code
+    first = view.candidates[0] if view.candidates else None
+    return first, first.candidate.code if first else ""
+
+
+def edit_diff(original: str, edited: str, name: str) -> str:
+    """A unified diff from the candidate's text to the reviewer's text ('' if unchanged)."""
+    if original == edited:
+        return ""
+    lines = difflib.unified_diff(
+        original.splitlines(keepends=True),
+        edited.splitlines(keepends=True),
+        fromfile=f"{name} (generated)",
+        tofile=f"{name} (reviewed)",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def run_language(config: dict[str, Any] | None, candidates: list[Candidate]) -> Language | None:
+    """The run's language: its config says it, else its candidates do."""
+    value = (config or {}).get("language")
+    if isinstance(value, str) and value in Language.__members__:
+        return Language(value)
+    return candidates[0].language if candidates else None
+
+
+def backend_name(config: dict[str, Any] | None, language: Language | None) -> str | None:
+    """The backend that checked the run's candidates: the config's, else the language's own."""
+    value = (config or {}).get("backend")
+    if isinstance(value, str) and value.strip():
+        return value.strip().lower()
+    if isinstance(value, dict) and isinstance(value.get("name"), str):
+        return value["name"].strip().lower()
+    return language.value if language is not None else None
+
+
+def backend_options(config: dict[str, Any] | None) -> dict[str, Any]:
+    """Constructor options for the backend named by the config (e.g. Lean's project_dir)."""
+    config = config or {}
+    options = config.get("backend_options")
+    if not isinstance(options, dict) and isinstance(config.get("backend"), dict):
+        options = {k: v for k, v in config["backend"].items() if k != "name"}
+    return dict(options) if isinstance(options, dict) else {}

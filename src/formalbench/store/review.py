@@ -1,0 +1,301 @@
+"""Review decisions of a formalize run, kept in the run's own `formalize.sqlite`.
+
+Why versions: a reviewer may have the same problem open in two tabs (or two reviewers may
+share a run). Each decision names the version it was based on; the store accepts it only
+if that is still the current version, inside one `BEGIN IMMEDIATE` transaction, so the later
+of two writes from the same starting point is refused (`ReviewConflict`) instead of silently
+replacing the first. Every accepted decision is a new row: the history is never overwritten.
+
+The listing queries (`page`, `counts`, `neighbours`) read the formalize component's tables
+(`fz_problems`, `fz_candidates`) with SQL instead of loading every record, so that the
+dashboard's list stays fast at thousands of problems; they need those tables to exist (open a
+`FormalizeStore` on the file first).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from formalbench.core.formalization import ReviewDecision, ReviewStatus
+from formalbench.store.db import StoreError, connect, ensure_schema, transaction
+
+SCHEMA_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS rv_decisions (
+    problem_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    decision TEXT NOT NULL,
+    checked TEXT,
+    PRIMARY KEY (problem_id, version)
+);
+CREATE TABLE IF NOT EXISTS rv_current (
+    problem_id TEXT PRIMARY KEY,
+    version INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rv_current_status ON rv_current(status);
+"""
+_PREVIEW_CHARS = 240
+
+
+class ReviewConflict(StoreError):
+    """A decision based on a version that is no longer the current one."""
+
+    def __init__(self, problem_id: str, based_on: int, current: ReviewDecision | None) -> None:
+        self.problem_id = problem_id
+        self.based_on = based_on
+        self.current = current
+        now = current.version if current else 0
+        who = f" ({current.status.value} by {current.reviewer} at {current.at})" if current else ""
+        super().__init__(
+            f"problem {problem_id!r}: the decision was based on version {based_on}, "
+            f"but the current version is {now}{who}"
+        )
+
+
+@dataclass(frozen=True)
+class ProblemFilter:
+    status: ReviewStatus | None = None
+    category: str | None = None
+    text: str | None = None  # case-insensitive substring of the id or the informal statement
+
+
+@dataclass(frozen=True)
+class ProblemRow:
+    """One line of the problem list."""
+
+    id: str
+    category: str | None
+    preview: str
+    status: ReviewStatus
+    reviewer: str | None
+    at: str | None
+    candidates: int = 0
+    compiled: int = 0
+    aligned: int = 0
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class ReviewStore:
+    """Versioned review decisions in a formalize run's database, thread-safe."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._conn = connect(self.path)
+        self._lock = threading.Lock()
+        ensure_schema(self._conn, "review", SCHEMA_VERSION, _SCHEMA)
+
+    # -- decisions ----------------------------------------------------------------------
+    def decide(
+        self, decision: ReviewDecision, *, based_on: int, checked: dict[str, Any] | None = None
+    ) -> ReviewDecision:
+        """Store `decision` as version `based_on + 1`, or raise ReviewConflict.
+
+        `at` is filled with the current time when empty; `checked` is what the assistant said
+        of the decided text when the reviewer re-checked it (kept for the export's trail).
+        """
+        if not decision.reviewer.strip():
+            raise StoreError(f"problem {decision.problem_id!r}: a decision needs a reviewer name")
+        if decision.status == ReviewStatus.unreviewed:
+            raise StoreError(f"problem {decision.problem_id!r}: decide accepted or rejected")
+        with self._lock, transaction(self._conn):
+            row = self._conn.execute(
+                "SELECT version FROM rv_current WHERE problem_id = ?", (decision.problem_id,)
+            ).fetchone()
+            current = row[0] if row else 0
+            if current != based_on:
+                raise ReviewConflict(
+                    decision.problem_id, based_on, self._current(current, decision)
+                )
+            stored = decision.model_copy(
+                update={"version": current + 1, "at": decision.at or now_iso()}
+            )
+            self._conn.execute(
+                "INSERT INTO rv_decisions (problem_id, version, decision, checked)"
+                " VALUES (?, ?, ?, ?)",
+                (
+                    stored.problem_id,
+                    stored.version,
+                    stored.model_dump_json(),
+                    None if checked is None else json.dumps(checked, sort_keys=True),
+                ),
+            )
+            self._conn.execute(
+                "INSERT INTO rv_current (problem_id, version, status, reviewer, at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (problem_id) DO UPDATE SET"
+                " version = excluded.version, status = excluded.status,"
+                " reviewer = excluded.reviewer, at = excluded.at",
+                (
+                    stored.problem_id,
+                    stored.version,
+                    stored.status.value,
+                    stored.reviewer,
+                    stored.at,
+                ),
+            )
+        return stored
+
+    def _current(self, version: int, decision: ReviewDecision) -> ReviewDecision | None:
+        if not version:
+            return None
+        row = self._conn.execute(
+            "SELECT decision FROM rv_decisions WHERE problem_id = ? AND version = ?",
+            (decision.problem_id, version),
+        ).fetchone()
+        return None if row is None else ReviewDecision.model_validate_json(row[0])
+
+    def current(self, problem_id: str) -> ReviewDecision | None:
+        """The latest decision on a problem (None: not reviewed yet, version 0)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT d.decision FROM rv_current c JOIN rv_decisions d"
+                " ON d.problem_id = c.problem_id AND d.version = c.version"
+                " WHERE c.problem_id = ?",
+                (problem_id,),
+            ).fetchone()
+        return None if row is None else ReviewDecision.model_validate_json(row[0])
+
+    def history(self, problem_id: str) -> list[ReviewDecision]:
+        """Every decision on a problem, oldest first."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT decision FROM rv_decisions WHERE problem_id = ? ORDER BY version",
+                (problem_id,),
+            ).fetchall()
+        return [ReviewDecision.model_validate_json(r[0]) for r in rows]
+
+    def checked(self, problem_id: str, version: int) -> dict[str, Any] | None:
+        """The re-check stored with one decision, if the reviewer ran one."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT checked FROM rv_decisions WHERE problem_id = ? AND version = ?",
+                (problem_id, version),
+            ).fetchone()
+        return None if row is None or row[0] is None else json.loads(row[0])
+
+    def accepted(self) -> list[ReviewDecision]:
+        """The current decision of every accepted problem, in the run's problem order."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT d.decision FROM rv_current c"
+                " JOIN rv_decisions d ON d.problem_id = c.problem_id AND d.version = c.version"
+                " LEFT JOIN fz_problems p ON p.id = c.problem_id"
+                " WHERE c.status = 'accepted' ORDER BY p.position, c.problem_id"
+            ).fetchall()
+        return [ReviewDecision.model_validate_json(r[0]) for r in rows]
+
+    # -- listing ------------------------------------------------------------------------
+    def page(self, flt: ProblemFilter, offset: int, limit: int) -> tuple[list[ProblemRow], int]:
+        """One page of problems in run order, and how many match the filter in all."""
+        where, args = _where(flt)
+        base = f"FROM fz_problems p LEFT JOIN rv_current c ON c.problem_id = p.id WHERE {where}"
+        with self._lock:
+            total = self._conn.execute(f"SELECT COUNT(*) {base}", args).fetchone()[0]
+            rows = self._conn.execute(
+                "SELECT p.id, json_extract(p.problem, '$.category'),"
+                f" substr(json_extract(p.problem, '$.informal'), 1, {_PREVIEW_CHARS + 1}),"
+                " COALESCE(c.status, 'unreviewed'), c.reviewer, c.at,"
+                " (SELECT COUNT(*) FROM fz_candidates f WHERE f.problem_id = p.id),"
+                " (SELECT COUNT(*) FROM fz_candidates f WHERE f.problem_id = p.id"
+                "   AND f.compiled = 1),"
+                " (SELECT COUNT(*) FROM fz_candidates f WHERE f.problem_id = p.id"
+                "   AND f.aligned = 1)"
+                f" {base} ORDER BY p.position LIMIT ? OFFSET ?",
+                (*args, limit, offset),
+            ).fetchall()
+        return [_row(r) for r in rows], total
+
+    def counts(self, flt: ProblemFilter) -> dict[ReviewStatus, int]:
+        """How many problems of each status match the filter (its own status ignored)."""
+        where, args = _where(ProblemFilter(None, flt.category, flt.text))
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT COALESCE(c.status, 'unreviewed'), COUNT(*) FROM fz_problems p"
+                f" LEFT JOIN rv_current c ON c.problem_id = p.id WHERE {where}"
+                " GROUP BY 1",
+                args,
+            ).fetchall()
+        found = {ReviewStatus(status): n for status, n in rows}
+        return {status: found.get(status, 0) for status in ReviewStatus}
+
+    def categories(self) -> list[str]:
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT DISTINCT json_extract(problem, '$.category') FROM fz_problems"
+            ).fetchall()
+        return sorted(r[0] for r in rows if r[0])
+
+    def neighbours(self, problem_id: str, flt: ProblemFilter) -> tuple[str | None, str | None]:
+        """The previous and next problem (run order) that match the filter."""
+        where, args = _where(flt)
+        base = "FROM fz_problems p LEFT JOIN rv_current c ON c.problem_id = p.id"
+        here = "(SELECT position FROM fz_problems WHERE id = ?)"
+        found: list[str | None] = []
+        with self._lock:
+            for op, order in (("<", "DESC"), (">", "ASC")):
+                row = self._conn.execute(
+                    f"SELECT p.id {base} WHERE {where} AND p.position {op} {here}"
+                    f" ORDER BY p.position {order} LIMIT 1",
+                    (*args, problem_id),
+                ).fetchone()
+                found.append(row[0] if row else None)
+        return found[0], found[1]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ReviewStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _where(flt: ProblemFilter) -> tuple[str, list[Any]]:
+    clauses, args = ["1"], []
+    if flt.status is not None:
+        clauses.append("COALESCE(c.status, 'unreviewed') = ?")
+        args.append(flt.status.value)
+    if flt.category:
+        clauses.append("json_extract(p.problem, '$.category') = ?")
+        args.append(flt.category)
+    if flt.text:
+        pattern = "%" + _escape_like(flt.text.lower()) + "%"
+        clauses.append(
+            "(lower(p.id) LIKE ? ESCAPE '\\'"
+            " OR lower(json_extract(p.problem, '$.informal')) LIKE ? ESCAPE '\\')"
+        )
+        args += [pattern, pattern]
+    return " AND ".join(clauses), args
+
+
+def _escape_like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _row(r: tuple[Any, ...]) -> ProblemRow:
+    preview = r[2] or ""
+    if len(preview) > _PREVIEW_CHARS:
+        preview = preview[:_PREVIEW_CHARS].rstrip() + "…"
+    return ProblemRow(
+        id=r[0],
+        category=r[1],
+        preview=preview,
+        status=ReviewStatus(r[3]),
+        reviewer=r[4],
+        at=r[5],
+        candidates=r[6],
+        compiled=r[7],
+        aligned=r[8],
+    )
