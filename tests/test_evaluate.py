@@ -25,7 +25,7 @@ from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.store.runs import RunStore
-from tests.standins.openai_server import StandinServer
+from tests.standins.openai_server import Reply, StandinServer
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
@@ -98,21 +98,25 @@ def test_whole_proof_sampling_over_real_http(tmp_path: Path) -> None:
 
 
 def test_run_token_budget_stops_cleanly_and_resumes(tmp_path: Path) -> None:
-    data = write_dataset(
-        tmp_path / "d.jsonl", {f"t{i}": REFL.replace("two", f"t{i}") for i in range(4)}
-    )
+    formals = {f"t{i}": REFL.replace("two", f"t{i}") for i in range(4)}
+    data = write_dataset(tmp_path / "d.jsonl", formals)
+    proof = ["```coq\nProof. reflexivity. Qed.\n```"]
     with StandinServer() as server:
-        server.responder = lambda body: ["```coq\nProof. reflexivity. Qed.\n```"]
+        # Each answer reports 2,010 tokens: a 2,600-token run budget pays for two attempts.
+        server.script(*[Reply(texts=proof, usage=(2000, 10)) for _ in range(4)])
+        server.responder = lambda body: proof
         os.environ["OPENAI_API_KEY"] = "test-key"
         spec = f"openai:standin-model@{server.base_url}"
         base = dict(dataset=str(data), solver="whole", model=spec, concurrency=1, max_tokens=50)
-        first = run_evaluation(EvalConfig(**base, run_token_budget=120), tmp_path / "run")
+        first = run_evaluation(EvalConfig(**base, run_token_budget=2600), tmp_path / "run")
         assert first.stopped is not None and "run token budget" in first.stopped
-        assert 0 < first.new_attempts < 4
+        assert first.new_attempts == 2
+        log = json.loads((tmp_path / "run" / "run.json").read_text())
+        assert log["status"] == "interrupted"
         second = run_evaluation(EvalConfig(**base), tmp_path / "run")
         assert second.stopped is None
-        assert first.new_attempts + second.new_attempts == 4
-    assert load_summary(tmp_path / "run").solved == [f"t{i}" for i in range(4)]
+        assert (second.new_attempts, second.skipped_attempts) == (2, 2)
+    assert load_summary(tmp_path / "run").solved == sorted(formals)
 
 
 def test_sigkill_mid_run_resumes_without_loss_or_duplicates(tmp_path: Path) -> None:

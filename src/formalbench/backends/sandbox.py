@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import time
@@ -48,6 +49,21 @@ def memory_limiter(memory_mb: int | None):  # noqa: ANN201 - returns a preexec_f
     return apply
 
 
+def limited_argv(argv: Sequence[str], memory_mb: int | None) -> tuple[list[str], object]:
+    """`argv` under an address-space cap, and the preexec function still needed (or None).
+
+    util-linux's `prlimit` sets the limit in the child itself, which avoids `preexec_fn`:
+    Python documents it as unsafe in a program with threads (the backend pools are threads),
+    where a child can deadlock between fork and exec. Without `prlimit`, fall back to it.
+    """
+    if not memory_mb:
+        return list(argv), None
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        return list(argv), memory_limiter(memory_mb)
+    return [prlimit, f"--as={memory_mb * 1024 * 1024}", "--", *argv], None
+
+
 @dataclass
 class ProcessOutcome:
     status: CheckStatus  # ok (exited, any code), timeout, out_of_memory, crash (killed by signal)
@@ -78,8 +94,9 @@ def run_limited(
     report it differently); a death by signal is reported as `crash`.
     """
     start = time.perf_counter()
+    command, preexec = limited_argv(argv, memory_mb)
     proc = subprocess.Popen(
-        list(argv),
+        command,
         cwd=cwd,
         env=dict(env) if env is not None else scrubbed_env(),
         stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
@@ -89,7 +106,7 @@ def run_limited(
         encoding="utf-8",
         errors="replace",
         start_new_session=True,
-        preexec_fn=memory_limiter(memory_mb),
+        preexec_fn=preexec,  # type: ignore[arg-type]
     )
     try:
         out, err = proc.communicate(stdin, timeout=timeout)
