@@ -1,0 +1,57 @@
+"""`formalbench review DIR`: the web dashboard to accept or reject formalize candidates.
+
+`--export FILE` writes the accepted problems as a task dataset (JSONL) and exits instead of
+serving. Bad input (not a run directory, a busy port, another interface without a token)
+is one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from formalbench.cli.main import app, user_errors
+
+
+@app.command("review")
+@user_errors
+def review(
+    run_dir: str = typer.Argument(..., help="The run directory of `formalbench formalize`."),
+    port: int = typer.Option(8765, "--port", help="Port to listen on (0: a free one)."),
+    host: str = typer.Option(
+        "127.0.0.1", "--host", help="Interface; anything but loopback needs --token."
+    ),
+    token: str | None = typer.Option(
+        None,
+        "--token",
+        envvar="FORMALBENCH_REVIEW_TOKEN",
+        help="Access token required on every request (cookie, header or ?token=).",
+    ),
+    reviewer: str | None = typer.Option(
+        None, "--reviewer", help="Your name, filled in on every decision form."
+    ),
+    export: str | None = typer.Option(
+        None, "--export", help="Write the accepted problems as task JSONL to FILE and exit."
+    ),
+) -> None:
+    """Review formalize candidates in the browser: edit, re-check, accept or reject."""
+    if export is not None:
+        from formalbench.dashboard.app import open_run
+        from formalbench.dashboard.export import accepted_tasks, write_jsonl
+
+        formalize, store = open_run(run_dir)
+        try:
+            count = write_jsonl(accepted_tasks(formalize, store), export)
+        finally:
+            formalize.close()
+            store.close()
+        typer.echo(f"wrote {count} accepted task{'' if count == 1 else 's'} to {export}")
+        return
+    from formalbench.dashboard.server import serve
+
+    def announce(line: str) -> None:
+        print(line, flush=True)
+
+    serve(run_dir, host=host, port=port, token=token, reviewer=reviewer, announce=announce)
+    sys.stdout.flush()
