@@ -52,7 +52,7 @@ RISKY_ATTRIBUTES = words(
     "instance default_instance macro term_elab command_elab tactic elab coe delab app_unexpander builtin_term_elab builtin_command_elab builtin_tactic builtin_macro local scoped implemented_by extern csimp"
 )
 _LEAN_CONTEXT = words(
-    "open export variable include omit set_option notation infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval #exit"
+    "open export variable include omit set_option notation infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval"
 )
 _COQ_CONTEXT = words(
     "Notation Infix Reserved Tactic Open Close Delimit Bind Declare Arguments Coercion Instance Existing Canonical Set Unset Variable Variables Context Hypothesis Hypotheses Implicit Generalizable Import Export Include"
