@@ -22,23 +22,19 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from formalbench.checking.decls import (
-    CLOSE_BRACKETS,
     COQ_CLOSERS,
     LEAN_NAMED,
-    OPEN_BRACKETS,
     Decl,
     coq_head,
     sentences,
     split_decls,
 )
+from formalbench.checking.lean_modes import COMBINATORS, lean_mode
 from formalbench.checking.lexer import Token, words
 from formalbench.core.errors import InputError
 from formalbench.core.records import Language
 
 _LEAN_HOLES = frozenset({"sorry", "admit"})
-_TACTIC_LEADERS = words("; <;> · • . try repeat all_goals any_goals focus iterate")
-_COMBINATORS = words("<;> try repeat all_goals any_goals focus iterate")
-_ARROW_TACTIC = words("case case' next on_goal induction cases rcases obtain conv")
 _NO_WRAP_AFTER = words(") ] ⟩ } , | :=")
 
 
@@ -99,14 +95,14 @@ def _lean_holes(text: str, d: Decl) -> list[HoleSite]:
     for k, tok in enumerate(toks):
         if tok.kind != "ident" or tok.text not in _LEAN_HOLES:
             continue
-        mode = "tactic" if tok.text == "admit" else _lean_mode(toks, k)
+        mode = "tactic" if tok.text == "admit" else lean_mode(toks, k)
         prev = toks[k - 1] if k else None
         after_by = prev is not None and prev.text == "by" and prev.line == tok.line
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         if mode == "term":
             wrap = nxt is not None and nxt.line == tok.line and nxt.text not in _NO_WRAP_AFTER
         else:
-            wrap = prev is not None and prev.text in _COMBINATORS
+            wrap = prev is not None and prev.text in COMBINATORS
         indent = _line_indent(text, tok.offset) + 2 if mode == "term" or after_by else tok.column
         site = _site(tok, tok.end, mode, d.name, tok.text, indent=indent, wrap=wrap)
         out.append(replace(site, after_by=after_by))
@@ -127,76 +123,6 @@ def _site(
             tok.end, tok.end, tok.line, tok.column + len(tok.text), mode, decl, word, **kw
         )
     return HoleSite(tok.offset, end, tok.line, tok.column, mode, decl, word, **kw)
-
-
-def _by_block_column(toks: list[Token], k: int) -> int | None:
-    """Column of the innermost `by` tactic block that contains token k, or None."""
-    for b in range(k - 1, -1, -1):
-        if toks[b].text != "by":
-            continue
-        col = toks[b + 1].column
-        depth = 0
-        inside = True
-        for j in range(b + 1, k + 1):
-            t = toks[j]
-            if t.text in OPEN_BRACKETS:
-                depth += 1
-            elif t.text in CLOSE_BRACKETS:
-                depth -= 1
-            if depth < 0 or (depth == 0 and t.text == "," and j < k):
-                inside = False
-                break
-            if j > b + 1 and t.line != toks[j - 1].line and t.column < col:
-                inside = False
-                break
-        if inside:
-            return col
-    return None
-
-
-def _lean_mode(toks: list[Token], k: int) -> str:
-    """Whether the `sorry` at k stands where a tactic is expected or where a term is."""
-    if k == 0:
-        return "term"
-    prev = toks[k - 1].text
-    if prev == "by" or prev in _TACTIC_LEADERS:
-        return "tactic"
-    if prev == "|" and k >= 2 and toks[k - 2].text in ("tactic", "tacticSeq"):
-        return "tactic"  # a syntax quotation `(tactic| sorry)
-    col = _by_block_column(toks, k)
-    if col is None:
-        return "term"
-    if prev == "|":
-        return "tactic"
-    if prev == "=>":
-        return _arrow_mode(toks, k - 1, col)
-    if toks[k - 1].line != toks[k].line and toks[k].column == col:
-        return "tactic"
-    return "term"
-
-
-def _arrow_mode(toks: list[Token], arrow: int, col: int) -> str:
-    """`=>` before a hole: a `fun` arm takes a term, a `case`/`induction ... with` arm a tactic."""
-    depth = 0
-    for j in range(arrow - 1, -1, -1):
-        text = toks[j].text
-        if text in CLOSE_BRACKETS:
-            depth += 1
-        elif text in OPEN_BRACKETS:
-            depth -= 1
-            if depth < 0:
-                return "term"
-        elif depth:
-            continue
-        elif text in ("fun", "λ"):
-            return "term"
-        elif text in _ARROW_TACTIC:
-            return "tactic"
-        elif text == "match":
-            return _lean_mode(toks, j)
-        elif text == "by":
-            return "tactic"
-    return "term"
 
 
 # --- Coq ----------------------------------------------------------------------------------
