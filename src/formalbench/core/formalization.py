@@ -55,6 +55,9 @@ class Alignment(Record):
     decomposition: Decomposition | None = None
     model: str | None = None
     raw_output: str = ""
+    # The judge's reply could not be read (after retries): `aligned` is then False but the
+    # candidate was not found misaligned, so it is not re-translated.
+    error: str | None = None
 
 
 class Candidate(Record):
@@ -70,6 +73,9 @@ class Candidate(Record):
     alignment: Alignment | None = None
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     parts: list[str] = Field(default_factory=list)  # "shared conditions + part i" splits
+    # A model call that failed for good (endpoint down, budget spent): the candidate is kept
+    # with its rounds so far and resumed by the next run, not counted as a result.
+    error: str | None = None
 
     @property
     def code(self) -> str:
@@ -97,6 +103,10 @@ class ProblemSummary(Record):
     ranking: list[RankedCandidate] = Field(default_factory=list)
     text: str = ""
     model: str | None = None
+    error: str | None = None  # the judge's ranking could not be read; order is the fallback
+    # the judge sees each distinct statement once, under a key (C1, C2...) that its verdicts
+    # and text use: key -> the ids of the candidates with that statement
+    keys: dict[str, list[str]] = Field(default_factory=dict)
 
 
 class ReviewStatus(StrEnum):

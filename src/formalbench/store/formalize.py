@@ -3,7 +3,8 @@
 Each record is kept whole as JSON (the records are the schema; see core.formalization) with
 the columns the pipeline and the dashboard filter on. Every `put_*` is one transaction, so a
 killed run resumes from the last finished step; `step_done`/`mark_step` say which steps of
-which problem are finished.
+which problem are finished. A category's retrieved context is kept the same way, under the
+pseudo problem id `*category:NAME` (one context per category, shared by its problems).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from formalbench.core.formalization import Candidate, Problem, ProblemSummary
 from formalbench.store.db import connect, ensure_schema, transaction
 
 SCHEMA_VERSION = 1
+_CATEGORY_KEY = "*category:"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS fz_config (
     id INTEGER PRIMARY KEY CHECK (id = 1),
@@ -118,7 +120,9 @@ class FormalizeStore:
     # -- candidates ---------------------------------------------------------------------
     def put_candidate(self, candidate: Candidate) -> None:
         """Insert or replace a candidate with its whole trail, in one transaction."""
-        aligned = None if candidate.alignment is None else int(candidate.alignment.aligned)
+        alignment = candidate.alignment
+        # unread judgements (alignment.error) are neither aligned nor misaligned
+        aligned = None if alignment is None or alignment.error else int(alignment.aligned)
         with self._lock, transaction(self._conn):
             self._conn.execute(
                 "INSERT INTO fz_candidates (id, problem_id, model, compiled, aligned, candidate)"
@@ -142,6 +146,13 @@ class FormalizeStore:
         with self._lock:
             rows = self._conn.execute(query + " ORDER BY rowid", args).fetchall()
         return [Candidate.model_validate_json(r[0]) for r in rows]
+
+    def candidate(self, candidate_id: str) -> Candidate | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT candidate FROM fz_candidates WHERE id = ?", (candidate_id,)
+            ).fetchone()
+        return None if row is None else Candidate.model_validate_json(row[0])
 
     # -- summaries ----------------------------------------------------------------------
     def put_summary(self, summary: ProblemSummary) -> None:
@@ -181,6 +192,14 @@ class FormalizeStore:
                 "SELECT value FROM fz_steps WHERE problem_id = ? AND step = ?", (problem_id, step)
             ).fetchone()
         return None if row is None else json.loads(row[0])
+
+    # -- per-category state (retrieved context) -----------------------------------------
+    def put_category_context(self, category: str, value: Any) -> None:
+        self.mark_step(_CATEGORY_KEY + category, "context", value)
+
+    def category_context(self, category: str) -> Any:
+        """The stored context of `category`, or None when it was never retrieved."""
+        return self.step_value(_CATEGORY_KEY + category, "context")
 
     def close(self) -> None:
         with self._lock:
