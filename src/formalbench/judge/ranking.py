@@ -1,0 +1,195 @@
+"""The ensemble's summary of one problem: its candidates ranked, each with what it got wrong.
+
+IndiMathBench's reviewers worked about twice as fast with such a summary: it points at the
+best candidate and at the part another candidate got right. Sampling at temperature 1.0
+makes many candidates identical, so the judge sees each distinct statement once (with the
+models and samples that produced it) and every candidate gets its statement's rank and
+verdict. Candidates that produced no code are ranked last without being shown.
+
+When the judge's reply stays unreadable, the summary still ranks every candidate by what is
+known (compiled and aligned, compiled, the rest) and says so in `error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from formalbench.core.formalization import (
+    Candidate,
+    Decomposition,
+    Problem,
+    ProblemSummary,
+    RankedCandidate,
+)
+from formalbench.core.records import Severity
+from formalbench.judge.reply import Unreadable, ask_json, text_field
+from formalbench.llm.base import ChatModel
+from formalbench.llm.prompts import load_prompt
+
+PROMPT = "judge_rank"
+NO_CODE = "produced no code to rank"
+NOT_RANKED = "not ranked by the judge"
+
+
+@dataclass
+class Group:
+    """One distinct statement and the candidates that produced it."""
+
+    key: str
+    code: str
+    members: list[Candidate] = field(default_factory=list)
+
+    @property
+    def first(self) -> Candidate:
+        return self.members[0]
+
+    @property
+    def aligned(self) -> bool | None:
+        a = self.first.alignment
+        return None if a is None or a.error else a.aligned
+
+    def known_order(self) -> tuple[int, int]:
+        """Best first by what the pipeline knows: compiled and aligned, compiled, the rest."""
+        if not self.first.compiled:
+            return (3, 0)
+        return ({True: 0, None: 1, False: 2}[self.aligned], 0)
+
+
+def model_name(spec: str) -> str:
+    """`openai:gpt-x@http://host/v1` -> `openai:gpt-x` (endpoints make poor labels)."""
+    return spec.split("@http", 1)[0]
+
+
+def group_candidates(candidates: Sequence[Candidate]) -> tuple[list[Group], list[Candidate]]:
+    """Distinct statements (whitespace-insensitive) in first-seen order, and code-less ones."""
+    groups: dict[str, Group] = {}
+    empty: list[Candidate] = []
+    for c in candidates:
+        code = c.code.strip()
+        if not code:
+            empty.append(c)
+            continue
+        norm = " ".join(code.split())
+        if norm not in groups:
+            groups[norm] = Group(key=f"C{len(groups) + 1}", code=code)
+        groups[norm].members.append(c)
+    return list(groups.values()), empty
+
+
+def _errors(candidate: Candidate, limit: int = 3) -> str:
+    if candidate.compiled or not candidate.rounds:
+        return ""
+    last = candidate.rounds[-1]
+    if last.format_failure:
+        return f"- {last.format_failure}"
+    errors = [d for d in last.diagnostics if d.severity == Severity.error][:limit]
+    return "\n".join(
+        f"- {'line ' + str(d.line) + ': ' if d.line else ''}{d.message.strip()[:300]}"
+        for d in errors
+    )
+
+
+def _reader(keys: set[str]) -> Any:
+    def read(data: dict[str, Any]) -> tuple[list[tuple[str, int, str]], str]:
+        items = data.get("ranking")
+        if not isinstance(items, list) or not items:
+            raise Unreadable("`ranking` must be a non-empty list")
+        ranked: list[tuple[str, int, str]] = []
+        for item in items:
+            if not isinstance(item, dict):
+                raise Unreadable("each entry of `ranking` must be an object")
+            key = text_field(item, "candidate").strip()
+            rank = item.get("rank")
+            if isinstance(rank, bool) or not isinstance(rank, int | float | str):
+                raise Unreadable(f"the rank of {key} must be a number")
+            try:
+                number = int(float(rank))
+            except ValueError:
+                raise Unreadable(f"the rank of {key} must be a number") from None
+            if key in keys and all(key != k for k, _, _ in ranked):
+                ranked.append((key, number, text_field(item, "verdict", required=False)))
+        if not ranked:
+            raise Unreadable(f"the ranking names none of the candidates {', '.join(sorted(keys))}")
+        return ranked, text_field(data, "summary", required=False)
+
+    return read
+
+
+async def rank_candidates(
+    model: ChatModel,
+    problem: Problem,
+    candidates: Sequence[Candidate],
+    *,
+    decomposition: Decomposition | None,
+    assistant: str,
+    fence: str,
+    retries: int = 2,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+) -> ProblemSummary:
+    """Rank `candidates` of `problem` with `model` as judge (no call when nothing to rank)."""
+    groups, empty = group_candidates(candidates)
+    if not groups:
+        return _summary(problem, [], empty, "no candidate produced code", None, None)
+    prompt = load_prompt(PROMPT)
+    shown = [
+        {
+            "key": g.key,
+            "sources": ", ".join(f"{model_name(c.model)} sample {c.sample}" for c in g.members),
+            "compiled": g.first.compiled,
+            "aligned": g.aligned,
+            "code": g.code,
+            "errors": _errors(g.first),
+        }
+        for g in groups
+    ]
+    messages = prompt.render(
+        informal=problem.informal,
+        solution=problem.solution or "",
+        decomposition=decomposition.model_dump() if decomposition else None,
+        candidates=shown,
+        assistant=assistant,
+        fence=fence,
+    )
+    outcome = await ask_json(
+        model,
+        messages,
+        _reader({g.key for g in groups}),
+        retries=retries,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    by_key = {g.key: g for g in groups}
+    if outcome.value is None:
+        order = sorted(groups, key=lambda g: g.known_order())
+        verdicts = [(g, NOT_RANKED) for g in order]
+        return _summary(problem, verdicts, empty, "", model.spec, outcome.error)
+    ranked, text = outcome.value
+    ranked.sort(key=lambda item: item[1])  # stable: ties keep the judge's order
+    verdicts = [(by_key[key], verdict) for key, _, verdict in ranked]
+    named = {key for key, _, _ in ranked}
+    verdicts += [(g, NOT_RANKED) for g in groups if g.key not in named]
+    return _summary(problem, verdicts, empty, text, model.spec, None)
+
+
+def _summary(
+    problem: Problem,
+    verdicts: list[tuple[Group, str]],
+    empty: list[Candidate],
+    text: str,
+    model: str | None,
+    error: str | None,
+) -> ProblemSummary:
+    ranking: list[RankedCandidate] = []
+    for rank, (group, verdict) in enumerate(verdicts, start=1):
+        ranking += [
+            RankedCandidate(candidate_id=c.id, rank=rank, verdict=verdict) for c in group.members
+        ]
+    last = len(verdicts) + 1
+    ranking += [RankedCandidate(candidate_id=c.id, rank=last, verdict=NO_CODE) for c in empty]
+    keys = {g.key: [c.id for c in g.members] for g, _ in verdicts}
+    return ProblemSummary(
+        problem_id=problem.id, ranking=ranking, text=text, model=model, error=error, keys=keys
+    )
