@@ -1,0 +1,93 @@
+"""What a formalize run is asked to do; stored with the run and compared on resume.
+
+Defaults are the papers': FMC samples 5 translations per problem at temperature 1.0 and
+re-translates a misaligned statement from scratch; IndiMathBench feeds compiler errors back
+for up to 6 rounds and labels problems with a small set of olympiad categories.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from formalbench.core.errors import InputError
+from formalbench.core.records import Record
+
+DEFAULT_CATEGORIES: tuple[str, ...] = (
+    "algebra",
+    "number_theory",
+    "combinatorics",
+    "geometry",
+    "analysis",
+)
+OTHER = "other"
+# Knobs that change how fast or how far a run goes, not what a candidate is: a resume may
+# change them freely.
+_NOT_IDENTITY = ("workers", "concurrency", "timeout", "index_cache", "run_token_budget")
+
+
+class FormalizeConfig(Record):
+    """Everything `formalbench formalize` was asked to do."""
+
+    problems: str
+    models: list[str] = Field(min_length=1)
+    backend: str = "lean"
+    backend_options: dict[str, Any] = Field(default_factory=dict)
+    samples: int = Field(default=5, ge=1)
+    temperature: float = Field(default=1.0, ge=0)
+    rounds: int = Field(default=6, ge=1)  # compile rounds per candidate, the first included
+    retranslations: int = Field(default=1, ge=0)  # fresh translations after misalignment
+    judge_model: str | None = None  # None: the first model
+    judge_temperature: float = Field(default=0.0, ge=0)
+    judge_retries: int = Field(default=2, ge=0)  # extra asks when a judge's JSON is unreadable
+    categories: list[str] = Field(default_factory=lambda: list(DEFAULT_CATEGORIES))
+    context_file: str | None = None
+    library: list[str] = Field(default_factory=list)  # source roots to retrieve from
+    context_items: int = Field(default=40, ge=0)  # library declarations per category
+    context_chars: int = Field(default=8000, ge=0)
+    fewshot: int = Field(default=2, ge=0)
+    split_parts: bool = False
+    max_tokens: int | None = Field(default=None, ge=1)
+    timeout: float = Field(default=60.0, gt=0)
+    workers: int | None = Field(default=None, ge=1)
+    concurrency: int | None = Field(default=None, ge=1)
+    index_cache: str | None = None
+    run_token_budget: int | None = Field(default=None, ge=1)
+
+    @field_validator("categories")
+    @classmethod
+    def _categories(cls, value: list[str]) -> list[str]:
+        cleaned = list(dict.fromkeys(c.strip() for c in value if c.strip()))
+        if not cleaned:
+            raise ValueError("at least one category is needed")
+        return cleaned
+
+    @property
+    def judge(self) -> str:
+        return self.judge_model or self.models[0]
+
+    def identity(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for key in _NOT_IDENTITY:
+            data.pop(key, None)
+        data["judge_model"] = self.judge
+        return data
+
+
+def check_resumable(stored: dict[str, Any], config: FormalizeConfig, where: Path) -> None:
+    """Refuse to continue a run with a config that would mix incompatible candidates."""
+    now = config.identity()
+    changed = sorted(k for k in set(stored) | set(now) if stored.get(k) != now.get(k))
+    if changed:
+        detail = "; ".join(f"{k}: {stored.get(k)!r} -> {now.get(k)!r}" for k in changed[:4])
+        raise InputError(
+            f"{where}: this run was made with other settings ({detail}); "
+            "use a new --run-dir or the same settings"
+        )
+
+
+def category_key(name: str) -> str:
+    """A category name compared loosely: case, spaces, dashes and `&` do not matter."""
+    return "_".join("".join(ch if ch.isalnum() else " " for ch in name.lower()).split())

@@ -1,0 +1,204 @@
+"""Library context for translation: BM25 over the declarations the target assistant has.
+
+IndiMathBench gave its models a per-category digest of the library so that they stop
+inventing names and imports. Here that digest is retrieved offline: every declaration of
+the library sources (Lean: the user's Lake project with `.lake/packages`; Coq: the standard
+library and user-contrib under `coqc -where`) with its doc comment is one document of a
+BM25 index (bm25s). Identifiers are split into words (`Nat.Prime.two_le` -> nat prime two
+le) so that informal words meet names.
+
+Building the index reads thousands of files (the Coq library takes seconds, Mathlib
+minutes), so it is saved on disk under a key made of the roots and every file's size and
+modification time: the first run builds it, later runs and other run directories load it,
+and an edited library gets a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from formalbench.core.records import Language
+from formalbench.solvers.search import default_roots, scan
+
+FORMAT = 1
+_SUFFIX = {Language.coq: ".v", Language.lean: ".lean"}
+_DOC = {Language.coq: ("(**", "*)"), Language.lean: ("/--", "-/")}
+_MAX_DOC = 300
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@dataclass(frozen=True)
+class LibraryEntry:
+    name: str
+    kind: str
+    statement: str
+    doc: str
+    path: str
+    line: int
+
+    def render(self, language: Language) -> str:
+        text = f"{self.kind} {self.name} {self.statement}".strip()
+        if self.doc:
+            opener, closer = _DOC[language]
+            text = f"{opener} {self.doc} {closer}\n{text}"
+        return text
+
+
+def default_cache_dir() -> Path:
+    """$FORMALBENCH_CACHE/retrieval, else $XDG_CACHE_HOME (or ~/.cache)/formalbench/retrieval."""
+    explicit = os.environ.get("FORMALBENCH_CACHE")
+    if explicit:
+        return Path(explicit) / "retrieval"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "formalbench" / "retrieval"
+
+
+def library_roots(language: Language, library: Sequence[str], project: str | None) -> list[Path]:
+    """Where to read the library: `library` when given, else the assistant's own."""
+    if library:
+        return [Path(p).expanduser() for p in library]
+    return default_roots(language, project)
+
+
+def words_of(text: str) -> str:
+    """Identifiers split into their words, the rest left as it is."""
+    return _CAMEL.sub(" ", re.sub(r"[._'`]", " ", text))
+
+
+class LibraryIndex:
+    """A BM25 index of a library's declarations, loaded from or saved to `cache_dir`."""
+
+    def __init__(self, entries: list[LibraryEntry], retriever: object, language: Language):
+        self.entries = entries
+        self.language = language
+        self._retriever = retriever
+        self._vocab: dict[str, int] = getattr(retriever, "vocab_dict", {}) or {}
+
+    @classmethod
+    def open(
+        cls, roots: Sequence[Path], language: Language, cache_dir: Path | None = None
+    ) -> tuple[LibraryIndex, bool]:
+        """The index of `roots`; True as second value when it came from the disk cache."""
+        import bm25s
+
+        files = _source_files(roots, language)
+        folder = (cache_dir or default_cache_dir()) / f"{language.value}-{_key(files, language)}"
+        if (folder / "entries.jsonl").is_file():
+            with contextlib.suppress(Exception):  # a damaged cache is rebuilt
+                retriever = bm25s.BM25.load(str(folder), show_progress=False)
+                lines = (folder / "entries.jsonl").read_text(encoding="utf-8").splitlines()
+                return cls(
+                    [LibraryEntry(**json.loads(x)) for x in lines], retriever, language
+                ), True
+        entries = _scan(files, language)
+        retriever = bm25s.BM25()
+        if entries:
+            texts = [f"{words_of(e.name)} {e.name} {e.statement} {e.doc}" for e in entries]
+            tokens = bm25s.tokenize(texts, stopwords="en", show_progress=False)
+            retriever.index(tokens, show_progress=False)
+            _save(folder, retriever, entries)
+        return cls(entries, retriever, language), False
+
+    def search(self, queries: Sequence[str], k: int) -> list[LibraryEntry]:
+        """The `k` entries that best match all `queries` together (reciprocal-rank fusion)."""
+        import bm25s
+
+        if not self.entries or k <= 0:
+            return []
+        depth = min(len(self.entries), max(2 * k, 10))
+        fused: dict[int, float] = {}
+        for query in queries:
+            tokens = bm25s.tokenize(
+                [words_of(query)], stopwords="en", return_ids=False, show_progress=False
+            )[0]
+            tokens = [t for t in tokens if t in self._vocab]
+            if not tokens:
+                continue
+            docs, scores = self._retriever.retrieve(  # type: ignore[attr-defined]
+                [tokens], k=depth, show_progress=False
+            )
+            for rank, (doc, score) in enumerate(zip(docs[0], scores[0], strict=True)):
+                if score > 0:
+                    fused[int(doc)] = fused.get(int(doc), 0.0) + 1.0 / (60 + rank)
+        best = sorted(fused, key=lambda i: (-fused[i], i))[:k]
+        return [self.entries[i] for i in best]
+
+
+def _source_files(roots: Sequence[Path], language: Language) -> list[Path]:
+    suffix = _SUFFIX[language]
+    files: list[Path] = []
+    for root in roots:
+        if root.is_file():
+            files.append(root)
+        elif root.is_dir():
+            files.extend(p for p in root.rglob(f"*{suffix}") if p.is_file())
+    return sorted(set(files))
+
+
+def _key(files: list[Path], language: Language) -> str:
+    digest = hashlib.sha256(f"{FORMAT}:{language.value}".encode())
+    for path in files:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            digest.update(f"\n{path}\t{st.st_size}\t{st.st_mtime_ns}".encode())
+    return digest.hexdigest()[:20]
+
+
+def _scan(files: list[Path], language: Language) -> list[LibraryEntry]:
+    entries: list[LibraryEntry] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        starts = _line_starts(text)
+        for decl in scan(text, language, str(path)):
+            offset = starts[decl.line - 1] if decl.line - 1 < len(starts) else len(text)
+            doc = _doc_before(text, offset, language)
+            entries.append(
+                LibraryEntry(decl.name, decl.kind, decl.statement, doc, str(path), decl.line)
+            )
+    return entries
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(m.end() for m in re.finditer("\n", text))
+    return starts
+
+
+def _doc_before(text: str, offset: int, language: Language) -> str:
+    """The doc comment that ends right before `offset` (only blanks between), collapsed."""
+    opener, closer = _DOC[language]
+    before = text[:offset].rstrip()
+    if not before.endswith(closer):
+        return ""
+    start = before.rfind(opener)
+    if start < 0 or closer in before[start + len(opener) : -len(closer)]:
+        return ""
+    doc = " ".join(before[start + len(opener) : -len(closer)].split())
+    return doc[:_MAX_DOC]
+
+
+def _save(folder: Path, retriever: object, entries: list[LibraryEntry]) -> None:
+    """Write the index next to its final place, then move it there (concurrent runs)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=folder.parent))
+    try:
+        retriever.save(str(tmp), show_progress=False)  # type: ignore[attr-defined]
+        body = "".join(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in entries)
+        (tmp / "entries.jsonl").write_text(body, encoding="utf-8")
+        with contextlib.suppress(OSError):  # another run saved the same index first
+            tmp.rename(folder)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

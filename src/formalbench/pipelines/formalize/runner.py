@@ -1,0 +1,253 @@
+"""`formalbench formalize`: informal problems in, ranked candidate statements out, resumable.
+
+Order of work: (7) split multi-part problems when asked, (1) label categories, (2) fetch
+each category's context, then per problem, concurrently: (3-4) every model's k chains of
+translation and compile repair, (5) alignment against the problem's decomposition with
+fresh re-translations of misaligned statements, and, once all chains of the problem are
+done, (6) the judge's ranked summary. Model calls run on asyncio (bounded by the endpoint
+limits and by `concurrency` chains in flight); compiles run on the backend's own pool.
+
+Everything lands in `<run dir>/formalize.sqlite` as it is made, and model replies in the
+run's response cache, so a rerun redoes nothing finished and re-asks nothing answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from formalbench import __version__
+from formalbench.backends.base import Backend
+from formalbench.backends.registry import language_of, make_backend
+from formalbench.core.formalization import Problem
+from formalbench.judge.ranking import rank_candidates
+from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
+from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
+from formalbench.llm.prompts import load_prompt
+from formalbench.llm.registry import make_model
+from formalbench.pipelines.formalize.candidates import chain_done, run_chain
+from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
+from formalbench.pipelines.formalize.context import load_fewshot, prepare_contexts
+from formalbench.pipelines.formalize.label import label_problem
+from formalbench.pipelines.formalize.metrics import FormalizeFiles, write_metrics
+from formalbench.pipelines.formalize.problems import load_problems, resolve_problems_path
+from formalbench.pipelines.formalize.session import FormalizeObserver, Session
+from formalbench.pipelines.formalize.split import split_problem
+from formalbench.pipelines.formalize.statement import ASSISTANTS
+from formalbench.store.formalize import FormalizeStore
+
+T = TypeVar("T")
+PROMPTS = {
+    "translate": "formalize_translate",
+    "repair": "formalize_repair",
+    "label": "formalize_label",
+    "split": "formalize_split",
+    "decompose": "judge_decompose",
+    "align": "judge_align",
+    "rank": "judge_rank",
+    "fix_json": "judge_fix_json",
+}
+
+
+@dataclass
+class FormalizeResult:
+    files: FormalizeFiles
+    problems: int
+    finished: int  # problems with their summary
+    elapsed: float
+    incomplete: list[str] = field(default_factory=list)  # why some problems are not finished
+    notes: list[str] = field(default_factory=list)
+
+
+def run_formalize(
+    config: FormalizeConfig, run_dir: str | Path, observer: FormalizeObserver | None = None
+) -> FormalizeResult:
+    """Run (or resume) the formalize run described by `config` in `run_dir`."""
+    return asyncio.run(_run(config, FormalizeFiles(Path(run_dir)), observer))
+
+
+def _models(
+    config: FormalizeConfig, files: FormalizeFiles, meter: UsageMeter
+) -> dict[str, ChatModel]:
+    """One model per distinct spec (ensemble and judge), under the run's cache and budget."""
+    budget = TokenBudget(config.run_token_budget, name="run")
+    specs = dict.fromkeys([*config.models, config.judge])
+    return {s: BudgetedModel(make_model(s, cache=files.responses), budget, meter) for s in specs}
+
+
+async def _run(
+    config: FormalizeConfig, files: FormalizeFiles, observer: FormalizeObserver | None
+) -> FormalizeResult:
+    start = time.perf_counter()
+    config = config.model_copy(
+        update={"problems": str(resolve_problems_path(config.problems).resolve())}
+    )
+    inputs = load_problems(config.problems)
+    language = language_of(config.backend)
+    meter = UsageMeter()
+    models = _models(config, files, meter)
+    for model in models.values():  # one clear error now rather than a run of failed candidates
+        await model.preflight()
+    options = {"timeout": config.timeout, **config.backend_options}
+    backend = make_backend(config.backend, workers=config.workers, **options)
+    files.root.mkdir(parents=True, exist_ok=True)
+    try:
+        with FormalizeStore(files.store) as store:
+            stored = store.config()
+            if stored is not None:
+                check_resumable(stored.get("identity", {}), config, files.root)
+            store.set_config({"identity": config.identity(), "config": config.model_dump()})
+            session = Session(
+                config=config,
+                store=store,
+                assistant=ASSISTANTS[language],
+                backend=backend,
+                models={models[s].spec: models[s] for s in config.models},
+                judge=models[config.judge],
+                fewshot=load_fewshot(language),
+                observer=observer,
+                prompt_hashes={k: load_prompt(v).hash for k, v in PROMPTS.items()},
+            )
+            result = await _work(session, inputs)
+            _write_log(files, session, backend, meter, result, time.perf_counter() - start)
+            write_metrics(files, store)
+    finally:
+        backend.close()
+        for model in models.values():
+            await model.aclose()
+    result.elapsed = time.perf_counter() - start
+    return result
+
+
+async def _gather(limit: int, jobs: list[Awaitable[T]]) -> list[T | BaseException]:
+    semaphore = asyncio.Semaphore(limit)
+
+    async def one(job: Awaitable[T]) -> T:
+        async with semaphore:
+            return await job
+
+    return await asyncio.gather(*(one(j) for j in jobs), return_exceptions=True)
+
+
+def _failures(results: list[Any], what: str, ids: list[str]) -> list[str]:
+    out = []
+    for rid, res in zip(ids, results, strict=True):
+        if isinstance(res, ModelCallError | BudgetExceededError):
+            out.append(f"{rid}: {what}: {res}")
+        elif isinstance(res, BaseException):
+            raise res
+    return out
+
+
+async def _work(session: Session, inputs: list[Problem]) -> FormalizeResult:
+    config, store = session.config, session.store
+    limit = config.concurrency or max(1, session.backend.workers) * 4
+    incomplete: list[str] = []
+    problems = inputs
+    if config.split_parts:
+        cuts = await _gather(limit, [split_problem(session, p) for p in inputs])
+        incomplete += _failures(cuts, "split", [p.id for p in inputs])
+        problems = [q for cut in cuts if isinstance(cut, list) for q in cut]
+    store.add_problems(problems)
+    problems = [store.problem(p.id) or p for p in problems]
+    labelled = await _gather(limit, [label_problem(session, p) for p in problems])
+    incomplete += _failures(labelled, "category", [p.id for p in problems])
+    problems = [p for p in labelled if isinstance(p, Problem)]
+    notes = prepare_contexts(store, config, session.assistant.language, problems)
+
+    chains = [(p, m, s) for p in problems for m in session.models for s in range(config.samples)]
+    if session.observer is not None:
+        saved = {c.id: c for c in store.candidates()}
+        done = sum(chain_done(saved, p.id, m, s, config) for p, m, s in chains)
+        session.observer.started(len(chains), done)
+    semaphore = asyncio.Semaphore(limit)  # chains in flight, over all problems
+    outcomes = await asyncio.gather(*(_problem(session, p, semaphore) for p in problems))
+    incomplete += [why for why in outcomes if why]
+    finished = sum(store.summary(p.id) is not None for p in problems)
+    files = FormalizeFiles(store.path.parent)
+    return FormalizeResult(files, len(problems), finished, 0.0, incomplete, notes)
+
+
+async def _problem(session: Session, problem: Problem, semaphore: asyncio.Semaphore) -> str | None:
+    """Formalize one problem; returns why it is unfinished, or None."""
+    store, config = session.store, session.config
+    if store.summary(problem.id) is not None:
+        return None
+
+    async def chain(model: ChatModel, sample: int) -> Any:
+        async with semaphore:
+            last = await run_chain(session, problem, model, sample)
+        if session.observer is not None and last.error is None:
+            session.observer.chain_done(last)
+        return last
+
+    lasts = await asyncio.gather(
+        *(chain(m, s) for m in session.models.values() for s in range(config.samples))
+    )
+    errors = [c.error for c in lasts if c.error]
+    if errors:
+        return f"{problem.id}: {len(errors)} candidate(s) stopped by a model error: {errors[0]}"
+    # a fixed order (model as given, sample, translation): the summary's prompt must not
+    # depend on which chain finished first, or a resumed run would ask the judge again
+    order = {spec: i for i, spec in enumerate(session.models)}
+    candidates = sorted(
+        store.candidates(problem.id),
+        key=lambda c: (order.get(c.model, len(order)), c.model, c.sample, c.translation),
+    )
+    try:
+        summary = await rank_candidates(
+            session.judge,
+            problem,
+            candidates,
+            decomposition=await session.decomposition(problem),
+            assistant=session.assistant.name,
+            fence=session.assistant.fence,
+            **session.judge_options(),
+        )
+    except (ModelCallError, BudgetExceededError) as exc:
+        return f"{problem.id}: summary: {exc}"
+    store.put_summary(summary)
+    return None
+
+
+def _write_log(
+    files: FormalizeFiles,
+    session: Session,
+    backend: Backend,
+    meter: UsageMeter,
+    result: FormalizeResult,
+    elapsed: float,
+) -> None:
+    """formalize.json: what ran, with which versions and prompts, and what it cost."""
+    previous: dict[str, Any] = {}
+    if files.log.is_file():
+        previous = json.loads(files.log.read_text(encoding="utf-8"))
+    usage = meter.summary()
+    log = {
+        "written": datetime.now(UTC).isoformat(timespec="seconds"),
+        "status": "finished" if result.finished == result.problems else "incomplete",
+        "config": session.config.model_dump(mode="json"),
+        "versions": {
+            "formalbench": __version__,
+            "python": platform.python_version(),
+            "backend": backend.version(),
+            "models": list(session.models),
+            "judge": session.judge.spec,
+        },
+        "prompt_hashes": dict(sorted(session.prompt_hashes.items())),
+        "problems": result.problems,
+        "finished": result.finished,
+        "incomplete": result.incomplete,
+        "notes": result.notes,
+        "wall_time_s": round(previous.get("wall_time_s", 0.0) + elapsed, 3),
+        "token_usage_this_session": usage,
+        "token_usage_sessions": [*previous.get("token_usage_sessions", []), usage],
+    }
+    files.log.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
