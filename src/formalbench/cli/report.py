@@ -1,4 +1,9 @@
-"""`formalbench report DIR`: rebuild a run's report from its store alone."""
+"""`formalbench report DIR`: rebuild a run's report from its store alone.
+
+The kind of run is told by its files: an evaluation run has `run.sqlite` (pass@k, tables,
+report.html), a formalize run has `formalize.sqlite` (coverage, per-model compile and
+alignment rates; written to metrics.json).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import typer
 from rich.console import Console
 
 from formalbench.cli.main import app, user_errors
+from formalbench.pipelines.formalize import is_formalize_run, load_metrics
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -18,13 +24,24 @@ from formalbench.reporting.tables import print_report
 @app.command("report")
 @user_errors
 def report_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory written by `formalbench eval`.")],
+    run_dir: Annotated[
+        Path, typer.Argument(help="A run directory written by `formalbench eval` or `formalize`.")
+    ],
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary object as JSON.")
     ] = False,
-    html: Annotated[bool, typer.Option(help="Also rewrite report.html.")] = True,
+    html: Annotated[bool, typer.Option(help="Also rewrite report.html (eval runs).")] = True,
 ) -> None:
     """Print pass@k, per-category tables, the error taxonomy, tokens and time of a run."""
+    if is_formalize_run(run_dir) and not RunFiles(run_dir).store.is_file():
+        from formalbench.cli.formalize import print_formalize_report
+
+        metrics = load_metrics(run_dir)
+        if json_out:
+            sys.stdout.write(metrics.model_dump_json(indent=2) + "\n")
+            return
+        print_formalize_report(metrics, Console(highlight=False))
+        return
     summary = load_summary(run_dir)
     if html:
         write_html(summary, RunFiles(run_dir).report, title=f"formalbench report: {run_dir}")

@@ -1,0 +1,223 @@
+"""`formalbench formalize`: informal problems -> compiled, judged, ranked formal statements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from formalbench.cli.main import app, user_errors
+from formalbench.core.errors import InputError
+from formalbench.core.formalization import Candidate
+from formalbench.pipelines.formalize import (
+    FormalizeConfig,
+    FormalizeMetrics,
+    FormalizeResult,
+    load_metrics,
+    run_formalize,
+)
+from formalbench.pipelines.formalize.config import DEFAULT_CATEGORIES
+
+console = Console(highlight=False)
+
+
+class ChainProgress:
+    """Chains (one per model and sample) done / total, with compiled and aligned counts."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task: TaskID | None = None
+        self.compiled = 0
+        self.aligned = 0
+
+    def started(self, total: int, done: int) -> None:
+        self.task = self.progress.add_task("candidates", total=total, completed=done, counts="")
+
+    def chain_done(self, candidate: Candidate) -> None:
+        self.compiled += candidate.compiled
+        a = candidate.alignment
+        self.aligned += bool(a is not None and a.error is None and a.aligned)
+        if self.task is not None:
+            self.progress.advance(self.task)
+            counts = f"{self.compiled} compiled, {self.aligned} aligned (this session)"
+            self.progress.update(self.task, counts=counts)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
+    """The run's tables: problems covered, then one row per model."""
+    head = Table(title="formalize run", show_header=False)
+    head.add_row("problems", str(metrics.problems))
+    head.add_row("compiled (>= 1 candidate)", f"{metrics.compiled} ({_rate(metrics.coverage)})")
+    head.add_row("compiled at round 1", str(metrics.compiled_round1))
+    head.add_row("aligned (>= 1 candidate)", f"{metrics.aligned} ({_rate(metrics.aligned_rate)})")
+    head.add_row("summarized", str(metrics.summarized))
+    out.print(head)
+    table = Table(title="per model")
+    for col in (
+        "model",
+        "candidates",
+        "compile r1",
+        "compile final",
+        "mean rounds",
+        "format fail",
+        "aligned",
+        "problems compiled",
+        "problems aligned",
+    ):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for m in metrics.models:
+        rounds = "-" if m.mean_rounds_to_compile is None else f"{m.mean_rounds_to_compile:.2f}"
+        table.add_row(
+            m.model,
+            str(m.candidates),
+            _rate(m.compile_rate_round1),
+            _rate(m.compile_rate),
+            rounds,
+            str(m.format_failures),
+            f"{m.aligned}/{m.judged} ({_rate(m.alignment_pass_rate)})",
+            str(m.problems_compiled),
+            str(m.problems_aligned),
+        )
+    out.print(table)
+    if metrics.categories:
+        cats = Table(title="per category")
+        for col in ("category", "problems", "compiled", "aligned"):
+            cats.add_column(col, justify="left" if col == "category" else "right")
+        for name, c in sorted(metrics.categories.items()):
+            cats.add_row(name, str(c.problems), str(c.compiled), str(c.aligned))
+        out.print(cats)
+
+
+def _print_outcome(result: FormalizeResult) -> None:
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    for why in result.incomplete[:10]:
+        console.print(f"[yellow]unfinished:[/] {why}", markup=True)
+    if result.incomplete:
+        console.print("[yellow]rerun the same command to resume the unfinished problems[/]")
+    console.print(
+        f"{result.finished} of {result.problems} problem(s) finished in {result.elapsed:.1f}s"
+    )
+
+
+@app.command("formalize")
+@user_errors
+def formalize_command(
+    problems: Annotated[
+        str, typer.Argument(help="JSONL with id, informal[, solution, category]; or `example`.")
+    ],
+    model: Annotated[
+        list[str],
+        typer.Option(help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."),
+    ],
+    backend: Annotated[str, typer.Option(help="lean | coq | kimina")] = "lean",
+    run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(
+        "runs/formalize"
+    ),
+    samples: Annotated[int, typer.Option(min=1, help="Translations per model.")] = 5,
+    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    rounds: Annotated[
+        int, typer.Option(min=1, help="Compile rounds per candidate, the first included.")
+    ] = 6,
+    retranslations: Annotated[
+        int, typer.Option(min=0, help="Fresh translations after a failed alignment check.")
+    ] = 1,
+    judge_model: Annotated[
+        str | None, typer.Option(help="Decomposes, judges, ranks (default: first --model).")
+    ] = None,
+    categories: Annotated[
+        str, typer.Option(help="Comma-separated category list for labelling.")
+    ] = ",".join(DEFAULT_CATEGORIES),
+    context: Annotated[
+        Path | None,
+        typer.Option(help="Context text (or JSON category -> text) instead of retrieval."),
+    ] = None,
+    library: Annotated[
+        list[Path] | None, typer.Option(help="Library source folder to retrieve from (repeat).")
+    ] = None,
+    context_items: Annotated[
+        int, typer.Option(min=0, help="Library declarations per category context.")
+    ] = 40,
+    fewshot: Annotated[int, typer.Option(min=0, help="Example pairs per prompt.")] = 2,
+    split_parts: Annotated[
+        bool, typer.Option(help="Split multi-part problems into `<id>#<i>` sub-problems.")
+    ] = False,
+    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    judge_retries: Annotated[int, typer.Option(min=0)] = 2,
+    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one compile.")] = 60.0,
+    workers: Annotated[int | None, typer.Option(min=1, help="Proof-assistant processes.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Candidates in flight.")] = None,
+    lean_project: Annotated[Path | None, typer.Option(help="Lake project (Lean).")] = None,
+    kimina_url: Annotated[str | None, typer.Option(help="Kimina Lean Server URL.")] = None,
+    index_cache: Annotated[
+        Path | None, typer.Option(help="Where retrieval indexes are kept.")
+    ] = None,
+    run_token_budget: Annotated[int | None, typer.Option(min=1)] = None,
+    quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
+) -> None:
+    """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
+    options: dict[str, object] = {}
+    if lean_project is not None:
+        options["project_dir"] = str(lean_project)
+    if kimina_url is not None:
+        options["url"] = kimina_url
+    names = [c for c in (x.strip() for x in categories.split(",")) if c]
+    if not names:
+        raise InputError("--categories: give at least one category name")
+    config = FormalizeConfig(
+        problems=problems,
+        models=model,
+        backend=backend,
+        backend_options=options,
+        samples=samples,
+        temperature=temperature,
+        rounds=rounds,
+        retranslations=retranslations,
+        judge_model=judge_model,
+        judge_retries=judge_retries,
+        categories=names,
+        context_file=str(context) if context else None,
+        library=[str(p) for p in library or []],
+        context_items=context_items,
+        fewshot=fewshot,
+        split_parts=split_parts,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        workers=workers,
+        concurrency=concurrency,
+        index_cache=str(index_cache) if index_cache else None,
+        run_token_budget=run_token_budget,
+    )
+    if quiet:
+        result = run_formalize(config, run_dir)
+    else:
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[counts]}"),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        with progress:
+            result = run_formalize(config, run_dir, ChainProgress(progress))
+    metrics = load_metrics(run_dir)
+    if not quiet:
+        _print_outcome(result)
+        print_formalize_report(metrics, console)
+        console.print(f"store: {result.files.store}  metrics: {result.files.metrics}")
