@@ -253,3 +253,14 @@ def test_a_task_without_hole_is_recorded_as_a_task_error(verifier: StrictVerifie
         attempt = solve(name, verifier, task, model)
         assert attempt.error is not None and attempt.error.startswith("task:"), name
         assert "has no hole" in attempt.error and attempt.turns == 0
+
+
+def test_whole_answer_that_imports_what_it_needs_passes(verifier: StrictVerifier) -> None:
+    answer = block(
+        "Require Import Reals Lra.\nOpen Scope R_scope.\n\nTheorem mathd_algebra_478:\n"
+        "  forall (b h v : R), (0 < b /\\ 0 < h /\\ 0 < v) -> v = (1/3) * (b * h) ->\n"
+        "  b = 30 -> h = 13/2 -> v = 65.\nProof.\n  intros b h v _ Hv Hb Hh. subst. lra.\nQed."
+    )
+    attempt = solve("whole", verifier, coq_task("mathd_algebra_478"), ScriptedModel([answer]))
+    assert attempt.verdict is not None and attempt.verdict.passed, attempt.verdict
+    assert "Proof.\nRequire Import Reals Lra.\nintros b h v" in attempt.code

@@ -131,3 +131,15 @@ def test_lean_probe_tries_each_tactic_under_a_heartbeat_limit_and_names_the_winn
         ],
     )
     assert solver._winners(result) == {0: "1", 1: "none"}
+
+
+def test_coq_requires_of_the_answer_move_into_the_proof() -> None:
+    original = (COQ_TEST / "mathd_algebra_478.v").read_text()
+    answer = (
+        "```coq\nRequire Import Reals.\nFrom Coq Require Import Lra\n  Psatz.\n"
+        "Theorem mathd_algebra_478 : forall b h v : R, v = 65.\nProof.\n  intros. lra.\nQed.\n```"
+    )
+    candidate = from_answer(original, C, answer)
+    assert candidate.count("Require Import Reals.") == 1  # already in the task: not repeated
+    assert "Proof.\nFrom Coq Require Import Lra Psatz.\nintros. lra.\nQed." in candidate
+    assert "(0 < b /\\ 0 < h /\\ 0 < v)" in candidate  # the task's statement

@@ -19,6 +19,7 @@ from formalbench.solvers.extract import (
     FormatFailure,
     declaration_proof,
     fills_from_code,
+    mask,
     pick_block,
 )
 
@@ -67,7 +68,10 @@ def from_code(original: str, language: Language, code: str) -> str:
         len(holes) == 1 and not (holes[0].decl and declaration_proof(code, holes[0].decl, language))
     )
     if simple:
-        return fill_holes(original, language, fills_from_code(code, language, holes))
+        fills = fills_from_code(code, language, holes)
+        return fill_holes(
+            original, language, [_with_requires(f, code, original, language) for f in fills]
+        )
     # some holes sit inside given proofs: each declaration gets the answer's whole proof
     decls = list(dict.fromkeys(h.decl for h in holes))
     if None in decls:
@@ -78,8 +82,33 @@ def from_code(original: str, language: Language, code: str) -> str:
         proof = declaration_proof(code, name, language)
         if proof is None or not proof.strip():
             raise FormatFailure(f"the answer has no proof for `{name}`")
-        reps[name] = proof
+        reps[name] = _with_requires(proof, code, original, language)
     return replace_proofs(original, language, reps)
+
+
+_COQ_REQUIRE = re.compile(
+    r"(?m)^[ \t]*((?:From\s+[\w.]+\s+)?Require\s+(?:Import\s+|Export\s+)?[^.]*(?:\.[\w][^.]*)*\.)(?=\s|$)"
+)
+
+
+def _with_requires(fill: str, code: str, original: str, language: Language) -> str:
+    """A Coq fill preceded by the `Require` commands the answer added above its proofs.
+
+    Models often import what their proof needs (`Require Import Lra.`); the statement part
+    of their answer is dropped, so those lines would be lost. Coq accepts `Require` inside a
+    proof, so they move there, and the task's header stays as it is.
+    """
+    if language != Language.coq:
+        return fill
+    have = " ".join(original.split())
+    extra = [
+        r
+        for r in dict.fromkeys(
+            " ".join(m.group(1).split()) for m in _COQ_REQUIRE.finditer(mask(code, language))
+        )
+        if r not in have and r not in " ".join(fill.split())
+    ]
+    return "\n".join([*extra, fill]) if extra else fill
 
 
 def replace_proofs(original: str, language: Language, proofs: dict[str, str]) -> str:

@@ -11,6 +11,10 @@ the whole task shares one token budget (default 10^6) and each call's output is 
 (default 16,000). A hole that is still failing ends the attempt: the file can no longer
 pass. Finally the whole file goes through the strict verifier.
 
+Every call of sample i passes seed=i; the repair prompt names its turn, so no two calls of
+one attempt are the same request (the response cache never feeds a repair loop its own
+earlier answer), and a resumed run replays the same trajectory.
+
 A fill is also refused before any check when it contains a construct the verifier forbids
 (`sorry`, `admit`, ...), so a hole cannot be "solved" by an escape that only the final
 verification would catch.
