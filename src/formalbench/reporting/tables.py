@@ -56,12 +56,9 @@ def render_tables(summary: RunSummary, *, per_task: bool = False) -> list[Render
     """The report as rich tables, ready for `Console.print`."""
     out: list[RenderableType] = []
     for data in report_tables(summary, per_task=per_task):
-        caption = Text(data.note) if data.note else None
         table = Table(
-            title=Text(data.title),
+            title=Text(data.title, style="bold"),
             title_justify="left",
-            caption=caption,
-            caption_justify="left",
             box=box.SIMPLE_HEAD,
             pad_edge=False,
             collapse_padding=True,
@@ -76,6 +73,9 @@ def render_tables(summary: RunSummary, *, per_task: bool = False) -> list[Render
         for row in data.rows:
             table.add_row(*(Text(_clip(c) if i in data.clip else c) for i, c in enumerate(row)))
         out.append(table)
+        if data.note:  # below the table, not a caption: a caption wraps to the table's width
+            out.append(Text(data.note, style="dim"))
+        out.append(Text(""))
     return out
 
 
