@@ -101,7 +101,8 @@ def test_problem_page_shows_candidates_in_order_with_trail(client: TestClient):
     assert "The reference Zdivide was not found in the current environment." in text
     assert "Rounds trail (2)" in text  # model-a was repaired once
     assert "Divisibility of 21 by 7 over Z, as asked." in text
-    assert "model-b names a lemma that does not exist." in text
+    assert "C1 names a lemma that does not exist." in text
+    assert 'title="the summary calls this statement C1">C1<' in text
     assert "does not compile" in text and "compiles" in text
     fields = form(text)
     assert fields["candidate_id"] == "nt-divides/model-a/0"
@@ -109,6 +110,12 @@ def test_problem_page_shows_candidates_in_order_with_trail(client: TestClient):
     assert fields["reviewer"] == "ana"
     chosen = form(client.get("/p/nt-divides", params={"candidate": "nt-divides/model-b/0"}).text)
     assert chosen["candidate_id"] == "nt-divides/model-b/0" and "Zdivide" in chosen["code"]
+    trouble = client.get("/p/alg-find").text  # failures of the pipeline are shown as such
+    assert (
+        "Generation stopped: endpoint down" in trouble and "No statement was produced." in trouble
+    )
+    assert "could not be read (no JSON object in the reply)" in trouble
+    assert "alignment unknown" in trouble
     missing = client.get("/p/no-such-problem")
     assert missing.status_code == 404 and "no-such-problem" in missing.text
 

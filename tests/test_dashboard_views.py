@@ -25,6 +25,7 @@ from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
     backend_options,
+    check_timeout,
     edit_diff,
     editor_start,
     order_candidates,
@@ -69,7 +70,9 @@ def make_run(root: Path, extra: int = 0) -> Path:
     """A formalize run directory with three reviewed-worthy problems (+ `extra` small ones)."""
     root.mkdir(parents=True, exist_ok=True)
     with FormalizeStore(root / "formalize.sqlite") as store:
-        store.set_config({"backend": "coq", "language": "coq", "timeout": 60})
+        # the shape `formalbench formalize` stores: settings under "config"
+        settings = {"backend": "coq", "backend_options": {}, "timeout": 60, "models": ["m"]}
+        store.set_config({"identity": {"backend": "coq"}, "config": settings})
         problems = [
             Problem(
                 id="nt-divides",
@@ -116,8 +119,9 @@ def make_run(root: Path, extra: int = 0) -> Path:
         store.put_summary(
             ProblemSummary(
                 problem_id="nt-divides",
-                text="model-b names a lemma that does not exist.",
+                text="C1 names a lemma that does not exist.",
                 model="summarizer",
+                keys={"C1": ["nt-divides/model-b/0"], "C2": ["nt-divides/model-a/0"]},
                 ranking=[
                     RankedCandidate(candidate_id="nt-divides/model-b/0", rank=1, verdict="idea ok"),
                     RankedCandidate(candidate_id="nt-divides/model-a/0", rank=2, verdict="fine"),
@@ -148,6 +152,9 @@ def make_run(root: Path, extra: int = 0) -> Path:
             )
         )
         store.put_candidate(_candidate("alg-find", "model-a", [(FIND_X, [])], alignment=aligned))
+        unread = Alignment(aligned=False, error="no JSON object in the reply")
+        store.put_candidate(_candidate("alg-find", "model-b", [(FIND_X, [])], alignment=unread))
+        store.put_candidate(_candidate("alg-find", "model-c", [], error="endpoint down"))
         for i in range(extra):
             pid = f"extra-{i:04d}"
             store.put_candidate(_candidate(pid, "model-a", [(ADD_ZERO_OK, [])]))
@@ -165,10 +172,12 @@ def test_compiling_candidates_come_first_then_by_rank(tmp_path: Path):
     view = _view(tmp_path, "alg-add-zero")
     assert [v.candidate.model for v in view.candidates] == ["model-b", "model-c", "model-a"]
     assert [v.rank for v in view.candidates] == [1, 2, 3]
+    assert [v.key for v in view.candidates] == [None, None, None]
     # the summary ranks model-b first, but it does not compile: the compiling one leads
     view = _view(tmp_path, "nt-divides")
     assert [v.candidate.model for v in view.candidates] == ["model-a", "model-b"]
     assert view.candidates[1].errors[0].message.startswith("The reference Zdivide")
+    assert [v.key for v in view.candidates] == ["C2", "C1"]
 
 
 def test_unranked_candidates_keep_their_order_after_ranked_ones():
@@ -232,3 +241,11 @@ def test_backend_and_language_from_config_or_candidates():
         "project_dir": "/p"
     }
     assert backend_options({"backend_options": {"timeout": 5}}) == {"timeout": 5}
+    stored = {
+        "identity": {},
+        "config": {"backend": "lean", "backend_options": {"project_dir": "/p"}},
+    }
+    assert run_language(stored, [cand]) == Language.lean  # the backend's language
+    assert backend_name(stored, Language.coq) == "lean"
+    assert backend_options(stored) == {"project_dir": "/p"}
+    assert check_timeout(stored) is None and check_timeout({"config": {"timeout": 9}}) == 9.0

@@ -1,1 +1,10 @@
-"""dashboard layer."""
+"""The review dashboard (`formalbench review`): a local web application over a formalize run.
+
+- `app`: the FastAPI application (`create_app`), pages rendered on the server;
+- `views`: what a problem page shows and in which order (compiled first, then the summary's rank);
+- `decide`: the editor form, turned into a versioned decision (`store.review`);
+- `checker`: re-checks of edited text with the run's own backend;
+- `guard`: access token, loopback host names, same-origin and form-token checks on writes;
+- `export`: the accepted problems as a `Task` dataset (JSONL) with the whole trail;
+- `server`: uvicorn on loopback unless a token guards another interface.
+"""

@@ -10,17 +10,15 @@ nothing typed is ever lost.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import ReviewStatus
@@ -28,10 +26,12 @@ from formalbench.dashboard import guard
 from formalbench.dashboard.checker import Rechecker
 from formalbench.dashboard.decide import DecideForm, decide
 from formalbench.dashboard.export import accepted_tasks, to_jsonl
+from formalbench.dashboard.render import make_env, problem_url
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
     backend_options,
+    check_timeout,
     edit_diff,
     editor_start,
     order_candidates,
@@ -61,10 +61,6 @@ def open_run(run_dir: str | Path) -> tuple[FormalizeStore, ReviewStore]:
     return FormalizeStore(path), ReviewStore(path)
 
 
-def problem_url(pid: str, qs: str = "") -> str:
-    return f"/p/{quote(pid, safe='')}" + (f"?{qs}" if qs else "")
-
-
 def create_app(
     run_dir: str | Path,
     *,
@@ -92,14 +88,7 @@ def create_app(
     )
     app.state.formalize, app.state.review, app.state.rechecker = formalize, review, rechecker
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    env = Environment(
-        loader=FileSystemLoader(HERE / "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.globals["problem_url"] = problem_url
-    env.filters["anchor"] = lambda s: "cand-" + re.sub(r"[^A-Za-z0-9_-]", "-", s)
+    env = make_env()
 
     @app.middleware("http")
     async def access(request: Request, call_next: Any) -> Response:
@@ -253,9 +242,7 @@ def _rechecker(formalize: FormalizeStore) -> Rechecker:
     first = next(iter(formalize.problems()), None)
     candidates = formalize.candidates(first.id) if first is not None else []
     name = backend_name(config, run_language(config, candidates))
-    timeout = config.get("timeout")
-    seconds = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else None
-    return Rechecker(name, backend_options(config), seconds)
+    return Rechecker(name, backend_options(config), check_timeout(config))
 
 
 def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:

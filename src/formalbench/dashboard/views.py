@@ -10,6 +10,7 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any
 
+from formalbench.backends.registry import LANGUAGES
 from formalbench.core.formalization import (
     Candidate,
     Problem,
@@ -25,6 +26,7 @@ class CandidateView:
     candidate: Candidate
     rank: int | None  # the summary's rank (1 = best); None when the summary skips it
     verdict: str  # the summary's remark on this candidate
+    key: str | None = None  # the name the summary's text uses for its statement (C1, C2...)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -55,9 +57,13 @@ def order_candidates(
     ranked: dict[str, RankedCandidate] = (
         {r.candidate_id: r for r in summary.ranking} if summary else {}
     )
+    keys = {cid: key for key, ids in summary.keys.items() for cid in ids} if summary else {}
     views = [
         CandidateView(
-            c, ranked[c.id].rank if c.id in ranked else None, ranked.get(c.id, _NO_RANK).verdict
+            c,
+            ranked[c.id].rank if c.id in ranked else None,
+            ranked[c.id].verdict if c.id in ranked else "",
+            keys.get(c.id),
         )
         for c in candidates
     ]
@@ -71,9 +77,6 @@ def order_candidates(
             order[id(v)],
         ),
     )
-
-
-_NO_RANK = RankedCandidate(candidate_id="", rank=0)
 
 
 def editor_start(view: ProblemView, wanted: str | None) -> tuple[CandidateView | None, str]:
@@ -102,17 +105,30 @@ def edit_diff(original: str, edited: str, name: str) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def run_settings(config: dict[str, Any] | None) -> dict[str, Any]:
+    """The run's settings: `formalbench formalize` stores them under "config" (beside the
+    "identity" it compares on resume); a flat dict is read as the settings themselves."""
+    config = config or {}
+    nested = config.get("config")
+    return nested if isinstance(nested, dict) else config
+
+
 def run_language(config: dict[str, Any] | None, candidates: list[Candidate]) -> Language | None:
-    """The run's language: its config says it, else its candidates do."""
-    value = (config or {}).get("language")
+    """The run's language: its settings say it (language, or the backend's), else its
+    candidates do."""
+    settings = run_settings(config)
+    value = settings.get("language")
     if isinstance(value, str) and value in Language.__members__:
         return Language(value)
+    name = backend_name(config, None)
+    if name in LANGUAGES:
+        return LANGUAGES[name]
     return candidates[0].language if candidates else None
 
 
 def backend_name(config: dict[str, Any] | None, language: Language | None) -> str | None:
-    """The backend that checked the run's candidates: the config's, else the language's own."""
-    value = (config or {}).get("backend")
+    """The backend that checked the run's candidates: the settings', else the language's own."""
+    value = run_settings(config).get("backend")
     if isinstance(value, str) and value.strip():
         return value.strip().lower()
     if isinstance(value, dict) and isinstance(value.get("name"), str):
@@ -121,9 +137,14 @@ def backend_name(config: dict[str, Any] | None, language: Language | None) -> st
 
 
 def backend_options(config: dict[str, Any] | None) -> dict[str, Any]:
-    """Constructor options for the backend named by the config (e.g. Lean's project_dir)."""
-    config = config or {}
-    options = config.get("backend_options")
-    if not isinstance(options, dict) and isinstance(config.get("backend"), dict):
-        options = {k: v for k, v in config["backend"].items() if k != "name"}
+    """Constructor options for the run's backend (e.g. Lean's project_dir), and its timeout."""
+    settings = run_settings(config)
+    options = settings.get("backend_options")
+    if not isinstance(options, dict) and isinstance(settings.get("backend"), dict):
+        options = {k: v for k, v in settings["backend"].items() if k != "name"}
     return dict(options) if isinstance(options, dict) else {}
+
+
+def check_timeout(config: dict[str, Any] | None) -> float | None:
+    value = run_settings(config).get("timeout")
+    return float(value) if isinstance(value, int | float) and value > 0 else None

@@ -201,8 +201,12 @@ class ReviewStore:
         base = f"FROM fz_problems p LEFT JOIN rv_current c ON c.problem_id = p.id WHERE {where}"
         with self._lock:
             total = self._conn.execute(f"SELECT COUNT(*) {base}", args).fetchone()[0]
+            # The page's ids first: the per-row work (JSON, candidate counts) is then done for
+            # the rows shown only, not for every row skipped by OFFSET.
             rows = self._conn.execute(
-                "SELECT p.id, json_extract(p.problem, '$.category'),"
+                f"WITH shown AS (SELECT p.id, p.position {base}"
+                " ORDER BY p.position LIMIT ? OFFSET ?)"
+                " SELECT p.id, json_extract(p.problem, '$.category'),"
                 f" substr(json_extract(p.problem, '$.informal'), 1, {_PREVIEW_CHARS + 1}),"
                 " COALESCE(c.status, 'unreviewed'), c.reviewer, c.at,"
                 " (SELECT COUNT(*) FROM fz_candidates f WHERE f.problem_id = p.id),"
@@ -210,7 +214,8 @@ class ReviewStore:
                 "   AND f.compiled = 1),"
                 " (SELECT COUNT(*) FROM fz_candidates f WHERE f.problem_id = p.id"
                 "   AND f.aligned = 1)"
-                f" {base} ORDER BY p.position LIMIT ? OFFSET ?",
+                " FROM shown s JOIN fz_problems p ON p.id = s.id"
+                " LEFT JOIN rv_current c ON c.problem_id = p.id ORDER BY s.position",
                 (*args, limit, offset),
             ).fetchall()
         return [_row(r) for r in rows], total

@@ -1,0 +1,47 @@
+"""The templates' environment: autoescaped jinja2 with the few helpers the pages use."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from pathlib import Path
+from urllib.parse import quote
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+def when(iso: str | None) -> str:
+    """An ISO time as people read it in a list: `2025-01-31 14:05 UTC`."""
+    if not iso:
+        return ""
+    try:
+        moment = datetime.fromisoformat(iso)
+    except ValueError:
+        return iso
+    zone = " UTC" if moment.utcoffset() == timedelta(0) else moment.strftime(" %z")
+    return moment.strftime("%Y-%m-%d %H:%M") + zone
+
+
+def problem_url(pid: str, qs: str = "") -> str:
+    """A problem page's address; ids may hold any character (slashes included)."""
+    return f"/p/{quote(pid, safe='')}" + (f"?{qs}" if qs else "")
+
+
+def anchor(candidate_id: str) -> str:
+    return "cand-" + re.sub(r"[^A-Za-z0-9_-]", "-", candidate_id)
+
+
+def make_env() -> Environment:
+    """Every value is escaped unless a template says otherwise (none does)."""
+    env = Environment(
+        loader=FileSystemLoader(TEMPLATES),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["problem_url"] = problem_url
+    env.filters["anchor"] = anchor
+    env.filters["when"] = when
+    return env
