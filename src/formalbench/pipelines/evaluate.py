@@ -117,11 +117,16 @@ def build_backend(config: EvalConfig, name: str, language: Language) -> Backend:
     return make_backend(name, workers=config.workers, **options)
 
 
-def build_model(config: EvalConfig, files: RunFiles, meter: UsageMeter) -> ChatModel | None:
+def build_model(
+    config: EvalConfig, files: RunFiles, meter: UsageMeter, given: ChatModel | None = None
+) -> ChatModel | None:
     """The model under the response cache of the run and the run's token budget."""
-    if config.model is None:
+    if given is not None:
+        model: ChatModel = given
+    elif config.model is None:
         return None
-    model = make_model(config.model, cache=files.responses)
+    else:
+        model = make_model(config.model, cache=files.responses)
     budget = TokenBudget(config.run_token_budget, name=RUN_BUDGET_NAME)
     return BudgetedModel(model, budget, meter)
 
@@ -147,14 +152,28 @@ def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
 
 
 def run_evaluation(
-    config: EvalConfig, run_dir: str | Path, observer: EvalObserver | None = None
+    config: EvalConfig,
+    run_dir: str | Path,
+    observer: EvalObserver | None = None,
+    *,
+    backend: Backend | None = None,
+    model: ChatModel | None = None,
 ) -> EvalResult:
-    """Run (or resume) the evaluation described by `config` in `run_dir`."""
-    return asyncio.run(_evaluate(config, RunFiles(Path(run_dir)), observer))
+    """Run (or resume) the evaluation described by `config` in `run_dir`.
+
+    `backend` and `model` replace the ones the config names, for callers that built their
+    own (a benchmark measuring the harness alone, a notebook holding a warm backend); the
+    run still goes under the config's cache, budget and store.
+    """
+    return asyncio.run(_evaluate(config, RunFiles(Path(run_dir)), observer, backend, model))
 
 
 async def _evaluate(
-    config: EvalConfig, files: RunFiles, observer: EvalObserver | None
+    config: EvalConfig,
+    files: RunFiles,
+    observer: EvalObserver | None,
+    given_backend: Backend | None = None,
+    given_model: ChatModel | None = None,
 ) -> EvalResult:
     start = time.perf_counter()
     tasks, problems = load_selected_tasks(config)
@@ -167,8 +186,8 @@ async def _evaluate(
     config = config.model_copy(update={"samples": samples, "backend": backend_name})
     files.root.mkdir(parents=True, exist_ok=True)
     meter = UsageMeter()
-    backend = build_backend(config, backend_name, tasks[0].language)
-    model = build_model(config, files, meter)
+    backend = given_backend or build_backend(config, backend_name, tasks[0].language)
+    model = build_model(config, files, meter, given_model)
     try:
         if model is not None:
             await model.preflight()

@@ -1,0 +1,168 @@
+"""Benchmarks of `formalbench eval` (issue 3, section 7). Prints figures; asserts nothing.
+
+python bench/bench_eval.py harness [--attempts 10000]
+    the whole pipeline (dataset, solver, verifier text layer, store, progress) with a
+    replay model and an instant stand-in backend: throughput, harness time per attempt,
+    and resident memory sampled every 10% of the run (flat = no growth with attempts).
+python bench/bench_eval.py coq [--limit N] [--workers 1 2]
+    the embedded default (portfolio + real coqc) on ../shared/data/minif2f-coq: wall time,
+    tasks/min, pass@1 at each worker count, then the rerun of the finished run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import psutil
+
+from formalbench.backends.base import Backend
+from formalbench.core.records import Attempt, CheckResult, Language, Task
+from formalbench.llm.replay import RecordingModel, ReplayModel, ScriptedModel
+from formalbench.pipelines.evaluate import run_evaluation
+from formalbench.pipelines.run_config import EvalConfig, Selection
+from formalbench.pipelines.run_files import load_summary
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+ANSWER = "```coq\nProof.\n  reflexivity.\nQed.\n```"
+
+
+class InstantBackend(Backend):
+    """Answers every check at once as compiled with no axioms: the assistant costs nothing."""
+
+    name = "instant"
+    language = Language.coq
+
+    def check(
+        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+    ) -> CheckResult:
+        return CheckResult(backend=self.name, axioms={t: [] for t in targets})
+
+    def version(self) -> str:
+        return "instant 0"
+
+
+class MemoryProbe:
+    """Samples resident memory every `every` attempts (an EvalObserver)."""
+
+    def __init__(self, every: int) -> None:
+        self.every, self.done, self.samples = every, 0, []
+        self.process = psutil.Process()
+
+    def started(self, total: int, done: int, passed: int) -> None:
+        self.samples.append((0, self.process.memory_info().rss))
+
+    def attempt_done(self, attempt: Attempt) -> None:
+        self.done += 1
+        if self.done % self.every == 0:
+            self.samples.append((self.done, self.process.memory_info().rss))
+
+
+def write_tasks(path: Path, count: int) -> Path:
+    lines = [
+        Task(
+            id=f"t{i:05d}",
+            language=Language.coq,
+            formal=f"Theorem t{i} : {i} + 1 = {i + 1}.\nProof.\nAdmitted.\n",
+        ).model_dump_json()
+        for i in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def harness(attempts: int) -> None:
+    samples = 10
+    tasks = max(1, attempts // samples)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        data = write_tasks(root / "tasks.jsonl", tasks)
+        config = EvalConfig(dataset=str(data), solver="whole", samples=samples, workers=2)
+        replay_file = root / "replay.jsonl"
+        recorder = RecordingModel(ScriptedModel(lambda call: ANSWER, spec="scripted"), replay_file)
+        t0 = time.perf_counter()
+        run_evaluation(config, root / "record", backend=InstantBackend(), model=recorder)
+        record_s = time.perf_counter() - t0
+
+        probe = MemoryProbe(max(1, attempts // 10))
+        replay = ReplayModel(replay_file)
+        t0 = time.perf_counter()
+        result = run_evaluation(
+            config, root / "replay", probe, backend=InstantBackend(), model=replay
+        )
+        replay_s = time.perf_counter() - t0
+        summary = load_summary(root / "replay")
+
+        t0 = time.perf_counter()
+        again = run_evaluation(config, root / "replay", backend=InstantBackend(), model=replay)
+        rerun_s = time.perf_counter() - t0
+
+    n = result.new_attempts
+    print(
+        f"harness: {tasks} tasks x {samples} samples = {n} attempts, replay model, instant backend"
+    )
+    print(f"  recording pass     {record_s:8.2f} s  {n / record_s:8.0f} attempts/s")
+    print(f"  replay pass        {replay_s:8.2f} s  {n / replay_s:8.0f} attempts/s")
+    print(f"  harness per attempt (wall / attempts, 2 workers): {1000 * replay_s / n:.2f} ms")
+    print(
+        f"  pass@1 {summary.pass_at_k['1']:.3f}; rerun of the finished run: {rerun_s:.2f} s "
+        f"({100 * rerun_s / replay_s:.1f}% of the run, {again.new_attempts} new attempts)"
+    )
+    rss = [(k, r / 2**20) for k, r in probe.samples]
+    print("  resident memory (MiB) after k attempts: " + ", ".join(f"{k}:{m:.0f}" for k, m in rss))
+    growth = rss[-1][1] - rss[1][1] if len(rss) > 2 else float("nan")
+    print(
+        f"  growth from 10% to 100% of the run: {growth:+.1f} MiB; "
+        f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+    )
+
+
+def coq(limit: int | None, workers: list[int]) -> None:
+    data = SHARED / "data" / "minif2f-coq"
+    if not data.is_dir():
+        sys.exit(f"no dataset at {data}")
+    print(f"embedded default (portfolio, coqc) on {data}" + (f", first {limit}" if limit else ""))
+    print(f"{'workers':>7} {'tasks':>6} {'solved':>6} {'pass@1':>7} {'wall s':>8} {'tasks/min':>9}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for w in workers:
+            chosen = Selection(sample=limit) if limit else Selection()
+            config = EvalConfig(dataset=str(data), workers=w, on_error="skip", selection=chosen)
+            run_dir = Path(tmp) / f"w{w}"
+            t0 = time.perf_counter()
+            result = run_evaluation(config, run_dir)
+            wall = time.perf_counter() - t0
+            s = load_summary(run_dir)
+            print(
+                f"{w:>7} {result.tasks:>6} {len(s.solved):>6} {s.pass_at_k['1']:>7.3f} "
+                f"{wall:>8.1f} {60 * result.tasks / wall:>9.1f}"
+            )
+            t0 = time.perf_counter()
+            run_evaluation(config, run_dir)
+            rerun = time.perf_counter() - t0
+            print(
+                f"        rerun of the finished run: {rerun:.2f} s = {100 * rerun / wall:.1f}% of it"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    h = sub.add_parser("harness")
+    h.add_argument("--attempts", type=int, default=10_000)
+    c = sub.add_parser("coq")
+    c.add_argument("--limit", type=int, default=None)
+    c.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    if args.what == "harness":
+        harness(args.attempts)
+    else:
+        coq(args.limit, args.workers)
+
+
+if __name__ == "__main__":
+    main()
