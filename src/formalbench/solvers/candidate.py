@@ -15,13 +15,8 @@ from collections.abc import Sequence
 from formalbench.checking.decls import sentences, split_decls
 from formalbench.checking.holes import HoleSite, fill_holes, find_holes
 from formalbench.core.records import Language
-from formalbench.solvers.extract import (
-    FormatFailure,
-    declaration_proof,
-    fills_from_code,
-    mask,
-    pick_block,
-)
+from formalbench.solvers.extract import FormatFailure, fills_from_code, pick_block
+from formalbench.solvers.proofs import declaration_proof, mask
 
 _SENTINEL = "formalbench_placeholder_7f3a"
 MARKERS = {Language.lean: "/- YOUR PROOF HERE -/", Language.coq: "(* YOUR PROOF HERE *)"}

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from formalbench.core.records import Language
-from formalbench.solvers.extract import mask
+from formalbench.solvers.proofs import mask
 
 _COQ_DECL = re.compile(
     r"(?m)^[ \t]*(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
