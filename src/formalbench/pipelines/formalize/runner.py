@@ -28,9 +28,10 @@ from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.core.formalization import Problem
 from formalbench.judge.ranking import rank_candidates
+from formalbench.judge.reply import prompt_template
 from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
 from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
-from formalbench.llm.prompts import load_prompt
+from formalbench.llm.cached import CachedModel
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.formalize.candidates import chain_done, run_chain
 from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
@@ -42,6 +43,7 @@ from formalbench.pipelines.formalize.session import FormalizeObserver, Session
 from formalbench.pipelines.formalize.split import split_problem
 from formalbench.pipelines.formalize.statement import ASSISTANTS
 from formalbench.store.formalize import FormalizeStore
+from formalbench.store.response_cache import ResponseCache
 
 T = TypeVar("T")
 PROMPTS = {
@@ -67,23 +69,47 @@ class FormalizeResult:
 
 
 def run_formalize(
-    config: FormalizeConfig, run_dir: str | Path, observer: FormalizeObserver | None = None
+    config: FormalizeConfig,
+    run_dir: str | Path,
+    observer: FormalizeObserver | None = None,
+    *,
+    models: dict[str, ChatModel] | None = None,
+    backend: Backend | None = None,
 ) -> FormalizeResult:
-    """Run (or resume) the formalize run described by `config` in `run_dir`."""
-    return asyncio.run(_run(config, FormalizeFiles(Path(run_dir)), observer))
+    """Run (or resume) the formalize run described by `config` in `run_dir`.
+
+    `models` (keyed by the specs of `config`) and `backend` let a program use models and a
+    backend it built itself (an in-process model, a configured pool); they still go through
+    the run's response cache and budget, and the caller keeps ownership of `backend`.
+    """
+    files = FormalizeFiles(Path(run_dir))
+    return asyncio.run(_run(config, files, observer, models or {}, backend))
 
 
 def _models(
-    config: FormalizeConfig, files: FormalizeFiles, meter: UsageMeter
+    config: FormalizeConfig,
+    files: FormalizeFiles,
+    meter: UsageMeter,
+    given: dict[str, ChatModel],
 ) -> dict[str, ChatModel]:
     """One model per distinct spec (ensemble and judge), under the run's cache and budget."""
     budget = TokenBudget(config.run_token_budget, name="run")
-    specs = dict.fromkeys([*config.models, config.judge])
-    return {s: BudgetedModel(make_model(s, cache=files.responses), budget, meter) for s in specs}
+    built: dict[str, ChatModel] = {}
+    for spec in dict.fromkeys([*config.models, config.judge]):
+        if spec in given:
+            inner: ChatModel = CachedModel(given[spec], ResponseCache(files.responses))
+        else:
+            inner = make_model(spec, cache=files.responses)
+        built[spec] = BudgetedModel(inner, budget, meter)
+    return built
 
 
 async def _run(
-    config: FormalizeConfig, files: FormalizeFiles, observer: FormalizeObserver | None
+    config: FormalizeConfig,
+    files: FormalizeFiles,
+    observer: FormalizeObserver | None,
+    given: dict[str, ChatModel],
+    given_backend: Backend | None,
 ) -> FormalizeResult:
     start = time.perf_counter()
     config = config.model_copy(
@@ -92,11 +118,14 @@ async def _run(
     inputs = load_problems(config.problems)
     language = language_of(config.backend)
     meter = UsageMeter()
-    models = _models(config, files, meter)
+    models = _models(config, files, meter, given)
     for model in models.values():  # one clear error now rather than a run of failed candidates
         await model.preflight()
-    options = {"timeout": config.timeout, **config.backend_options}
-    backend = make_backend(config.backend, workers=config.workers, **options)
+    if given_backend is not None:
+        backend = given_backend
+    else:
+        options = {"timeout": config.timeout, **config.backend_options}
+        backend = make_backend(config.backend, workers=config.workers, **options)
     files.root.mkdir(parents=True, exist_ok=True)
     try:
         with FormalizeStore(files.store) as store:
@@ -113,13 +142,14 @@ async def _run(
                 judge=models[config.judge],
                 fewshot=load_fewshot(language),
                 observer=observer,
-                prompt_hashes={k: load_prompt(v).hash for k, v in PROMPTS.items()},
+                prompt_hashes={k: prompt_template(v).hash for k, v in PROMPTS.items()},
             )
             result = await _work(session, inputs)
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             write_metrics(files, store)
     finally:
-        backend.close()
+        if given_backend is None:
+            backend.close()
         for model in models.values():
             await model.aclose()
     result.elapsed = time.perf_counter() - start

@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from formalbench.core.formalization import Problem
-from formalbench.judge.reply import Unreadable, ask_json, list_field, text_field
-from formalbench.llm.prompts import load_prompt
+from formalbench.judge.reply import Unreadable, ask_json, list_field, prompt_template, text_field
 from formalbench.pipelines.formalize.session import Session
 
 STEP = "split"
@@ -55,7 +54,7 @@ def parts_of(problem: Problem, cut: dict[str, Any]) -> list[Problem]:
 async def split_problem(session: Session, problem: Problem) -> list[Problem]:
     cut = session.store.step_value(problem.id, STEP)
     if cut is None:
-        prompt = load_prompt(PROMPT)
+        prompt = prompt_template(PROMPT)
         outcome = await ask_json(
             session.judge,
             prompt.render(informal=problem.informal, solution=problem.solution or ""),
