@@ -8,10 +8,11 @@ updates a `Draft` as it goes: whatever was spent before a failure (tokens, turns
 is still on the attempt.
 
 `Attempt.error` starts with a stable tag: `model:` (the model call failed), `budget:` (the
-token budget of the task is spent), `backend:` (the proof assistant could not be run),
-`internal:` (a bug, logged with its traceback). An answer without usable code is not an
-error but a failed verdict whose diagnostic has kind `format`, and an empty `code`: the
-error taxonomy reads it as a formatting / incomplete-output failure.
+token budget of the task, or of the run, is spent), `backend:` (the proof assistant could
+not be run), `format:` (the answer held no usable code: no fenced block, no proof for a
+target; the verdict then fails with a diagnostic of kind `format` and `code` is empty),
+`task:` (the task itself is unusable, e.g. it has no hole), `internal:` (a bug, logged with
+its traceback). The error taxonomy of `metrics` reads these tags.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from formalbench.backends.base import Backend
 from formalbench.checking.holes import find_holes, target_names
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import BackendError, InputError, ToolchainMissingError
@@ -124,8 +126,11 @@ class Solver(ABC):
         return getattr(self.verifier, "policy", None) or VerifierPolicy()
 
     @property
-    def backend(self) -> Any:
-        return self.verifier.backend
+    def backend(self) -> Backend:
+        backend = self.verifier.backend
+        if backend is None:
+            raise BackendError("the solver's verifier has no proof assistant to check with")
+        return backend
 
     def base_params(self, sample: int) -> dict[str, Any]:
         params: dict[str, Any] = {"seed": sample}
