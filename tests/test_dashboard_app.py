@@ -301,6 +301,20 @@ def test_export_download_is_the_task_dataset(client: TestClient, tmp_path: Path)
     assert json.loads(got.text.splitlines()[0])["trail"]["review"]["history"][0]["version"] == 1
 
 
+def test_export_names_the_summary_key_rank_and_verdict(client: TestClient):
+    page = client.get("/p/nt-divides", params={"candidate": "nt-divides/model-b/0"})
+    fields = form(page.text)
+    assert client.post("/decide", data=dict(fields, action="accept")).status_code == 200
+    made = json.loads(client.get("/export.jsonl").text)["trail"]["formalize"]
+    assert (made["summary_key"], made["summary_rank"], made["summary_verdict"]) == (
+        "C1",
+        1,
+        "idea ok",
+    )
+    assert made["compiled"] is False and made["rounds"][0]["diagnostics"][0]["line"] == 4
+    assert made["summary"] == "C1 names a lemma that does not exist."
+
+
 def test_recheck_without_a_toolchain_is_shown_not_raised(run: Path):
     with FormalizeStore(run / "formalize.sqlite") as store:
         store.set_config({"backend": "lean"})

@@ -17,7 +17,7 @@ from typing import Any
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate, CompileRound, Problem, ReviewDecision
 from formalbench.core.records import Informal, Language, Task
-from formalbench.dashboard.views import edit_diff, order_candidates, run_language
+from formalbench.dashboard.views import CandidateView, edit_diff, order_candidates, run_language
 from formalbench.datasets.text import kind_of, split_header
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ReviewStore
@@ -42,9 +42,11 @@ def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]
                 f"problem {problem.id!r}: cannot tell its language (no candidates and no "
                 "`language` in the run's config)"
             )
-        ranks = {v.candidate.id: v.rank for v in order_candidates(candidates, summary)}
+        view = next(
+            (v for v in order_candidates(candidates, summary) if v.candidate is chosen), None
+        )
         trail = {
-            "formalize": _candidate_trail(chosen, ranks.get(decision.candidate_id), summary),
+            "formalize": _candidate_trail(view, summary),
             "review": _review_trail(decision, chosen, review),
         }
         tasks.append(_task(problem, decision, language, trail, config))
@@ -76,9 +78,10 @@ def _task(
     )
 
 
-def _candidate_trail(chosen: Candidate | None, rank: int | None, summary: Any) -> dict[str, Any]:
-    if chosen is None:
+def _candidate_trail(view: CandidateView | None, summary: Any) -> dict[str, Any]:
+    if view is None:
         return {"candidate": None}
+    chosen = view.candidate
     return {
         "candidate": chosen.id,
         "model": chosen.model,
@@ -89,7 +92,9 @@ def _candidate_trail(chosen: Candidate | None, rank: int | None, summary: Any) -
         "alignment": chosen.alignment.model_dump(mode="json") if chosen.alignment else None,
         "prompt_hashes": dict(chosen.prompt_hashes),
         "tokens": chosen.tokens.model_dump(mode="json"),
-        "summary_rank": rank,
+        "summary_rank": view.rank,
+        "summary_key": view.key,
+        "summary_verdict": view.verdict,
         "summary": summary.text if summary is not None else None,
         "summary_model": summary.model if summary is not None else None,
     }

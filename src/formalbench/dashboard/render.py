@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -33,6 +34,15 @@ def anchor(candidate_id: str) -> str:
     return "cand-" + re.sub(r"[^A-Za-z0-9_-]", "-", candidate_id)
 
 
+def model_name(spec: str | None) -> str:
+    """A model as people name it: `openai:gpt-4o@http://host/v1` -> `openai:gpt-4o`."""
+    return (spec or "").split("@", 1)[0]
+
+
+def candidate_in(candidate_id: str, view: Any) -> Any:
+    return view.find(candidate_id)
+
+
 def make_env() -> Environment:
     """Every value is escaped unless a template says otherwise (none does)."""
     env = Environment(
@@ -44,4 +54,6 @@ def make_env() -> Environment:
     env.globals["problem_url"] = problem_url
     env.filters["anchor"] = anchor
     env.filters["when"] = when
+    env.filters["model_name"] = model_name
+    env.filters["candidate_in"] = candidate_in
     return env
