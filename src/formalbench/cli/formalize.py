@@ -68,17 +68,7 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
     head.add_row("summarized", str(metrics.summarized))
     out.print(head)
     table = Table(title="per model")
-    for col in (
-        "model",
-        "candidates",
-        "compile r1",
-        "compile final",
-        "mean rounds",
-        "format fail",
-        "aligned",
-        "problems compiled",
-        "problems aligned",
-    ):
+    for col in ("model", "cands", "r1", "final", "rounds", "fmt", "aligned", "P comp", "P align"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for m in metrics.models:
         rounds = "-" if m.mean_rounds_to_compile is None else f"{m.mean_rounds_to_compile:.2f}"
@@ -89,11 +79,17 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
             _rate(m.compile_rate),
             rounds,
             str(m.format_failures),
-            f"{m.aligned}/{m.judged} ({_rate(m.alignment_pass_rate)})",
+            f"{m.aligned}/{m.judged}",
             str(m.problems_compiled),
             str(m.problems_aligned),
         )
     out.print(table)
+    out.print(
+        "cands: candidates (re-translations included); r1 / final: compiled at round 1 / "
+        "after feedback; rounds: mean rounds to compile; fmt: replies with no usable code; "
+        "aligned: judged aligned / judged; P comp, P align: problems with such a candidate",
+        style="dim",
+    )
     if metrics.categories:
         cats = Table(title="per category")
         for col in ("category", "problems", "compiled", "aligned"):
@@ -123,7 +119,9 @@ def formalize_command(
     ],
     model: Annotated[
         list[str],
-        typer.Option(help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."),
+        typer.Option(
+            help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
+        ),
     ],
     backend: Annotated[str, typer.Option(help="lean | coq | kimina")] = "lean",
     run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(

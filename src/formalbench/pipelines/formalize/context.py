@@ -87,9 +87,9 @@ def prepare_contexts(
     index, _cached = LibraryIndex.open(roots, language, cache)
     notes = [] if index.entries else [f"no declarations found under {', '.join(map(str, roots))}"]
     for category in todo:
-        queries = [category.replace("_", " ")] + [
-            p.informal for p in categories[category][:QUERY_PROBLEMS]
-        ]
+        # the problems themselves query the index (a category's name alone matches little
+        # more than the word, e.g. every `number` conversion for "number theory")
+        queries = [p.informal for p in categories[category][:QUERY_PROBLEMS]]
         found = index.search(queries, config.context_items)
         text = _fit("\n\n".join(e.render(language) for e in found), config.context_chars)
         value = {"source": "retrieval", "text": text, "items": [e.name for e in found]}

@@ -34,6 +34,40 @@ _SUFFIX = {Language.coq: ".v", Language.lean: ".lean"}
 _DOC = {Language.coq: ("(**", "*)"), Language.lean: ("/--", "-/")}
 _MAX_DOC = 300
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+# Words of problem statements that say nothing about which library facts are needed.
+_PROSE = frozenset(
+    "prove show find determine let suppose given holds hold number numbers problem answer "
+    "compute value values exactly following least most".split()
+)
+# Informal words and the words library names use for the same thing (names rarely say
+# "divisible" or "remainder"; they say `divide` and `mod`).
+_NAMES = {
+    "divisible": "divide divides dvd",
+    "divides": "divide dvd",
+    "divisor": "divide dvd gcd",
+    "remainder": "mod modulo",
+    "modulo": "mod",
+    "gcd": "gcd",
+    "multiple": "lcm mul",
+    "product": "mul prod",
+    "sum": "add sum",
+    "square": "sqr sqrt pow",
+    "root": "sqrt",
+    "power": "pow",
+    "absolute": "abs",
+    "integer": "int",
+    "integers": "int",
+    "natural": "nat",
+    "rational": "rat",
+    "inequality": "le lt",
+    "increasing": "mono lt",
+    "sequence": "seq",
+    "digits": "digits",
+    "factorial": "fact factorial",
+    "binomial": "choose binomial",
+    "subsets": "powerset subset card",
+    "elements": "card",
+}
 
 
 @dataclass(frozen=True)
@@ -120,7 +154,8 @@ class LibraryIndex:
             tokens = bm25s.tokenize(
                 [words_of(query)], stopwords="en", return_ids=False, show_progress=False
             )[0]
-            tokens = [t for t in tokens if t in self._vocab]
+            tokens += [x for t in tokens for x in _NAMES.get(t, "").split()]
+            tokens = [t for t in tokens if t in self._vocab and t not in _PROSE]
             if not tokens:
                 continue
             docs, scores = self._retriever.retrieve(  # type: ignore[attr-defined]
