@@ -246,8 +246,10 @@ def test_token_is_required_on_every_request(run: Path):
         assert client.get("/", headers={"X-Formalbench-Token": "wrong"}).status_code == 401
         assert client.get("/", headers={"X-Formalbench-Token": token}).status_code == 200
         assert client.get("/", headers={"Authorization": f"Bearer {token}"}).status_code == 200
-        first = client.get(f"/p/alg-find?token={token}")
-        assert first.status_code == 200  # and the cookie now carries it
+        moved = client.get(f"/p/alg-find?q=x&token={token}", follow_redirects=False)
+        assert moved.status_code == 303 and moved.headers["location"] == "/p/alg-find?q=x"
+        first = client.get(moved.headers["location"])
+        assert first.status_code == 200  # the cookie carries the token now
         assert client.get("/p/alg-find").status_code == 200
         fields = form(first.text)
         fields.update(action="reject", reviewer="ana")

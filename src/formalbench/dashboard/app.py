@@ -103,7 +103,14 @@ def create_app(
                     "printed (with ?token=...) or send the X-Formalbench-Token header",
                     401,
                 )
-        response = await call_next(request)
+        if in_address and request.method == "GET":
+            # keep the token out of the history and the address bar: the cookie carries it now
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            response: Response = RedirectResponse(
+                request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303
+            )
+        else:
+            response = await call_next(request)
         if in_address:
             response.set_cookie(guard.TOKEN_COOKIE, token or "", httponly=True, samesite="strict")
         response.headers.setdefault("X-Frame-Options", "DENY")
