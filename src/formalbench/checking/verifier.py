@@ -147,9 +147,11 @@ class StrictVerifier:
             )
             return findings
         for d in result.errors:
+            # Backends tag "the target is not in the file" errors; that is no compile error.
+            missing = d.kind == Reason.missing_target.value
             findings.append(
                 Finding(
-                    reason=Reason.compile_error,
+                    reason=Reason.missing_target if missing else Reason.compile_error,
                     message=d.message[:500],
                     line=d.line,
                     column=d.column,

@@ -34,6 +34,8 @@ COQ_FORBIDDEN: tuple[str, ...] = (
     "Hypothesis",
     "Hypotheses",
     "Conjecture",
+    "Load",  # reads and runs another file from disk
+    "Redirect",  # writes the output of a command to a file
 )
 LEAN_ALLOWED_AXIOMS: tuple[str, ...] = ("propext", "Classical.choice", "Quot.sound")
 CHOICE_CONSTANTS: tuple[str, ...] = (
