@@ -61,7 +61,9 @@ def _pick_backend(backend: str | None, candidate: str, original: str) -> str:
     )
 
 
-def _options(name: str, lean_project: str | None, kimina_url: str | None) -> dict[str, Any]:
+def _options(
+    name: str, lean_project: str | None, kimina_url: str | None, candidate: str
+) -> dict[str, Any]:
     if lean_project is not None and name != "lean":
         raise InputError("--lean-project is for --backend lean")
     if kimina_url is not None and name != "kimina":
@@ -71,6 +73,12 @@ def _options(name: str, lean_project: str | None, kimina_url: str | None) -> dic
         if not project.is_dir():
             raise InputError(f"--lean-project {lean_project!r}: not a directory")
         return {"project_dir": project}
+    if name == "lean":
+        # The Lake project the candidate lives in, as `lake env lean` would use it.
+        from formalbench.backends.lean.toolchain import find_project
+
+        found = find_project(Path(candidate))
+        return {"project_dir": found} if found is not None else {}
     if name == "kimina":
         if not kimina_url:
             raise InputError("--backend kimina needs --kimina-url (the server address)")
@@ -139,7 +147,7 @@ def check(
     cand_text = read_source(candidate, "candidate")
     orig_text = read_source(against, "original")
     name = _pick_backend(backend, candidate, against)
-    options = _options(name, lean_project, kimina_url)
+    options = _options(name, lean_project, kimina_url, candidate)
     checker = None if static_only else make_backend(name, **options)
     try:
         verifier = StrictVerifier(checker, language=language_of(name))
