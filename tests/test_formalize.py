@@ -139,6 +139,20 @@ def inputs(tmp_path: Path) -> tuple[Path, Path]:
     return write_problems(tmp_path / "problems.jsonl"), context
 
 
+class Counts:
+    """An observer that keeps what the progress bar would show."""
+
+    def __init__(self) -> None:
+        self.start: tuple[int, int] | None = None
+        self.finished: list[str] = []
+
+    def started(self, total: int, done: int) -> None:
+        self.start = (total, done)
+
+    def chain_done(self, candidate) -> None:
+        self.finished.append(candidate.id)
+
+
 def chat_bodies(server: StandinServer) -> list[dict[str, Any]]:
     return [s.body for s in server.requests if s.path == CHAT]
 
@@ -146,8 +160,11 @@ def chat_bodies(server: StandinServer) -> list[dict[str, Any]]:
 def test_whole_pipeline_feedback_realignment_formatting_and_rerun(server, inputs, tmp_path):
     problems, context = inputs
     config = make_config(server, problems, context)
-    result = run_formalize(config, tmp_path / "run")
+    seen = Counts()
+    result = run_formalize(config, tmp_path / "run", seen)
     assert (result.problems, result.finished, result.incomplete) == (2, 2, [])
+    assert seen.start == (8, 0) and len(seen.finished) == 8  # 2 problems x 2 models x 2
+    assert f"find/openai:alpha@{server.base_url}/0#t1" in seen.finished
 
     with FormalizeStore(tmp_path / "run" / "formalize.sqlite") as store:
         cands = {c.id: c for c in store.candidates()}
@@ -191,8 +208,10 @@ def test_whole_pipeline_feedback_realignment_formatting_and_rerun(server, inputs
         assert summary.text == "start from C1" and summary.keys
 
     calls = server.count()
-    again = run_formalize(config, tmp_path / "run")
+    seen = Counts()
+    again = run_formalize(config, tmp_path / "run", seen)
     assert again.finished == 2 and server.count() == calls  # a rerun asks nothing
+    assert seen.start == (8, 8) and seen.finished == []
 
     metrics = load_metrics(tmp_path / "run")
     assert (metrics.problems, metrics.compiled, metrics.aligned) == (2, 2, 2)

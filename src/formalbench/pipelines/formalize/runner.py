@@ -119,15 +119,14 @@ async def _run(
     language = language_of(config.backend)
     meter = UsageMeter()
     models = _models(config, files, meter, given)
-    for model in models.values():  # one clear error now rather than a run of failed candidates
-        await model.preflight()
-    if given_backend is not None:
-        backend = given_backend
-    else:
-        options = {"timeout": config.timeout, **config.backend_options}
-        backend = make_backend(config.backend, workers=config.workers, **options)
-    files.root.mkdir(parents=True, exist_ok=True)
+    backend: Backend | None = given_backend
     try:
+        for model in models.values():  # one clear error now, not a run of failed candidates
+            await model.preflight()
+        if backend is None:
+            options = {"timeout": config.timeout, **config.backend_options}
+            backend = make_backend(config.backend, workers=config.workers, **options)
+        files.root.mkdir(parents=True, exist_ok=True)
         with FormalizeStore(files.store) as store:
             stored = store.config()
             if stored is not None:
@@ -148,7 +147,7 @@ async def _run(
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             write_metrics(files, store)
     finally:
-        if given_backend is None:
+        if backend is not None and given_backend is None:
             backend.close()
         for model in models.values():
             await model.aclose()
@@ -192,21 +191,27 @@ async def _work(session: Session, inputs: list[Problem]) -> FormalizeResult:
     problems = [p for p in labelled if isinstance(p, Problem)]
     notes = prepare_contexts(store, config, session.assistant.language, problems)
 
-    chains = [(p, m, s) for p in problems for m in session.models for s in range(config.samples)]
+    chains = [(p.id, m, s) for p in problems for m in session.models for s in range(config.samples)]
+    saved = {c.id: c for c in store.candidates()}
+    done = {key for key in chains if chain_done(saved, *key, config)}
     if session.observer is not None:
-        saved = {c.id: c for c in store.candidates()}
-        done = sum(chain_done(saved, p.id, m, s, config) for p, m, s in chains)
-        session.observer.started(len(chains), done)
+        session.observer.started(len(chains), len(done))
     semaphore = asyncio.Semaphore(limit)  # chains in flight, over all problems
-    outcomes = await asyncio.gather(*(_problem(session, p, semaphore) for p in problems))
+    outcomes = await asyncio.gather(*(_problem(session, p, semaphore, done) for p in problems))
     incomplete += [why for why in outcomes if why]
     finished = sum(store.summary(p.id) is not None for p in problems)
     files = FormalizeFiles(store.path.parent)
     return FormalizeResult(files, len(problems), finished, 0.0, incomplete, notes)
 
 
-async def _problem(session: Session, problem: Problem, semaphore: asyncio.Semaphore) -> str | None:
-    """Formalize one problem; returns why it is unfinished, or None."""
+async def _problem(
+    session: Session,
+    problem: Problem,
+    semaphore: asyncio.Semaphore,
+    done: set[tuple[str, str, int]],
+) -> str | None:
+    """Formalize one problem; returns why it is unfinished, or None. `done` holds the
+    chains finished before this run (not reported to the observer again)."""
     store, config = session.store, session.config
     if store.summary(problem.id) is not None:
         return None
@@ -214,7 +219,8 @@ async def _problem(session: Session, problem: Problem, semaphore: asyncio.Semaph
     async def chain(model: ChatModel, sample: int) -> Any:
         async with semaphore:
             last = await run_chain(session, problem, model, sample)
-        if session.observer is not None and last.error is None:
+        new = (problem.id, model.spec, sample) not in done
+        if session.observer is not None and last.error is None and new:
             session.observer.chain_done(last)
         return last
 
