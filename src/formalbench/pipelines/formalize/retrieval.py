@@ -36,8 +36,28 @@ _MAX_DOC = 300
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 # Words of problem statements that say nothing about which library facts are needed.
 _PROSE = frozenset(
-    "prove show find determine let suppose given holds hold number numbers problem answer "
-    "compute value values exactly following least most".split()
+    [
+        "prove",
+        "show",
+        "find",
+        "determine",
+        "let",
+        "suppose",
+        "given",
+        "holds",
+        "hold",
+        "number",
+        "numbers",
+        "problem",
+        "answer",
+        "compute",
+        "value",
+        "values",
+        "exactly",
+        "following",
+        "least",
+        "most",
+    ]
 )
 # Informal words and the words library names use for the same thing (names rarely say
 # "divisible" or "remainder"; they say `divide` and `mod`).

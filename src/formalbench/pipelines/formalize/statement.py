@@ -97,7 +97,7 @@ def extract_statement(output: str, assistant: Assistant) -> str:
 def _states_theorem(code: str, assistant: Assistant) -> bool:
     try:
         decls = split_decls(code, assistant.language)
-    except Exception:  # noqa: BLE001 - an unlexable block simply states nothing
+    except Exception:  # an unlexable block simply states nothing
         return False
     return any(d.kind in assistant.theorem_kinds for d in decls)
 
