@@ -7,20 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.progress import make_progress
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
@@ -42,7 +32,7 @@ class ProgressBar:
 
     def started(self, total: int, done: int, passed: int) -> None:
         self.done, self.passed = done, passed
-        self.task = self.progress.add_task("attempts", total=total, completed=done, rate="")
+        self.task = self.progress.add_task("attempts", total=total, completed=done, status="")
         self._refresh()
 
     def attempt_done(self, attempt: Attempt) -> None:
@@ -59,30 +49,7 @@ class ProgressBar:
                 if self.done
                 else ""
             )
-            self.progress.update(self.task, rate=rate)
-
-
-class RateColumn(ProgressColumn):
-    """Attempts per second over the recent window (rich keeps the speed estimate)."""
-
-    def render(self, task: Task) -> Text:
-        return Text(
-            "" if task.speed is None else f"{task.speed:.2f}/s", style="progress.data.speed"
-        )
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("{task.fields[rate]}"),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console,
-        transient=False,
-    )
+            self.progress.update(self.task, status=rate)
 
 
 def _print_outcome(result: EvalResult) -> None:
@@ -186,7 +153,7 @@ def eval_command(
     if quiet:
         result = run_evaluation(config, run_dir)
     else:
-        with _progress() as progress:
+        with make_progress(console) as progress:
             result = run_evaluation(config, run_dir, ProgressBar(progress))
     summary = load_summary(run_dir)
     write_html(summary, result.files.report, title=f"formalbench: {dataset} / {solver}")

@@ -7,17 +7,11 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.pipelines.formalize import (
@@ -204,14 +198,7 @@ def formalize_command(
     if quiet:
         result = run_formalize(config, run_dir)
     else:
-        progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[counts]}"),
-            TimeElapsedColumn(),
-            console=console,
-        )
+        progress = make_progress(console, "counts")
         with progress:
             result = run_formalize(config, run_dir, ChainProgress(progress))
     metrics = load_metrics(run_dir)

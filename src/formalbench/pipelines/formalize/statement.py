@@ -115,7 +115,7 @@ def static_diagnostics(code: str, assistant: Assistant) -> list[Diagnostic]:
         for word in VerifierPolicy().forbidden_for(assistant.language)
         if word not in assistant.holes
     ]
-    for finding in forbidden_findings(decls, forbidden):
+    for finding in forbidden_findings(decls, forbidden, language=assistant.language):
         found.append(
             _error(
                 f"`{finding.subject}` is not allowed in a statement: put every assumption "
