@@ -3,7 +3,7 @@
 Generated proof text is untrusted (Lean can run programs at elaboration time), so every
 assistant process gets: a throw-away working directory chosen by the caller, an address-space
 limit, a wall-clock limit enforced by killing its whole process group, and an environment
-without model/API credentials.
+reduced to an allow-list of names (no model/API credentials, nothing personal).
 """
 
 from __future__ import annotations
@@ -21,17 +21,31 @@ from dataclasses import dataclass
 
 from formalbench.core.records import CheckStatus
 
-_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL)", re.IGNORECASE)
-_SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "HF_", "AWS_", "GOOGLE_", "AZURE_")
+# Names a checker child may see: what locates programs, libraries and the user's locale, and
+# the proof assistants' own settings. Everything else (model keys, tokens, cloud settings,
+# personal variables such as MY_PASSWD) stays out; an allow-list cannot miss a credential
+# under a name nobody thought of, as a deny-list does.
+_ALLOWED_NAMES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM",
+        "TMPDIR", "TMP", "TEMP", "LEAN", "LAKE", "ELAN",
+        "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "CAML_LD_LIBRARY_PATH",
+    }
+)  # fmt: skip
+_ALLOWED_PREFIXES = ("LC_", "LEAN_", "LAKE_", "ELAN_", "COQ", "OCAML")
+# Even an allowed family can hold a secret (Lake's LAKE_CACHE_KEY uploads to a cache).
+_SECRET = re.compile(r"(KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+
+def allowed_name(name: str) -> bool:
+    """Whether a variable of this name may reach a checker process (see `scrubbed_env`)."""
+    listed = name in _ALLOWED_NAMES or name.startswith(_ALLOWED_PREFIXES)
+    return listed and not _SECRET.search(name)
 
 
 def scrubbed_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The current environment without anything that looks like a credential."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not _SECRET.search(k) and not k.startswith(_SECRET_PREFIXES)
-    }
+    """The allow-listed part of the current environment, then `extra` (trusted, taken as is)."""
+    env = {k: v for k, v in os.environ.items() if allowed_name(k)}
     if extra:
         env.update(extra)
     return env
