@@ -96,6 +96,7 @@ def main() -> None:
 
     print(
         f"{'workers':>7} {'files':>6} {'compiled':>8} {'failed':>6} {'wall s':>8} {'checks/s':>9}"
+        f" {'cpu s/check':>11}"
     )
     for row in rows:
         print(
