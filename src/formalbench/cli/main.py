@@ -1,7 +1,9 @@
 """The `formalbench` command. Each sub-command lives in a module of its own and registers here.
 
 Errors the user can act on (`FormalbenchError`) become one line on stderr and exit code 2;
-nothing below this layer prints.
+nothing below this layer prints. Usage errors that click finds while parsing the command line
+(an unknown option, `--timeout abc`) get the same one-line form instead of typer's boxed
+panel: `FormalbenchGroup.main` runs click in non-standalone mode and prints them itself.
 """
 
 from __future__ import annotations
@@ -13,17 +15,79 @@ from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 
 from formalbench.core.errors import FormalbenchError
 
+
+def _click_errors(name: str) -> tuple[type[BaseException], ...]:
+    """Click's exception class `name`, from the click that typer runs on: recent typer
+    releases vendor their own copy (`typer._click`), older ones use the `click` package;
+    both are caught, so the handler works with either."""
+    import importlib
+
+    found: list[type[BaseException]] = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except ImportError:
+            continue
+        if isinstance(cls, type) and issubclass(cls, BaseException):
+            found.append(cls)
+    return tuple(found)
+
+
+NO_ARGS_IS_HELP = _click_errors("NoArgsIsHelpError")
+USAGE_ERRORS = _click_errors("UsageError")  # BadParameter, NoSuchOption, MissingParameter...
+CLICK_ERRORS = _click_errors("ClickException")
+ABORTS = _click_errors("Abort")
+USAGE_EXIT_CODE = 2
+INTERRUPTED_EXIT_CODE = 130
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class FormalbenchGroup(TyperGroup):
+    """The command group, with click's own errors printed as one line (exit 2)."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Any = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:  # a caller that handles click's exceptions itself
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NO_ARGS_IS_HELP as exc:  # the help is already printed
+            sys.exit(getattr(exc, "exit_code", USAGE_EXIT_CODE))
+        except USAGE_ERRORS as exc:
+            hint = ""
+            if exc.ctx is not None and exc.ctx.command.get_help_option(exc.ctx) is not None:
+                hint = f" (see `{exc.ctx.command_path} {exc.ctx.help_option_names[0]}`)"
+            err_console.print(f"formalbench: error: {exc.format_message()}{hint}", markup=False)
+            sys.exit(USAGE_EXIT_CODE)
+        except CLICK_ERRORS as exc:  # e.g. a FileError of a file argument
+            err_console.print(f"formalbench: error: {exc.format_message()}", markup=False)
+            sys.exit(exc.exit_code)
+        except ABORTS:  # end of input at a prompt
+            err_console.print("formalbench: interrupted", markup=False)
+            sys.exit(INTERRUPTED_EXIT_CODE)
+        # Non-standalone click returns the exit code of a `typer.Exit`/`ctx.exit` (our
+        # commands return None on success).
+        sys.exit(outcome if isinstance(outcome, int) else 0)
+
+
 app = typer.Typer(
     name="formalbench",
+    cls=FormalbenchGroup,
     help="Build and evaluate formal-mathematics benchmarks under a strict verifier.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +104,7 @@ def user_errors(func: F) -> F:
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             err_console.print("formalbench: interrupted", markup=False)
-            raise typer.Exit(130) from None
+            raise typer.Exit(INTERRUPTED_EXIT_CODE) from None
 
     return wrapper  # type: ignore[return-value]
 
