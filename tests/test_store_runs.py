@@ -78,6 +78,40 @@ def test_resume_never_records_twice(tmp_path: Path):
         assert len(again.get_run(run_id).history) == 1
 
 
+def test_forget_retryable_takes_back_only_machinery_failures(store: RunStore):
+    run_id = store.open_run(CONFIG, VERSIONS)
+    store.add_tasks(run_id, _tasks(3))
+    crashed = _attempt("t2", 0, passed=False).model_copy(
+        update={"verdict": Verdict(passed=False, reasons=[Reason.backend_crash])}
+    )
+    written = [
+        _attempt("t0", 0).model_copy(update={"error": None}),
+        _attempt("t0", 1, passed=False).model_copy(update={"error": "model: HTTP 503"}),
+        _attempt("t1", 0, passed=False).model_copy(update={"error": "backend: coqc missing"}),
+        _attempt("t1", 1, passed=False).model_copy(update={"error": "format: no code block"}),
+        _attempt("t1", 1, solver="whole").model_copy(update={"error": "model: timeout"}),
+        _attempt("t2", 1, passed=False).model_copy(update={"error": "budget: task budget"}),
+        crashed,
+    ]
+    assert store.record_attempts(run_id, written) == 7
+    assert store.forget_retryable(run_id, solver="portfolio") == 3
+    left = {(a.task_id, a.solver, a.sample) for a in store.attempts(run_id)}
+    assert left == {
+        ("t0", "portfolio", 0),
+        ("t1", "portfolio", 1),
+        ("t1", "whole", 1),  # another solver's attempts stay
+        ("t2", "portfolio", 1),  # a spent budget is the prover's failure
+    }
+    info = store.get_run(run_id)
+    assert info.n_attempts == 4 == store.counts(run_id)["attempts"]
+    assert info.history[-1]["forgotten_attempts"] == 3
+    assert store.done_samples(run_id, solver="portfolio") == {("t0", 0), ("t1", 1), ("t2", 1)}
+    assert store.forget_retryable(run_id, solver="portfolio") == 0  # nothing left to take
+    assert len(store.get_run(run_id).history) == 1
+    with pytest.raises(StoreError, match="no run 'nope'"):
+        store.forget_retryable("nope")
+
+
 def test_config_mismatch_is_refused_with_the_keys(tmp_path: Path):
     path = tmp_path / "run.sqlite"
     with RunStore(path) as store:

@@ -67,6 +67,10 @@ IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts")
 # Version keys that decide verdicts: the proof assistant (and its library).
 VERSION_IDENTITY_KEYS: tuple[str, ...] = ("backend",)
 STATUSES = ("running", "finished", "failed", "interrupted")
+# What `forget_retryable` takes back: failures of the machinery, not of the prover (the tags
+# of `Attempt.error` written by the solvers, and the verdict reason of a crashed check).
+RETRY_ERROR_TAGS: tuple[str, ...] = ("model", "backend")
+RETRY_REASONS: tuple[str, ...] = ("backend_crash",)
 _CHUNK = 200
 
 
@@ -329,6 +333,54 @@ class RunStore:
             query, args = query + " AND solver = ?", (run_id, solver)
         with self._lock:
             return {(r[0], r[1]) for r in self._conn.execute(query, args)}
+
+    def forget_retryable(
+        self,
+        run_id: str,
+        *,
+        solver: str | None = None,
+        error_tags: Sequence[str] = RETRY_ERROR_TAGS,
+        reasons: Sequence[str] = RETRY_REASONS,
+    ) -> int:
+        """Delete the attempts that failed for a reason outside the prover (`--retry-errors`),
+        so that a resumed run makes them again; returns how many were deleted.
+
+        Those are attempts whose `error` starts with one of `error_tags` (a model call or the
+        proof assistant could not be run) and attempts whose verdict has one of `reasons`
+        (the assistant crashed on the check). The rows, the run's attempt count and a
+        history entry change in one transaction.
+        """
+        prefixes = tuple(f"{tag}:" for tag in error_tags)
+        wanted = set(reasons)
+        query = (
+            "SELECT id, json_extract(attempt, '$.error'), reasons FROM attempts WHERE run_id = ?"
+        )
+        args: tuple[Any, ...] = (run_id,)
+        if solver is not None:
+            query, args = query + " AND solver = ?", (run_id, solver)
+        with self._lock, transaction(self._conn):
+            found = self._select_runs(run_id)
+            if not found:
+                raise StoreError(f"{self.path}: no run {run_id!r}")
+            ids = [
+                row[0]
+                for row in self._conn.execute(query, args)
+                if (isinstance(row[1], str) and row[1].startswith(prefixes))
+                or wanted.intersection(json.loads(row[2]))
+            ]
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                marks = ",".join("?" * len(chunk))
+                self._conn.execute(f"DELETE FROM attempts WHERE id IN ({marks})", chunk)
+            if ids:
+                now = _now()
+                event = {"retry_errors": now, "forgotten_attempts": len(ids)}
+                self._conn.execute(
+                    "UPDATE runs SET n_attempts = MAX(n_attempts - ?, 0), updated = ?,"
+                    " history = ? WHERE id = ?",
+                    (len(ids), now, _json([*found[0].history, event], "history"), run_id),
+                )
+        return len(ids)
 
     def attempts(self, run_id: str, *, task_id: str | None = None) -> Iterator[Attempt]:
         """The run's attempts in task order, then solver and sample; read in small chunks."""
