@@ -125,9 +125,9 @@ def test_memory_ceiling_cuts_a_growing_check(log: Path) -> None:
     assert after.compiled and len({r["pid"] for r in requests_of(log)}) == 2
 
 
-def test_process_past_the_ceiling_is_restarted_after_its_reply(log: Path, tmp_path: Path) -> None:
+def test_process_past_the_ceiling_is_restarted_after_its_reply(log: Path) -> None:
     # no sampling during the check (long poll): only the check on return can see the growth
-    pool = ReplPool(fake(log), cwd=tmp_path, workers=1, memory_mb=150, poll_interval=60)
+    pool = ReplPool(fake(log), workers=1, memory_mb=150, poll_interval=60)
     try:
         grown = check_in_pool(
             pool,
@@ -172,8 +172,8 @@ def test_two_workers_check_at_the_same_time(log: Path) -> None:
     assert abs(first["t"] - second["t"]) < 0.6  # received while the other was still sleeping
 
 
-def test_stale_environment_is_rebuilt_once(log: Path, tmp_path: Path) -> None:
-    pool = ReplPool(fake(log), cwd=tmp_path, workers=1)
+def test_stale_environment_is_rebuilt_once(log: Path) -> None:
+    pool = ReplPool(fake(log), workers=1)
     split = split_header(HEADER + "def e := 1")
     try:
         assert check_in_pool(pool, split, [], timeout=10, header_timeout=10).compiled
@@ -189,6 +189,31 @@ def test_noise_on_stdout_does_not_break_the_protocol(log: Path) -> None:
     with LeanBackend(repl_command=fake(log), workers=1) as lean:
         result = lean.check(HEADER + "def k := 1 -- fake:noise", targets=["k"])
     assert result.compiled and "k" in result.axioms
+
+
+def whoami(result) -> dict:
+    """The stand-in's own report (`fake:whoami`): its working directory and environment."""
+    (note,) = [d for d in result.diagnostics if d.message.startswith('{"cwd"')]
+    return json.loads(note.message)
+
+
+def test_each_process_works_in_its_own_throwaway_folder(log: Path, tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the backend is made: nothing may be written here
+    secrets = {"OPENAI_API_KEY": "sk-test", "GITHUB_PAT": "ghp-test", "MY_PASSWD": "hunter2"}
+    for name, value in secrets.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("LEAN_PATH", "/opt/lean/lib")
+    with LeanBackend(repl_command=fake(log), workers=1) as lean:
+        first = whoami(lean.check(HEADER + "def w := 1 -- fake:whoami fake:write=out.txt"))
+        assert (Path(first["cwd"]) / "out.txt").is_file()  # the write landed in its folder
+        lean.check(HEADER + "def c := 1 -- fake:crash")
+        second = whoami(lean.check(HEADER + "def v := 2 -- fake:whoami"))
+        assert not Path(first["cwd"]).exists()  # removed with the crashed process
+        assert Path(second["cwd"]).is_dir()
+    assert not Path(second["cwd"]).exists()  # removed at close
+    assert first["cwd"] != second["cwd"] and first["pid"] != second["pid"]
+    assert Path(first["cwd"]).resolve() != tmp_path.resolve() and list(tmp_path.iterdir()) == [log]
+    assert not set(secrets) & set(first["env"]) and first["env"]["LEAN_PATH"] == "/opt/lean/lib"
 
 
 def test_unstartable_repl_is_a_clear_error(tmp_path: Path) -> None:

@@ -14,10 +14,13 @@ does not occur in the rest of the cmd gets an "unknown constant" error.
 Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep=S`,
 `fake:crash` (stack-overflow message on stderr, then abort), `fake:grow=MB` (keeps MB of
 resident memory), `fake:noise` (non-JSON text on stdout before the reply), `fake:error-here`
-(an error message at the position of the marker). With `--json FILE` it acts as
-`lean --json FILE` instead (one message a line, exit code 1 on errors). --log FILE records every request as a JSON
-line with this process's pid, so tests can count header elaborations and restarts;
---report-time adds `standin_s` (its own time per request) to each reply, for the bench.
+(an error message at the position of the marker), `fake:write=NAME` (writes the file NAME,
+relative to its working directory, as code run while elaborating could), `fake:whoami` (an
+information message whose text is JSON: its working directory and environment). With
+`--json FILE` it acts as `lean --json FILE` instead (one message a line, exit code 1 on
+errors). --log FILE records every request as a JSON line with this process's pid and working
+directory, so tests can count header elaborations and restarts; --report-time adds
+`standin_s` (its own time per request) to each reply, for the bench.
 """
 
 from __future__ import annotations
@@ -112,6 +115,10 @@ class Replayer:
             _moved(entry, lead)
         messages = reply.setdefault("messages", [])
         marks = directives(base)
+        if "whoami" in marks:
+            me = {"cwd": os.getcwd(), "env": dict(os.environ), "pid": os.getpid()}
+            at = {"line": 1, "column": 0}
+            messages.append({"severity": "info", "pos": at, "endPos": at, "data": json.dumps(me)})
         if "error-here" in marks:
             for number, text in enumerate(lines, start=1):
                 if (column := text.find("fake:error-here")) >= 0:
@@ -144,6 +151,8 @@ def _misbehave(marks: dict[str, str], out: Any, crash_stream: Any = None) -> Non
         stream.write(b"Stack overflow detected. Aborting.\n")
         stream.flush()
         os.abort()
+    if "write" in marks:
+        Path(marks["write"]).write_text("written while elaborating\n", encoding="utf-8")
     if "grow" in marks:
         block = bytearray(int(float(marks["grow"]) * 1024 * 1024))
         for i in range(0, len(block), 4096):
@@ -212,7 +221,8 @@ def main(argv: list[str] | None = None) -> None:
             )
             sys.exit(1)
         if log is not None:
-            entry = {"pid": os.getpid(), "t": time.time(), "lines": raw_lines, "request": request}
+            entry = {"pid": os.getpid(), "cwd": os.getcwd(), "t": time.time(), "lines": raw_lines}
+            entry["request"] = request
             log.write(json.dumps(entry) + "\n")
             log.flush()
         cmd = request.get("cmd", "")

@@ -1,22 +1,28 @@
 """`LeanBackend`: Lean 4 through the community REPL (pooled, the fast path) or `lean --json` per file.
 
-Mode "auto" uses the REPL when the Lake project has it (a `REPL` dependency or the REPL
-project itself) and per-file checks otherwise. `repl_command` runs a REPL the user built
-(or a test stand-in) instead of `lake exe repl`, in `project_dir` if given, else in the
-folder the backend was made in (so relative paths in it work); then no toolchain is needed.
-`version()` names the toolchain and Mathlib revision of the project (part of every cache
-key), and `mismatch()` says, in one sentence, when a task was made for other versions.
+Mode "auto" uses the REPL when the Lake project has a built REPL binary (its own, or that of
+its `REPL` dependency) and per-file checks otherwise. No check runs inside the project: what
+`lake env` sets (LEAN_PATH, the toolchain's folders) is read once here, and the REPL binary or
+the toolchain's `lean` then runs in a throw-away folder with the allow-listed environment plus
+those variables, so files written while elaborating never land in the user's project.
+`repl_command` runs a REPL the user built (or a test stand-in) instead; it runs in a
+throw-away folder too, so its arguments that name existing paths relative to `project_dir`
+(else to the folder the backend was made in) are made absolute, and a `lake` command is
+pointed at that folder with `--dir`; then no toolchain is needed. `version()` names the
+toolchain and Mathlib revision of the project (part of every cache key), and `mismatch()`
+says, in one sentence, when a task was made for other versions.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
 from formalbench.backends.base import Backend
 from formalbench.backends.lean.axioms import validate_targets
-from formalbench.backends.lean.filemode import check_file, file_argv
+from formalbench.backends.lean.filemode import check_file, lean_command
 from formalbench.backends.lean.header import split_header
 from formalbench.backends.lean.pool import ReplPool
 from formalbench.backends.lean.repl_check import check_in_pool
@@ -26,9 +32,12 @@ from formalbench.backends.lean.toolchain import (
     check_project,
     discover,
     has_repl,
+    lake_environment,
     mismatch_sentence,
     package_revision,
+    repl_binary,
 )
+from formalbench.backends.sandbox import scrubbed_env
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, Language
 
@@ -65,6 +74,7 @@ class LeanBackend(Backend):
         self.header_timeout = header_timeout or max(300.0, timeout)
         self.repl_command = list(repl_command) if repl_command is not None else None
         self._repl_pool: ReplPool | None = None
+        self._lean: str | None = None
         if self.repl_command is not None:
             if mode == "file":
                 raise InputError(
@@ -75,27 +85,25 @@ class LeanBackend(Backend):
             project = check_project(project_dir) if project_dir is not None else None
             self.toolchain = Toolchain(project, None, None)
             self.mode: Mode = "repl"
-            argv = self.repl_command
-            cwd = str(project) if project is not None else str(Path.cwd())  # as the user ran it
+            argv = command_outside(self.repl_command, project or Path.cwd())
+            self._env = scrubbed_env()
         else:
             self.toolchain = discover(project_dir, start=Path.cwd())
             project = self.toolchain.project_dir
-            repl_ready = bool(self.toolchain.lake) and has_repl(project)
-            if mode == "repl" and not repl_ready:
-                raise ToolchainMissingError(
-                    "Lean REPL mode needs `lake` and a Lake project that depends on "
-                    "leanprover-community/repl (add `require REPL from git "
-                    '"https://github.com/leanprover-community/repl"` and run `lake build repl`), '
-                    f"or give repl_command=; {INSTALL_HINT}"
-                )
-            self.mode = "repl" if mode == "repl" or (mode == "auto" and repl_ready) else "file"
+            binary = repl_binary(project) if self.toolchain.lake else None
+            if mode == "repl" and binary is None:
+                raise ToolchainMissingError(_no_repl(project, bool(self.toolchain.lake)))
+            self.mode = "repl" if binary is not None and mode != "file" else "file"
+            lake_vars: dict[str, str] = {}
+            if self.toolchain.lake and project is not None:
+                lake_vars = lake_environment(self.toolchain.lake, project)
+            self._env = scrubbed_env(lake_vars)
             if self.mode == "file":
-                file_argv(self.toolchain, Path("Check.lean"))  # fail now, not at the first check
-            argv = [str(self.toolchain.lake), "exe", "repl"]
-            cwd = str(project)
+                self._lean = lean_command(self.toolchain, lake_vars)  # fail now, not later
+            argv = [str(binary)]
         if self.mode == "repl":
             self._repl_pool = ReplPool(
-                argv, cwd=cwd, workers=self.workers, memory_mb=memory_mb, max_uses=max_uses
+                argv, workers=self.workers, memory_mb=memory_mb, max_uses=max_uses, env=self._env
             )
 
     @property
@@ -140,10 +148,12 @@ class LeanBackend(Backend):
                 header_timeout=self.header_timeout,
                 backend=self.name,
             )
+        assert self._lean is not None
         return check_file(
-            self.toolchain,
+            self._lean,
             source,
             names,
+            env=self._env,
             timeout=limit,
             memory_mb=self.memory_mb,
             backend=self.name,
@@ -157,3 +167,39 @@ class LeanBackend(Backend):
         super().close()
         if self._repl_pool is not None:
             self._repl_pool.close()
+
+
+def _no_repl(project: Path | None, lake: bool) -> str:
+    """Why REPL mode cannot start, and what to do about it."""
+    if lake and has_repl(project):
+        return (
+            f"the Lean project {project} depends on the REPL but its binary is not built: "
+            "run `lake build repl` there, or use mode='file'"
+        )
+    return (
+        "Lean REPL mode needs `lake` and a Lake project that depends on "
+        "leanprover-community/repl (add `require REPL from git "
+        '"https://github.com/leanprover-community/repl"` and run `lake build repl`), '
+        f"or give repl_command=; {INSTALL_HINT}"
+    )
+
+
+def command_outside(command: Sequence[str], base: Path) -> list[str]:
+    """`command` made to run in a throw-away folder as it would have run in `base`.
+
+    Arguments with a `/` that name an existing path under `base` (and a relative program
+    path) become absolute; names without a `/` (programs on PATH, options, targets) stay.
+    A `lake` program gets `--dir base`, since it looks for its lakefile where it runs.
+    """
+    argv = list(command)
+    for i, arg in enumerate(argv):
+        if os.sep not in arg or os.path.isabs(arg) or arg.startswith("-"):
+            continue
+        if i == 0 or (base / arg).exists():
+            argv[i] = str(base / arg)
+    rest = argv[1:]
+    if Path(argv[0]).name == "lake" and not any(
+        a in ("-d", "--dir") or a.startswith("--dir=") for a in rest
+    ):
+        argv[1:1] = ["--dir", str(base)]
+    return argv

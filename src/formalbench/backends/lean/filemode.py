@@ -1,7 +1,9 @@
-"""Per-file mode: `lake env lean --json FILE` (or plain `lean --json FILE` outside a project).
+"""Per-file mode: `lean --json FILE` with the environment `lake env` gives the project.
 
 Simple and slow: every call pays the import of its header. The source, with the
-`#print axioms` queries appended, is written to a throw-away folder; the run has a wall-clock
+`#print axioms` queries appended, is written to a throw-away folder, which is also where Lean
+runs (never the user's project: code run while elaborating may write relative paths), with
+the allow-listed environment plus Lake's variables (LEAN_PATH ...). The run has a wall-clock
 limit and a private-resident-memory ceiling sampled with psutil (an address-space limit would
 trip on Lean's large mappings of .olean files). A death by signal is a crash (Lean aborts on
 a stack overflow), and an exit with a non-zero code but no error message becomes an error
@@ -15,7 +17,7 @@ import contextlib
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -23,7 +25,7 @@ import psutil
 from formalbench.backends.lean.axioms import append_axiom_queries, settle_messages
 from formalbench.backends.lean.messages import holes_from_sorry_warnings, parse_json_output
 from formalbench.backends.lean.process import private_rss
-from formalbench.backends.lean.toolchain import Toolchain
+from formalbench.backends.lean.toolchain import Toolchain, lean_binary
 from formalbench.backends.sandbox import ProcessOutcome, kill_group, scrubbed_env
 from formalbench.core.errors import ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
@@ -48,6 +50,7 @@ def run_watched(
     timeout: float,
     memory_mb: int | None = None,
     poll_interval: float = 0.1,
+    env: Mapping[str, str] | None = None,
 ) -> ProcessOutcome:
     """Run to completion, or kill the process group at `timeout` or past `memory_mb`."""
     start = time.perf_counter()
@@ -55,7 +58,7 @@ def run_watched(
         proc = subprocess.Popen(
             list(argv),
             cwd=cwd,
-            env=scrubbed_env(),
+            env=dict(env) if env is not None else scrubbed_env(),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
@@ -88,33 +91,35 @@ def run_watched(
     return ProcessOutcome(status, code, stdout, stderr, time.perf_counter() - start)
 
 
-def file_argv(toolchain: Toolchain, path: Path) -> tuple[list[str], Path | None]:
-    """The command line for one file and the folder to run it in (the project, if any)."""
-    if toolchain.lake and toolchain.project_dir is not None:
-        return [toolchain.lake, "env", "lean", "--json", str(path)], toolchain.project_dir
-    if toolchain.lean:
-        return [toolchain.lean, "--json", str(path)], toolchain.project_dir
-    raise ToolchainMissingError(
-        "per-file Lean checks need `lean` on PATH, or `lake` with a Lake project (give project_dir)"
-    )
+def lean_command(toolchain: Toolchain, lake_vars: Mapping[str, str]) -> str:
+    """The `lean` to run per file: the project's toolchain binary where Lake named one."""
+    lean = lean_binary(dict(lake_vars), toolchain.lean)
+    if lean is None:
+        raise ToolchainMissingError(
+            "per-file Lean checks need `lean` on PATH, or `lake` with a Lake project "
+            "(give project_dir)"
+        )
+    return lean
 
 
 def check_file(
-    toolchain: Toolchain,
+    lean: str,
     source: str,
     targets: Sequence[str],
     *,
+    env: Mapping[str, str],
     timeout: float,
     memory_mb: int | None,
     backend: str = "lean",
 ) -> CheckResult:
-    """Compile one source with `lean --json`; see the module docstring."""
+    """Compile one source with `lean --json` in a throw-away folder; see the module docstring."""
     queries = append_axiom_queries(source, targets)
     with tempfile.TemporaryDirectory(prefix="formalbench-lean-") as tmp:
         path = Path(tmp) / "Check.lean"
         path.write_text(queries.text, encoding="utf-8")
-        argv, cwd = file_argv(toolchain, path)
-        outcome = run_watched(argv, cwd=cwd or tmp, timeout=timeout, memory_mb=memory_mb)
+        outcome = run_watched(
+            [lean, "--json", str(path)], cwd=tmp, timeout=timeout, memory_mb=memory_mb, env=env
+        )
     parsed, other = parse_json_output(outcome.stdout)
     parsed = [d.model_copy(update={"file": None}) for d in parsed]
     diagnostics, axioms, notes = settle_messages(parsed, queries)

@@ -6,12 +6,12 @@ to a new process while there is room, or to the idle process used least recently
 elaborates the new header beside the ones it holds). On return a process that has served
 `max_uses` checks, or whose private resident memory is past the ceiling, is stopped; a
 process that timed out or died was already stopped. A stopped process restarts on its next
-lease, so the pool keeps serving whatever happened to the last check.
+lease, so the pool keeps serving whatever happened to the last check. Every process works in
+a throw-away folder of its own (see `process`).
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,13 +21,12 @@ from formalbench.backends.lean.process import ReplProcess
 
 
 class ReplPool:
-    """Processes running `argv` in `cwd`; see the module docstring for the lease policy."""
+    """Processes running `argv` with `env`; see the module docstring for the lease policy."""
 
     def __init__(
         self,
         argv: Sequence[str],
         *,
-        cwd: str | os.PathLike[str],
         workers: int,
         memory_mb: int | None = None,
         max_uses: int = 500,
@@ -35,7 +34,6 @@ class ReplPool:
         poll_interval: float = 0.05,
     ) -> None:
         self.argv = list(argv)
-        self.cwd = cwd
         self.workers = max(1, workers)
         self.memory_mb = memory_mb
         self.max_uses = max(1, max_uses)
@@ -55,7 +53,6 @@ class ReplPool:
         if len(self._procs) < self.workers:
             proc = ReplProcess(
                 self.argv,
-                cwd=self.cwd,
                 memory_mb=self.memory_mb,
                 env=self.env,
                 poll_interval=self.poll_interval,

@@ -5,6 +5,10 @@ nothing more; while waiting, the process tree's private resident memory is sampl
 A request that outlives its deadline, or a process that grows past the ceiling, gets its whole
 process group killed (`lake exe repl` runs the REPL as a child of lake); the outcome says why
 and the next request starts a fresh process. Nothing here raises for what the process does.
+
+Each process runs in a throw-away folder of its own, made when it starts and removed when it
+is stopped: code run while elaborating (`run_tac`, `#eval` with IO) sees that folder as its
+working directory, never the user's project, and what it writes there dies with the process.
 """
 
 from __future__ import annotations
@@ -62,13 +66,11 @@ class ReplProcess:
         self,
         argv: Sequence[str],
         *,
-        cwd: str | os.PathLike[str],
         memory_mb: int | None = None,
         env: Mapping[str, str] | None = None,
         poll_interval: float = 0.05,
     ) -> None:
         self.argv = list(argv)
-        self.cwd = cwd
         self.memory_mb = memory_mb
         self.env = dict(env) if env is not None else scrubbed_env()
         self.poll_interval = poll_interval
@@ -78,6 +80,7 @@ class ReplProcess:
         self.last_used = 0.0
         self._proc: subprocess.Popen[bytes] | None = None
         self._stderr: Any = None
+        self._workdir: tempfile.TemporaryDirectory[str] | None = None
         self._reader = ReplyReader()
         self._tree: list[psutil.Process] = []
         self._tree_at = 0.0
@@ -90,13 +93,22 @@ class ReplProcess:
     def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
+    @property
+    def workdir(self) -> str | None:
+        """The throw-away folder the running process works in (None when stopped)."""
+        return self._workdir.name if self._workdir is not None else None
+
     def start(self) -> None:
         self.stop()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
+        # removed in stop(), or by its finalizer if this object is dropped unstopped
+        self._workdir = tempfile.TemporaryDirectory(  # noqa: SIM115
+            prefix="formalbench-repl-", ignore_cleanup_errors=True
+        )
         try:
             self._proc = subprocess.Popen(
                 self.argv,
-                cwd=self.cwd,
+                cwd=self._workdir.name,
                 env=self.env,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -105,6 +117,7 @@ class ReplProcess:
                 start_new_session=True,
             )
         except OSError as exc:
+            self.stop()
             raise BackendError(
                 f"cannot start the Lean REPL `{' '.join(self.argv)}`: {exc}"
             ) from exc
@@ -130,6 +143,9 @@ class ReplProcess:
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
 
     def memory_mb_now(self) -> float:
         """Private resident memory of the process and its descendants, in MiB."""

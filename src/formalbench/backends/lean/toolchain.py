@@ -5,6 +5,11 @@ Lean is found as `lake`/`lean` on PATH or in elan's bin folder (`$ELAN_HOME/bin`
 starting point that has a `lakefile.lean`, `lakefile.toml` or `lean-toolchain`. Its versions
 come from files, not from running anything: the toolchain from `lean-toolchain`, the Mathlib
 revision from `lake-manifest.json`.
+
+Checks do not run inside the project (generated code can write files while it is elaborated),
+so what `lake env` would give them is read once, at start-up, with `lake env printenv`: the
+module search path, the toolchain's own folders, and their executables (`repl_binary`,
+`lean_binary`) are then run directly in a throw-away folder.
 """
 
 from __future__ import annotations
@@ -16,7 +21,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.backends.sandbox import allowed_name, run_limited, scrubbed_env
+from formalbench.core.errors import BackendError, InputError, ToolchainMissingError
+from formalbench.core.records import CheckStatus
 
 PROJECT_MARKERS = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
 INSTALL_HINT = (
@@ -72,15 +79,19 @@ def read_toolchain(project_dir: Path | None) -> str | None:
     return text.splitlines()[0].strip() if text else None
 
 
-def read_manifest(project_dir: Path | None) -> list[dict]:
-    """The packages of `lake-manifest.json` (empty when absent or unreadable)."""
+def _manifest(project_dir: Path | None) -> dict:
     if project_dir is None:
-        return []
+        return {}
     try:
         data = json.loads((project_dir / "lake-manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return []
-    packages = data.get("packages") if isinstance(data, dict) else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_manifest(project_dir: Path | None) -> list[dict]:
+    """The packages of `lake-manifest.json` (empty when absent or unreadable)."""
+    packages = _manifest(project_dir).get("packages")
     return [p for p in packages or [] if isinstance(p, dict)]
 
 
@@ -106,6 +117,104 @@ def has_repl(project_dir: Path | None) -> bool:
         if re.search(r"lean_exe\s+repl\b|name\s*=\s*\"repl\"", text):
             return True
     return (project_dir / ".lake" / "build" / "bin" / "repl").exists()
+
+
+def repl_binary(project_dir: Path | None) -> Path | None:
+    """The built REPL executable of the project (its own, or its `REPL` dependency's), or None.
+
+    Where a dependency lives: its manifest `dir` for a path dependency, else the manifest's
+    `packagesDir` (`.lake/packages` by default; `lake-packages` before Lake 5).
+    """
+    if project_dir is None:
+        return None
+    folders = [project_dir]
+    manifest = _manifest(project_dir)
+    for package in read_manifest(project_dir):
+        name = str(package.get("name", ""))
+        if name.lower() != "repl":
+            continue
+        if package.get("type") == "path" and package.get("dir"):
+            folders.append(project_dir / str(package["dir"]))
+        packages_dir = str(manifest.get("packagesDir") or ".lake/packages")
+        folders += [project_dir / packages_dir / name, project_dir / "lake-packages" / name]
+    for folder in folders:
+        for build in (".lake/build", "build"):
+            binary = folder / build / "bin" / "repl"
+            if binary.is_file() and os.access(binary, os.X_OK):
+                return binary.resolve()
+    return None
+
+
+_PATH_LISTS = ("LEAN_PATH", "LEAN_SRC_PATH", "PATH", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH")
+_PATHS = ("LEAN_SYSROOT", "LEAN", "LAKE", "LAKE_HOME", "ELAN", "ELAN_HOME")
+
+
+def parse_printenv(text: str) -> dict[str, str]:
+    """`printenv` output as a mapping; a line that is not `NAME=...` continues the last value."""
+    env: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", line, re.DOTALL)
+        if match:
+            last = match[1]
+            env[last] = match[2]
+        elif last is not None:
+            env[last] += "\n" + line
+    return env
+
+
+def _absolute(value: str, base: Path) -> str:
+    return str(base / value) if value and not os.path.isabs(value) else value
+
+
+def lake_environment(lake: str, project_dir: Path, timeout: float = 300.0) -> dict[str, str]:
+    """The variables `lake env` sets for the project, fit to run Lean outside it.
+
+    Only allow-listed names are kept (see `sandbox.allowed_name`), and relative folders (some
+    Lake versions print `./.lake/...`) are made absolute against the project, since the
+    checks run elsewhere. Raises BackendError when Lake cannot load the project.
+    """
+    outcome = run_limited(
+        [lake, "env", "printenv"], cwd=project_dir, timeout=timeout, env=scrubbed_env()
+    )
+    if outcome.status != CheckStatus.ok or outcome.returncode != 0:
+        why = (
+            f"no answer within {timeout:g} s"
+            if outcome.status == CheckStatus.timeout
+            else f"exit code {outcome.returncode}"
+        )
+        tail = (outcome.stderr.strip() or outcome.stdout.strip())[-1000:]
+        raise BackendError(
+            f"`lake env printenv` failed in Lean project {project_dir} ({why})"
+            + (f": {tail}" if tail else "")
+            + "; run `lake build` there first"
+        )
+    found = {k: v for k, v in parse_printenv(outcome.stdout).items() if allowed_name(k)}
+    if not found.get("LEAN_PATH"):
+        raise BackendError(f"`lake env printenv` in {project_dir} did not give LEAN_PATH")
+    for name in _PATH_LISTS:
+        if name in found:
+            parts = [_absolute(p, project_dir) for p in found[name].split(os.pathsep) if p]
+            found[name] = os.pathsep.join(parts)
+    for name in _PATHS:
+        if name in found and os.sep in found[name]:
+            found[name] = _absolute(found[name], project_dir)
+    return found
+
+
+def lean_binary(lake_vars: dict[str, str], fallback: str | None) -> str | None:
+    """The project's own `lean` (Lake's LEAN, else LEAN_SYSROOT/bin/lean), else `fallback`.
+
+    elan's `lean` proxy picks the toolchain from the folder it runs in, which for a check is a
+    throw-away folder, so the toolchain's binary is named directly where Lake says which.
+    """
+    if lake_vars.get("LEAN") and os.path.isabs(lake_vars["LEAN"]):
+        return lake_vars["LEAN"]
+    if lake_vars.get("LEAN_SYSROOT"):
+        candidate = Path(lake_vars["LEAN_SYSROOT"]) / "bin" / "lean"
+        if candidate.is_file():
+            return str(candidate)
+    return fallback
 
 
 @dataclass(frozen=True)
