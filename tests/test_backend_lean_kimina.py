@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
+
 import pytest
+from typer.testing import CliRunner
 
 from formalbench.backends.base import CheckRequest
 from formalbench.backends.lean.kimina import KiminaBackend, leading_import_lines
+from formalbench.cli.main import app
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.records import CheckStatus
 from standins.kimina_server import serve
@@ -79,3 +84,46 @@ def test_bad_url_and_wrong_path_are_errors() -> None:
 def test_leading_import_lines_follow_the_server_split() -> None:
     assert leading_import_lines("import A\n\nimport B\ndef x := 1") == 3
     assert leading_import_lines("def x := 1") == 0
+
+
+def _closed_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (bound once, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_preflight_accepts_a_listening_server_and_refuses_a_dead_address() -> None:
+    with serve() as server, KiminaBackend(server.url) as kimina:
+        kimina.preflight(timeout=5)  # this server has no health route: listening is enough
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    with KiminaBackend(dead) as kimina, pytest.raises(BackendError, match="cannot reach"):
+        kimina.preflight(timeout=2)
+
+
+def test_api_key_comes_from_the_environment_and_stays_out_of_messages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KIMINA_API_KEY", "env-s3cret")
+    with serve(api_key="env-s3cret") as server:
+        with KiminaBackend(server.url) as kimina:
+            assert kimina.check(HEADER + "theorem t : True := trivial").compiled
+            assert "env-s3cret" not in kimina.version()
+        assert server.requests[-1]["headers"]["Authorization"] == "Bearer env-s3cret"
+        with (
+            KiminaBackend(server.url, api_key="given") as explicit,
+            pytest.raises(BackendError, match="refused the API key") as refused,
+        ):
+            explicit.check(HEADER + "theorem t : True := trivial")
+        assert "given" not in str(refused.value) and "env-s3cret" not in str(refused.value)
+
+
+def test_eval_with_an_unreachable_kimina_server_stops_before_the_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    args = ["eval", "example-lean", "--backend", "kimina", "--kimina-url", dead]
+    result = CliRunner().invoke(app, [*args, "--run-dir", str(run_dir), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "cannot reach the Kimina server" in result.output
+    assert "Traceback" not in result.output
+    assert not run_dir.exists()  # nothing is left behind by a start that failed

@@ -53,6 +53,15 @@ class Backend(ABC):
     def version(self) -> str:
         """A string naming the assistant and library versions (part of every cache key)."""
 
+    def preflight(self, timeout: float = 10.0) -> None:
+        """Raise one clear error now if this backend cannot check anything (before a run).
+
+        A local assistant is found when it is constructed, so the default does nothing; a
+        remote one (a verification server) checks that it can be reached, so a run does not
+        record every attempt as a crash of an address that never answered.
+        """
+        return None
+
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(

@@ -3,7 +3,9 @@
 The server (project-numina/kimina-lean-server) keeps its own pool of REPLs. Its API:
 `POST {url}/api/check` with `{"snippets": [{"id", "code"}], "timeout": s, ...}` answers
 `{"results": [{"id", "time", "error", "response"}]}` where `response` is the REPL's own reply
-(older servers answer the bare list). An API key goes as `Authorization: Bearer KEY`.
+(older servers answer the bare list). An API key goes as `Authorization: Bearer KEY`; when
+none is given it is read from the environment variable `KIMINA_API_KEY` (it is never part of
+`version()` or any message). `preflight()` asks `GET {url}/health` with a short timeout.
 
 The server runs the leading `import` lines apart and sends the rest to the REPL, so reply
 positions count from the first line after them; they are moved back to the snippet's lines
@@ -16,6 +18,7 @@ retried with backoff, then reported as a crash of that check.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -32,6 +35,9 @@ from formalbench.backends.lean.axioms import (
 from formalbench.backends.lean.repl_protocol import reply_diagnostics, reply_error, reply_holes
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Language, Severity
+
+API_KEY_ENV = "KIMINA_API_KEY"
+HEALTH_PATH = "/health"
 
 
 def leading_import_lines(code: str) -> int:
@@ -72,12 +78,42 @@ class KiminaBackend(Backend):
         self.retries = max(0, retries)
         self.body_relative = body_relative
         headers = {"Content-Type": "application/json"}
+        if api_key is None:
+            api_key = os.environ.get(API_KEY_ENV) or None
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
         self._http = httpx.Client(headers=headers)
 
     def version(self) -> str:
         return f"kimina-lean-server {self.url}"
+
+    def preflight(self, timeout: float = 10.0) -> None:
+        """One GET on the server's health route: an address that does not answer, or a
+        refused key, is a BackendError now rather than a crash recorded on every attempt.
+
+        Any other HTTP answer (an older server without the route answers 404) shows a
+        server is listening; only a gateway that says the server behind it is down counts
+        as unreachable.
+        """
+        endpoint = f"{self.url}{HEALTH_PATH}"
+        try:
+            resp = self._http.get(endpoint, timeout=timeout)
+        except httpx.TimeoutException:
+            raise BackendError(
+                f"the Kimina server {self.url} did not answer within {timeout:g} s"
+            ) from None
+        except httpx.TransportError as exc:
+            raise BackendError(f"cannot reach the Kimina server {self.url}: {exc}") from None
+        if resp.status_code in (401, 403):
+            raise BackendError(
+                f"the Kimina server {self.url} refused the API key (HTTP {resp.status_code});"
+                f" give api_key= or set {API_KEY_ENV}"
+            )
+        if resp.status_code in (502, 503, 504):
+            raise BackendError(
+                f"the Kimina server {self.url} is not available (HTTP {resp.status_code} on"
+                f" {HEALTH_PATH})"
+            )
 
     def check(
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
