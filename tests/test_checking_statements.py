@@ -170,3 +170,78 @@ def test_coq_let_in_statement_is_part_of_the_statement() -> None:
     assert {f.reason for f in got} == {Reason.forbidden_construct}  # only the admits
     changed = candidate.replace("(0 < n)%nat", "(1 < n)%nat")
     assert Reason.statement_changed in {f.reason for f in findings(original, changed, COQ)}
+
+
+COQ_495 = (DATA / "minif2f-coq" / "test" / "mathd_numbertheory_495.v").read_text()
+COQ_739 = (DATA / "minif2f-coq" / "valid" / "mathd_numbertheory_739.v").read_text()
+
+
+def before_target(original: str, added: str, language: Language = COQ) -> str:
+    proof = "intros. lia." if language == COQ else "simp"
+    candidate = fill_holes(original, language, [proof])
+    at = candidate.index("Theorem" if language == COQ else "theorem")
+    return candidate[:at] + added + "\n" + candidate[at:]
+
+
+@pytest.mark.parametrize(
+    "task, added, name",
+    [
+        ("495", "Module Nat.\nDefinition lcm (a b : nat) := 200.\nEnd Nat.", "Nat.lcm"),
+        ("739", "Definition fact (n : nat) := 0.", "fact"),
+        ("739", "Section S.\nFixpoint fact (n : nat) := 0.\nEnd S.", "fact"),
+        ("739", "Inductive t := fact : nat -> t.", "fact"),  # a constructor
+        ("739", "Record r := mk { fact : nat -> nat }.", "fact"),  # a field
+        ("739", "Fixpoint f (n : nat) := 0 with fact (n : nat) := 0.", "fact"),  # mutual
+        ("495", "Module M.\nDefinition gcd (a b : nat) := 6.\nEnd M.\nModule Nat := M.", "Nat"),
+    ],
+)
+def test_coq_added_names_that_capture_a_statement_name_fail(
+    task: str, added: str, name: str
+) -> None:
+    original = {"495": COQ_495, "739": COQ_739}[task]
+    (f,) = findings(original, before_target(original, added), COQ)
+    assert f.reason == Reason.statement_changed and f.subject == name, f
+    assert "can change what the statement means" in f.message
+
+
+def test_coq_helpers_with_other_names_or_after_the_target_pass() -> None:
+    helpers = (
+        "Definition my_fact (n : nat) := 0.\nInductive t := c : nat -> t.\n"
+        "Module Nat2.\nDefinition lcm (a b : nat) := 200.\nEnd Nat2.\n"
+        "Ltac fact := lia.\nFixpoint g (n : nat) : nat := match n with O => 0 | S k => g k end."
+    )
+    assert findings(COQ_739, before_target(COQ_739, helpers), COQ) == []
+    after = fill_holes(COQ_739, COQ, ["reflexivity."]) + "\nDefinition fact (n : nat) := 0.\n"
+    assert findings(COQ_739, after, COQ) == []
+
+
+LEAN_495 = minif2f("mathd_numbertheory_495")  # uses Nat.gcd, Nat.lcm; opens Real Nat ...
+
+
+@pytest.mark.parametrize(
+    "added, name",
+    [
+        ("namespace Real\ndef Nat.lcm (a b : ℕ) : ℕ := 200\nend Real", "Real.Nat.lcm"),
+        ("def _root_.Foo.Nat.gcd (a b : ℕ) : ℕ := 6", "Foo.Nat.gcd"),
+        ("def «Nat».«lcm» (a b : ℕ) : ℕ := 200", "Nat.lcm"),
+        ('notation3 "ℕ" => ℤ', None),  # a context command, not a helper's trailing tokens
+    ],
+)
+def test_lean_added_names_that_capture_a_statement_name_fail(added: str, name: str) -> None:
+    (f,) = findings(LEAN_495, before_target(LEAN_495, added, LEAN))
+    assert f.reason == Reason.statement_changed, f
+    assert name is None or f.subject == name
+
+
+def test_lean_name_in_a_namespace_captures_the_root_name_of_a_target_in_it() -> None:
+    original = (
+        "import Mathlib\n\ndef bar : ℕ := 1\n\nnamespace Foo\n\n"
+        "theorem t : bar = 1 := by\n  sorry\n\nend Foo\n"
+    )
+    candidate = fill_holes(original, LEAN, ["rfl"])
+    assert findings(original, candidate) == []
+    sneaky = candidate.replace("namespace Foo\n", "namespace Foo\n\ndef bar : ℕ := 2\n")
+    (f,) = findings(original, sneaky)
+    assert (f.reason, f.subject) == (Reason.statement_changed, "Foo.bar")
+    helper = candidate.replace("namespace Foo\n", "namespace Foo\n\ndef baz : ℕ := 2\n")
+    assert findings(original, helper) == []

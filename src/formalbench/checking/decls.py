@@ -25,14 +25,14 @@ OPEN_BRACKETS = frozenset("([{⟨⦃⟦⟮⁅")
 CLOSE_BRACKETS = frozenset(")]}⟩⦄⟧⟯⁆")
 
 LEAN_NAMED = words(
-    "theorem lemma def abbrev instance structure class inductive coinductive axiom opaque"
+    "theorem lemma def abbrev instance structure class inductive coinductive axiom opaque irreducible_def alias"
 )
 LEAN_MODIFIERS = words("private protected noncomputable unsafe partial nonrec local scoped")
 _LEAN_UNAMBIGUOUS = (
     LEAN_NAMED
     | LEAN_MODIFIERS
     | words(
-        "example namespace section end universe import notation infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat mutual variable initialize builtin_initialize run_cmd run_elab run_meta unif_hint add_decl_doc register_simp_attr"
+        "example namespace section end universe import notation notation3 binder_predicate infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat mutual variable initialize builtin_initialize run_cmd run_elab run_meta unif_hint add_decl_doc register_simp_attr"
     )
 )
 _LEAN_COLUMN0 = words("open set_option attribute export include omit")

@@ -32,6 +32,16 @@ def words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+def plain_name(text: str) -> str:
+    """A Lean name without its «» quotes: `«debug».skipKernelTC` -> `debug.skipKernelTC`.
+
+    A quoted part may itself hold a dot (`«a.b»` is one part); dropping the quotes merges it
+    with its neighbours, which is what a comparison against a forbidden or a used name wants:
+    it errs towards a match, never away from one.
+    """
+    return text.replace("«", "").replace("»", "") if "«" in text else text
+
+
 class Token(NamedTuple):
     """One lexeme. kind: ident, number, string, char, symbol, end (Coq), comment, doc."""
 

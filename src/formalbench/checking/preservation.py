@@ -11,14 +11,15 @@ count, nor do `noncomputable` and attribute lists, `lemma` vs `theorem` (Coq: `L
 `maxRecDepth`, `linter.*` ...), which a candidate may add, drop or change anywhere.
 
 Commands a candidate adds: new named declarations (helper lemmas and definitions) are allowed
-anywhere. Commands that change how later text elaborates are refused anywhere: before a target
+anywhere, unless one placed before a target takes a name the statement uses (`shadowing`).
+Commands that change how later text elaborates are refused anywhere: before a target
 (statement_changed) they can change what its statement means; after the last target
 (forbidden_construct) nothing needs them, and they could change how the queries a backend
 appends after the text (`#print axioms`, `Print Assumptions`) parse or print. They are Lean
-`open`, `export`,
-`variable`, `include`, non-resource `set_option`, `notation`/`infix`/`macro`/`syntax`/`elab`/
-`macro_rules`/`elab_rules`, `instance`, `attribute [instance ...]`, `local`/`scoped` commands,
-`run_cmd`, `#eval`, declarations tagged `@[instance]`, `@[macro]`, elaborator attributes...;
+`open`, `export`, `variable`, `include`, non-resource `set_option`, `notation`/`notation3`/
+`binder_predicate`/`infix`/`macro`/`syntax`/`elab`/`macro_rules`/`elab_rules`, `instance`,
+`attribute [instance ...]`, `local`/`scoped` commands, `run_cmd`, `#eval`, declarations
+tagged `@[instance]`, `@[macro]`, elaborator attributes...;
 Coq `Notation`/`Infix`/`Tactic Notation`, scope commands, `Arguments`, `Coercion`, `Instance`,
 `Set`/`Unset`, `Variable`/`Context`, plain `Import`/`Export`. Allowed because they cannot change
 what a statement means: Lean `import`s, `namespace`/`section`/`end` (a target moved into a
@@ -33,7 +34,8 @@ import difflib
 from collections.abc import Sequence
 
 from formalbench.checking.decls import Decl
-from formalbench.checking.lexer import words
+from formalbench.checking.lexer import plain_name, words
+from formalbench.checking.shadowing import shadow_findings
 from formalbench.core.records import Finding, Language, Reason
 
 _LEAN_SYNONYMS = {
@@ -52,7 +54,7 @@ RISKY_ATTRIBUTES = words(
     "instance default_instance macro term_elab command_elab tactic elab coe delab app_unexpander builtin_term_elab builtin_command_elab builtin_tactic builtin_macro local scoped implemented_by extern csimp"
 )
 _LEAN_CONTEXT = words(
-    "open export variable include omit set_option notation infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval"
+    "open export variable include omit set_option notation notation3 binder_predicate infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval"
 )
 _COQ_CONTEXT = words(
     "Notation Infix Reserved Tactic Open Close Delimit Bind Declare Arguments Coercion Instance Existing Canonical Set Unset Variable Variables Context Hypothesis Hypotheses Implicit Generalizable Import Export Include"
@@ -66,6 +68,7 @@ def harmless_option(decl: Decl) -> bool:
 
 
 def _harmless_name(name: str) -> bool:
+    name = plain_name(name)
     return name in _HARMLESS_OPTIONS or name.startswith(_HARMLESS_OPTION_PREFIXES)
 
 
@@ -261,11 +264,13 @@ def preservation_findings(
         pos = max(pos, c.index)
     target_positions = sorted(i for i, r in matched.items() if r.index in holes)
     given = {tuple(normalized(r, language)) for r in original}
+    refused: set[int] = set()
     for c in candidate:
         if c.index in matched or not context_changing(c, language):
             continue
         if tuple(normalized(c, language)) in given:
             continue  # the original has it too (after its last target)
+        refused.add(c.index)
         head = c.tokens[c.head]
         before = next((_label(matched[i]) for i in target_positions if i > c.index), None)
         if before is not None:
@@ -283,4 +288,5 @@ def preservation_findings(
                 message=f"adds {_label(c)} {why}",
             )
         )
+    findings += shadow_findings(candidate, matched, holes, language, skip=refused)
     return findings, unchanged
