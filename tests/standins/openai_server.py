@@ -4,14 +4,20 @@ Real HTTP on 127.0.0.1 with a free port, so the tests drive the real `openai` / 
 SDKs end to end. Scriptable: queue `Reply` objects (status, Retry-After headers, delay, texts,
 usage) that are served in order to chat requests; once the queue is empty every chat request
 gets a 200 from `responder`. It counts requests per path and the most requests in flight at
-once, and records each request's headers and JSON body.
+once, and records each request's headers and JSON body. `/v1/embeddings` answers with
+`embedder`'s vector for each input (by default words hashed into 128 dimensions, so texts
+that share words are close); scripted replies are served to it too.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
+import struct
 import threading
 import time
+import zlib
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +27,7 @@ from typing import Any
 CHAT = "/v1/chat/completions"
 MESSAGES = "/v1/messages"
 MODELS = "/v1/models"
+EMBEDDINGS = "/v1/embeddings"
 
 
 @dataclass
@@ -55,6 +62,14 @@ def echo_responder(body: dict[str, Any]) -> list[str]:
     return [f"answer {i} to: {last}" for i in range(int(body.get("n", 1) or 1))]
 
 
+def hashed_words(text: str, dimensions: int = 128) -> list[float]:
+    """A bag of words hashed into `dimensions` counts (deterministic across processes)."""
+    vector = [0.0] * dimensions
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[zlib.crc32(word.encode()) % dimensions] += 1.0
+    return vector
+
+
 class StandinServer:
     """Start with `with StandinServer() as srv:`; point clients at `srv.base_url`."""
 
@@ -69,6 +84,7 @@ class StandinServer:
         self.models = models  # None: no GET /v1/models route (404), like some local servers
         self.max_choices = max_choices  # like servers that ignore `n`
         self.responder: Callable[[dict[str, Any]], list[str]] = echo_responder
+        self.embedder: Callable[[str], list[float]] = hashed_words
         self.requests: list[Seen] = []
         self.max_concurrent = 0
         self._queue: deque[Reply] = deque()
@@ -138,6 +154,8 @@ class StandinServer:
                     for m in self.models
                 ]
                 return 200, {}, {"object": "list", "data": data}
+            if path == EMBEDDINGS:
+                return 200, reply.headers, _embeddings(body, self.embedder)
             texts = reply.texts if reply.texts is not None else self.responder(body)
             if self.max_choices is not None:
                 texts = texts[: self.max_choices]
@@ -162,7 +180,7 @@ class StandinServer:
 
             def _answer(self, path: str, body: dict[str, Any]) -> None:
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                if path not in (CHAT, MESSAGES, MODELS) or (
+                if path not in (CHAT, MESSAGES, MODELS, EMBEDDINGS) or (
                     path == MODELS and server.models is None
                 ):
                     status, extra, payload = 404, {}, _error(f"no route {path}", "not_found")
@@ -215,6 +233,24 @@ def _openai(body: dict[str, Any], texts: list[str], prompt: int, completion: int
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
         },
+    }
+
+
+def _embeddings(body: dict[str, Any], embed: Callable[[str], list[float]]) -> dict:
+    inputs = body.get("input", [])
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    data = []
+    for i, text in enumerate(inputs):
+        vector: Any = embed(str(text))
+        if body.get("encoding_format") == "base64":
+            vector = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+        data.append({"object": "embedding", "index": i, "embedding": vector})
+    tokens = sum(_words(str(t)) for t in inputs)
+    return {
+        "object": "list",
+        "data": data,
+        "model": body.get("model", "standin-model"),
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
     }
 
 

@@ -2,15 +2,21 @@
 
 Defaults are the papers': FMC samples 5 translations per problem at temperature 1.0 and
 re-translates a misaligned statement from scratch; IndiMathBench feeds compiler errors back
-for up to 6 rounds and labels problems with a small set of olympiad categories.
+for up to 6 rounds after the first translation (so a candidate has at most 7 compiles) and
+labels problems with a small set of olympiad categories.
+
+Library context is retrieved with BM25 by default; `retriever="embed"` ranks the library by
+cosine similarity of embeddings from `embed_model` instead (an OpenAI-compatible
+`/v1/embeddings` endpoint). Both are part of the run's identity: they change what a
+translator is shown.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from formalbench.core.errors import InputError
 from formalbench.core.records import Record
@@ -37,7 +43,8 @@ class FormalizeConfig(Record):
     backend_options: dict[str, Any] = Field(default_factory=dict)
     samples: int = Field(default=5, ge=1)
     temperature: float = Field(default=1.0, ge=0)
-    rounds: int = Field(default=6, ge=1)  # compile rounds per candidate, the first included
+    # repair rounds fed with the checker's messages, after the first translation
+    repair_rounds: int = Field(default=6, ge=0)
     retranslations: int = Field(default=1, ge=0)  # fresh translations after misalignment
     judge_model: str | None = None  # None: the first model
     judge_temperature: float = Field(default=0.0, ge=0)
@@ -45,6 +52,8 @@ class FormalizeConfig(Record):
     categories: list[str] = Field(default_factory=lambda: list(DEFAULT_CATEGORIES))
     context_file: str | None = None
     library: list[str] = Field(default_factory=list)  # source roots to retrieve from
+    retriever: Literal["bm25", "embed"] = "bm25"
+    embed_model: str | None = None  # openai:NAME[@URL], with retriever="embed"
     context_items: int = Field(default=40, ge=0)  # library declarations per category
     context_chars: int = Field(default=8000, ge=0)
     fewshot: int = Field(default=2, ge=0)
@@ -63,6 +72,19 @@ class FormalizeConfig(Record):
         if not cleaned:
             raise ValueError("at least one category is needed")
         return cleaned
+
+    @model_validator(mode="after")
+    def _retrieval(self) -> FormalizeConfig:
+        if self.retriever == "embed" and not self.embed_model:
+            raise ValueError('retriever "embed" needs embed_model (e.g. openai:NAME@URL)')
+        if self.retriever == "bm25" and self.embed_model:
+            raise ValueError('embed_model is only used with retriever "embed"')
+        return self
+
+    @property
+    def max_rounds(self) -> int:
+        """Compiles a candidate may have: its first translation and every repair."""
+        return 1 + self.repair_rounds
 
     @property
     def judge(self) -> str:

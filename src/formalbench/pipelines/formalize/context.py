@@ -1,9 +1,10 @@
 """Step 2: what a translator sees besides the problem: library context and few-shot pairs.
 
 Context is per category, as in IndiMathBench: one text shared by the problems of a
-category, retrieved once (from the library index, queried with the category's name and its
-problems) and stored in the run, or given by the user with `--context FILE` (plain text for
-every category, or a JSON object mapping categories to text, `*` for the rest).
+category, retrieved once (from the library index, BM25 or embeddings, queried with the
+category's problems) and stored in the run, or given by the user with `--context FILE`
+(plain text for every category, or a JSON object mapping categories to text, `*` for the
+rest). Each retrieved entry names the module it comes from.
 
 Few-shot pairs are the package's own informal -> formal examples, chosen for the problem:
 same category first, a "find" example for a problem with a given answer, then the rest in
@@ -21,8 +22,9 @@ from formalbench.core.errors import InputError
 from formalbench.core.formalization import Problem
 from formalbench.core.records import Language
 from formalbench.pipelines.formalize.config import FormalizeConfig, category_key
+from formalbench.pipelines.formalize.embed_index import Embedder, EmbeddingIndex
 from formalbench.pipelines.formalize.problems import EXAMPLES
-from formalbench.pipelines.formalize.retrieval import LibraryIndex, library_roots
+from formalbench.pipelines.formalize.retrieval import LibraryEntry, LibraryIndex, library_roots
 from formalbench.store.formalize import FormalizeStore
 
 QUERY_PROBLEMS = 20  # problems of a category that query the index
@@ -59,13 +61,15 @@ def read_context_file(path: str) -> dict[str, str]:
     return {"*": text}
 
 
-def prepare_contexts(
+async def prepare_contexts(
     store: FormalizeStore,
     config: FormalizeConfig,
     language: Language,
     problems: list[Problem],
+    embedder: Embedder | None = None,
 ) -> list[str]:
-    """Make sure every category of `problems` has its stored context; returns notes."""
+    """Make sure every category of `problems` has its stored context; returns notes.
+    `embedder` is needed (and only used) when `config.retriever` is "embed"."""
     categories: dict[str, list[Problem]] = {}
     for problem in problems:
         categories.setdefault(problem.category or "other", []).append(problem)
@@ -84,15 +88,32 @@ def prepare_contexts(
             store.put_category_context(category, {"source": "none", "text": "", "items": []})
         return [] if config.context_items == 0 else [_no_library(language)]
     cache = Path(config.index_cache) if config.index_cache else None
-    index, _cached = LibraryIndex.open(roots, language, cache)
-    notes = [] if index.entries else [f"no declarations found under {', '.join(map(str, roots))}"]
+    embedded: EmbeddingIndex | None = None
+    if config.retriever == "embed":
+        if embedder is None:
+            raise InputError('retriever "embed": no embedding model was given (--embed-model)')
+        embedded, _ = await EmbeddingIndex.open(roots, language, embedder, cache)
+        entries = embedded.entries
+    else:
+        index, _ = LibraryIndex.open(roots, language, cache)
+        entries = index.entries
+    notes = [] if entries else [f"no declarations found under {', '.join(map(str, roots))}"]
     for category in todo:
         # the problems themselves query the index (a category's name alone matches little
         # more than the word, e.g. every `number` conversion for "number theory")
         queries = [p.informal for p in categories[category][:QUERY_PROBLEMS]]
-        found = index.search(queries, config.context_items)
+        found: list[LibraryEntry] = (
+            await embedded.search(queries, config.context_items)
+            if embedded is not None
+            else index.search(queries, config.context_items)
+        )
         text = _fit("\n\n".join(e.render(language) for e in found), config.context_chars)
-        value = {"source": "retrieval", "text": text, "items": [e.name for e in found]}
+        value = {
+            "source": "retrieval",
+            "retriever": config.retriever,
+            "text": text,
+            "items": [e.name for e in found],
+        }
         store.put_category_context(category, value)
     return notes
 

@@ -32,6 +32,7 @@ from formalbench.judge.reply import prompt_template
 from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
 from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
 from formalbench.llm.cached import CachedModel
+from formalbench.llm.embeddings import OpenAIEmbedder, make_embedder
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.formalize.candidates import chain_done, run_chain
 from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
@@ -119,10 +120,14 @@ async def _run(
     language = language_of(config.backend)
     meter = UsageMeter()
     models = _models(config, files, meter, given)
+    embedder: OpenAIEmbedder | None = None
     backend: Backend | None = given_backend
     try:
         for model in models.values():  # one clear error now, not a run of failed candidates
             await model.preflight()
+        if config.retriever == "embed" and config.embed_model and not config.context_file:
+            embedder = make_embedder(config.embed_model)
+            await embedder.preflight()
         if backend is None:
             options = {"timeout": config.timeout, **config.backend_options}
             backend = make_backend(config.backend, workers=config.workers, **options)
@@ -141,6 +146,7 @@ async def _run(
                 judge=models[config.judge],
                 fewshot=load_fewshot(language),
                 observer=observer,
+                embedder=embedder,
                 prompt_hashes={k: prompt_template(v).hash for k, v in PROMPTS.items()},
             )
             result = await _work(session, inputs)
@@ -151,6 +157,8 @@ async def _run(
             backend.close()
         for model in models.values():
             await model.aclose()
+        if embedder is not None:
+            await embedder.aclose()
     result.elapsed = time.perf_counter() - start
     return result
 
@@ -189,7 +197,8 @@ async def _work(session: Session, inputs: list[Problem]) -> FormalizeResult:
     labelled = await _gather(limit, [label_problem(session, p) for p in problems])
     incomplete += _failures(labelled, "category", [p.id for p in problems])
     problems = [p for p in labelled if isinstance(p, Problem)]
-    notes = prepare_contexts(store, config, session.assistant.language, problems)
+    language = session.assistant.language
+    notes = await prepare_contexts(store, config, language, problems, session.embedder)
 
     chains = [(p.id, m, s) for p in problems for m in session.models for s in range(config.samples)]
     saved = {c.id: c for c in store.candidates()}
@@ -285,5 +294,7 @@ def _write_log(
         "wall_time_s": round(previous.get("wall_time_s", 0.0) + elapsed, 3),
         "token_usage_this_session": usage,
         "token_usage_sessions": [*previous.get("token_usage_sessions", []), usage],
+        "embedding_tokens": previous.get("embedding_tokens", 0)
+        + (session.embedder.tokens if isinstance(session.embedder, OpenAIEmbedder) else 0),
     }
     files.log.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

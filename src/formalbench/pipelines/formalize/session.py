@@ -15,6 +15,7 @@ from formalbench.judge.decompose import decompose
 from formalbench.llm.base import ChatModel, Completion
 from formalbench.pipelines.formalize.config import FormalizeConfig
 from formalbench.pipelines.formalize.context import FewShot
+from formalbench.pipelines.formalize.embed_index import Embedder
 from formalbench.pipelines.formalize.statement import Assistant
 from formalbench.store.formalize import FormalizeStore
 
@@ -39,6 +40,7 @@ class Session:
     judge: ChatModel
     fewshot: list[FewShot]
     observer: FormalizeObserver | None = None
+    embedder: Embedder | None = None  # with retriever "embed"
     prompt_hashes: dict[str, str] = field(default_factory=dict)
     _once: dict[tuple[str, ...], asyncio.Task[Any]] = field(default_factory=dict)
 
