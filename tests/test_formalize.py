@@ -11,6 +11,7 @@ reply stays unreadable.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -115,7 +116,7 @@ def make_config(
         models=specs,
         backend="coq",
         samples=2,
-        rounds=3,
+        repair_rounds=2,
         context_file=str(context),
         workers=2,
         timeout=30,
@@ -206,6 +207,13 @@ def test_whole_pipeline_feedback_realignment_formatting_and_rerun(server, inputs
             c for c in cands if c.startswith("find/")
         }
         assert summary.text == "start from C1" and summary.keys
+    # what a translator is shown: the category's context and, for a find problem, the answer
+    translations = [b for b in chat_bodies(server) if "It was rejected:" not in last_user(b)]
+    translations = [b for b in translations if "You turn competition" in system(b)]
+    find_asks = [b for b in translations if "n + 2 = 5" in last_user(b)]
+    assert find_asks and all("Answer: n = 3" in last_user(b) for b in find_asks)
+    assert all("Answer:" not in last_user(b) for b in translations if "commutative" in last_user(b))
+    assert all("Lemma Nat.add_comm : forall n m" in system(b) for b in translations)
 
     calls = server.count()
     seen = Counts()
@@ -217,10 +225,82 @@ def test_whole_pipeline_feedback_realignment_formatting_and_rerun(server, inputs
     assert (metrics.problems, metrics.compiled, metrics.aligned) == (2, 2, 2)
     by_model = {m.model: m for m in metrics.models}
     a, b = by_model["openai:alpha"], by_model["openai:beta"]
-    assert (a.candidates, a.compiled_round1, a.compiled, a.retranslations) == (6, 5, 6, 2)
-    assert a.mean_rounds_to_compile == pytest.approx(7 / 6, abs=1e-3)
+    assert a.spec == f"openai:alpha@{server.base_url}"
+    # rates over the first translations; the two re-translations in columns of their own
+    assert (a.candidates, a.compiled_round1, a.compiled) == (4, 3, 4)
+    assert (a.compile_rate_round1, a.compile_rate, a.aligned, a.judged) == (0.75, 1.0, 2, 4)
+    assert a.mean_rounds_to_compile == pytest.approx(5 / 4, abs=1e-3)
+    assert (a.retranslations, a.retranslations_compiled, a.retranslations_aligned) == (2, 2, 2)
     assert (b.format_failures, b.compile_rate_round1, b.compile_rate) == (2, 0.5, 1.0)
-    assert (b.judged, b.judge_errors, b.problems_aligned) == (2, 2, 1)
+    assert (b.judged, b.judge_errors, b.problems_aligned, b.retranslations) == (2, 2, 1, 0)
+
+    review_the_run(tmp_path / "run", cands, f"find/{alpha}/0#t1", tmp_path)
+
+
+def review_the_run(run: Path, cands: dict[str, Any], wanted: str, tmp_path: Path) -> None:
+    """The dashboard over the run the pipeline made: every candidate listed, a re-check with
+    the real coqc, an accepted statement, and an export the dataset loader reads."""
+    from fastapi.testclient import TestClient
+
+    from formalbench.dashboard.app import create_app
+    from formalbench.datasets.loader import load_tasks
+    from test_dashboard_app import form
+
+    with TestClient(create_app(run, reviewer="ana")) as client:
+        listing = client.get("/")
+        assert listing.status_code == 200 and "comm" in listing.text and "find" in listing.text
+        page = client.get("/p/find")
+        assert page.status_code == 200
+        shown = set(re.findall(r'data-candidate="([^"]+)"', html.unescape(page.text)))
+        assert shown == {c for c in cands if c.startswith("find/")}
+        # the reviewer takes the re-translated, aligned statement into the editor
+        fields = form(client.get("/p/find", params={"candidate": wanted}).text)
+        assert fields["candidate_id"] == wanted and "<->" in fields["code"]
+        broken = client.post("/check", data=dict(fields, code=fields["code"].replace(".", "", 1)))
+        assert broken.status_code == 200 and "Does not compile" in broken.text
+        checked = client.post("/check", data=fields)
+        assert "<b>Compiles</b>" in checked.text
+        accepted = client.post("/decide", data=dict(form(checked.text), action="accept"))
+        assert accepted.status_code == 200 and "accepted by ana" in accepted.text
+        export = client.get("/export.jsonl")
+        assert export.status_code == 200
+    path = tmp_path / "accepted.jsonl"
+    path.write_text(export.text, encoding="utf-8")
+    (task,) = load_tasks(path)
+    assert task.id == "find" and task.informal.solution == "n = 3"
+    assert "find_three" in task.source_text and "<->" in task.source_text
+    assert task.trail["formalize"]["candidate"] == wanted
+    assert task.trail["review"]["recheck"]["compiled"] is True
+
+
+def test_a_candidate_that_never_compiles_gets_six_repairs(server, tmp_path):
+    """IndiMathBench: the first translation, then up to 6 rounds fed with the errors."""
+    problems = write_problems(tmp_path / "p.jsonl", PROBLEMS[:1])
+    plain = responder
+    server.responder = lambda body: (
+        [coq(COMM_BAD)] * int(body.get("n") or 1)
+        if "You turn competition" in system(body)
+        else plain(body)
+    )
+    config = FormalizeConfig(
+        problems=str(problems),
+        models=[f"openai:alpha@{server.base_url}"],
+        backend="coq",
+        samples=1,
+        context_items=0,
+        workers=2,
+        timeout=30,
+    )
+    assert config.repair_rounds == 6
+    result = run_formalize(config, tmp_path / "run")
+    assert result.finished == 1
+    repairs = [b for b in chat_bodies(server) if "It was rejected:" in last_user(b)]
+    assert len(repairs) == 6
+    assert "This is repair 1 of at most 6." in last_user(repairs[0])
+    assert "This is repair 6 of at most 6." in last_user(repairs[-1])
+    with FormalizeStore(tmp_path / "run" / "formalize.sqlite") as store:
+        (cand,) = store.candidates("comm")
+    assert [r.round for r in cand.rounds] == [1, 2, 3, 4, 5, 6, 7] and not cand.compiled
 
 
 def test_resume_after_a_partial_run_repeats_no_model_call(server, inputs, tmp_path):
@@ -359,3 +439,43 @@ def test_changed_settings_on_the_same_run_dir_are_refused(server, inputs, tmp_pa
 
     with pytest.raises(InputError, match="samples"):
         run_formalize(make_config(server, problems, context, samples=2), tmp_path / "run")
+
+
+LIBRARY = """(** Addition of natural numbers is commutative. *)
+Lemma plus_swap : forall n m : nat, n + m = m + n.
+Proof. Admitted.
+
+(** Multiplication distributes over addition. *)
+Lemma mult_spread : forall a b c : nat, a * (b + c) = a * b + a * c.
+Proof. Admitted.
+"""
+
+
+def test_cli_embedding_retriever_gives_the_translator_its_context(server, tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "Swap.v").write_text(LIBRARY, encoding="utf-8")
+    problems = write_problems(tmp_path / "p.jsonl", PROBLEMS[:1])
+    base = ["formalize", str(problems), "--model", f"openai:alpha@{server.base_url}"]
+    base += ["--backend", "coq", "--samples", "1", "--run-dir", str(tmp_path / "run"), "--quiet"]
+    refused = CliRunner().invoke(app, [*base, "--retriever", "embed"])
+    assert refused.exit_code == 2 and "--retriever embed needs --embed-model" in refused.output
+    refused = CliRunner().invoke(app, [*base, "--retriever", "dense"])
+    assert refused.exit_code == 2 and "expected bm25 or embed" in refused.output
+
+    args = [*base, "--retriever", "embed", "--embed-model", f"openai:vectors@{server.base_url}"]
+    args += ["--library", str(lib), "--context-items", "1", "--index-cache", str(tmp_path / "ix")]
+    run = CliRunner().invoke(app, args)
+    assert run.exit_code == 0, run.output
+    with FormalizeStore(tmp_path / "run" / "formalize.sqlite") as store:
+        context = store.category_context("algebra")
+    assert context["retriever"] == "embed" and context["items"] == ["plus_swap"]
+    assert "(* in Swap *)\n(** Addition of natural numbers is commutative. *)" in context["text"]
+    translation = next(b for b in chat_bodies(server) if "You turn competition" in system(b))
+    assert "Lemma plus_swap : forall n m : nat, n + m = m + n" in system(translation)
+    embedded = [s.body for s in server.requests if s.path == "/v1/embeddings"]
+    assert {b["model"] for b in embedded} == {"vectors"} and len(
+        embedded
+    ) == 3  # check, docs, query
+    log = json.loads((tmp_path / "run" / "formalize.json").read_text(encoding="utf-8"))
+    assert log["config"]["retriever"] == "embed" and log["embedding_tokens"] > 0

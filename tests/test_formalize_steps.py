@@ -3,6 +3,7 @@ few-shot choice, library retrieval with its disk cache, splitting, metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Alignment, Candidate, CompileRound, Problem
 from formalbench.core.records import Language
+from formalbench.judge.ranking import model_labels
 from formalbench.pipelines.formalize.candidates import chain_done, finished, retranslate
 from formalbench.pipelines.formalize.config import FormalizeConfig
 from formalbench.pipelines.formalize.context import (
@@ -219,12 +221,13 @@ def test_category_context_is_retrieved_once_and_stored(tmp_path: Path) -> None:
     ]
     with FormalizeStore(tmp_path / "f.sqlite") as store:
         store.add_problems(problems)
-        assert prepare_contexts(store, config, Language.coq, problems) == []
+        assert asyncio.run(prepare_contexts(store, config, Language.coq, problems)) == []
         nt = store.category_context("nt")
         assert nt["source"] == "retrieval" and nt["items"][0] == "even_add_even"
-        assert "Lemma even_add_even" in nt["text"]
+        assert "Lemma even_add_even" in nt["text"] and nt["retriever"] == "bm25"
+        assert "(* in Facts *)\n(** The sum of two even" in nt["text"]  # module from the root
         store.put_category_context("nt", {"source": "file", "text": "kept", "items": []})
-        prepare_contexts(store, config, Language.coq, problems)  # nothing to redo
+        asyncio.run(prepare_contexts(store, config, Language.coq, problems))  # nothing to redo
         assert store.category_context("nt")["text"] == "kept"
 
 
@@ -269,7 +272,7 @@ def _cand(pid: str, model: str, sample: int, rounds, aligned=None, t=0, error=No
 
 
 def test_chain_state_decides_resume_and_retranslation() -> None:
-    config = FormalizeConfig(problems="x", models=["m"], rounds=2, retranslations=1)
+    config = FormalizeConfig(problems="x", models=["m"], repair_rounds=1, retranslations=1)
     failing = _cand("p", "m", 0, [_round(1, False)])
     assert not finished(failing, config)
     assert finished(_cand("p", "m", 0, [_round(1, False), _round(2, False)]), config)
@@ -310,10 +313,28 @@ def test_metrics_from_handmade_candidates(tmp_path: Path) -> None:
     assert metrics.categories["algebra"].compiled == 2
     assert metrics.categories["unlabelled"].problems == 1
     m, k = metrics.models
-    assert m.model == "openai:m" and k.model == "openai:k"
-    assert (m.candidates, m.compiled_round1, m.compiled, m.format_failures) == (4, 2, 3, 1)
-    assert m.compile_rate_round1 == 0.5 and m.compile_rate == 0.75
-    assert m.mean_rounds_to_compile == pytest.approx(4 / 3, abs=1e-3)
-    assert (m.judged, m.aligned, m.judge_errors, m.retranslations) == (2, 1, 1, 1)
-    assert m.alignment_pass_rate == 0.5 and m.problems_compiled == 1
+    assert (m.model, m.spec, k.model) == ("openai:m", "openai:m@http://h/v1", "openai:k")
+    # rates over the first translations: a/0, a/1 and b/0 (a/1#t1 is a re-translation)
+    assert (m.candidates, m.compiled_round1, m.compiled, m.format_failures) == (3, 1, 2, 1)
+    assert m.compile_rate_round1 == pytest.approx(0.3333) and m.compile_rate == 0.6667
+    assert m.mean_rounds_to_compile == pytest.approx(3 / 2, abs=1e-3)
+    assert (m.judged, m.aligned, m.alignment_pass_rate, m.judge_errors) == (2, 1, 0.5, 1)
+    assert (m.retranslations, m.retranslations_compiled, m.retranslations_judged) == (1, 1, 0)
+    assert m.problems_compiled == 1
     assert (k.candidates, k.unfinished, k.aligned, k.problems_compiled) == (1, 1, 0, 1)
+
+
+def test_one_model_name_on_two_endpoints_keeps_two_labels(tmp_path: Path) -> None:
+    one, two = "openai:m@http://a:8000/v1", "openai:m@http://b:8000/v1"
+    assert model_labels([one, two, "openai:k@http://a:8000/v1", one]) == {
+        one: one,
+        two: two,
+        "openai:k@http://a:8000/v1": "openai:k",
+    }
+    with FormalizeStore(tmp_path / "f.sqlite") as store:
+        store.add_problems([Problem(id="a", informal="x")])
+        store.put_candidate(_cand("a", one, 0, [_round(1, True)], aligned="yes"))
+        store.put_candidate(_cand("a", two, 0, [_round(1, False), _round(2, False)]))
+        metrics = compute(store)
+    rows = {m.model: m for m in metrics.models}
+    assert set(rows) == {one, two} and rows[one].compiled == 1 and rows[two].compiled == 0

@@ -207,3 +207,21 @@ def test_nothing_to_rank_costs_no_call(server: StandinServer) -> None:
         )(model_for(server))
     )
     assert server.count() == 0 and summary.ranking[0].verdict == NO_CODE
+
+
+def test_the_judge_tells_two_endpoints_of_one_model_name_apart(server: StandinServer) -> None:
+    one, two = (
+        c.model_copy(update={"id": f"p/{url}/0", "model": f"openai:m@{url}", "sample": 0})
+        for c, url in ((CANDS[0], "http://a:1/v1"), (CANDS[2], "http://b:1/v1"))
+    )
+    server.script(Reply(texts=['{"ranking": [{"candidate": "C1", "rank": 1}]}']))
+    asyncio.run(
+        run(
+            lambda m: rank_candidates(
+                m, PROBLEM, [one, two], decomposition=None, assistant="Coq", fence="coq"
+            )
+        )(model_for(server))
+    )
+    shown = server.requests[-1].body["messages"][-1]["content"]
+    assert "(from openai:m@http://a:1/v1 sample 0;" in shown
+    assert "(from openai:m@http://b:1/v1 sample 0;" in shown

@@ -62,7 +62,8 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
     head.add_row("summarized", str(metrics.summarized))
     out.print(head)
     table = Table(title="per model")
-    for col in ("model", "cands", "r1", "final", "rounds", "fmt", "aligned", "P comp", "P align"):
+    columns = ("model", "cands", "r1", "final", "rounds", "aligned", "retr", "retr al")
+    for col in (*columns, "fmt", "P comp", "P align"):
         table.add_column(col, justify="left" if col == "model" else "right")
     for m in metrics.models:
         rounds = "-" if m.mean_rounds_to_compile is None else f"{m.mean_rounds_to_compile:.2f}"
@@ -72,16 +73,20 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
             _rate(m.compile_rate_round1),
             _rate(m.compile_rate),
             rounds,
-            str(m.format_failures),
             f"{m.aligned}/{m.judged}",
+            f"{m.retranslations_compiled}/{m.retranslations}",
+            f"{m.retranslations_aligned}/{m.retranslations_judged}",
+            str(m.format_failures),
             str(m.problems_compiled),
             str(m.problems_aligned),
         )
     out.print(table)
     out.print(
-        "cands: candidates (re-translations included); r1 / final: compiled at round 1 / "
-        "after feedback; rounds: mean rounds to compile; fmt: replies with no usable code; "
-        "aligned: judged aligned / judged; P comp, P align: problems with such a candidate",
+        "cands: first translations; r1 / final: of those, compiled at round 1 / after the "
+        "repair rounds; rounds: mean compiles to compile; aligned: judged aligned / judged; "
+        "retr: re-translations after misalignment, compiled / made; retr al: of those, "
+        "aligned / judged; fmt: replies with no usable code; P comp, P align: problems with "
+        "such a candidate, any translation",
         style="dim",
     )
     if metrics.categories:
@@ -123,8 +128,12 @@ def formalize_command(
     ),
     samples: Annotated[int, typer.Option(min=1, help="Translations per model.")] = 5,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
-    rounds: Annotated[
-        int, typer.Option(min=1, help="Compile rounds per candidate, the first included.")
+    repair_rounds: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Repair rounds fed with the checker's messages after the first translation.",
+        ),
     ] = 6,
     retranslations: Annotated[
         int, typer.Option(min=0, help="Fresh translations after a failed alignment check.")
@@ -141,6 +150,13 @@ def formalize_command(
     ] = None,
     library: Annotated[
         list[Path] | None, typer.Option(help="Library source folder to retrieve from (repeat).")
+    ] = None,
+    retriever: Annotated[
+        str, typer.Option(help="How library context is ranked: bm25 | embed (--embed-model).")
+    ] = "bm25",
+    embed_model: Annotated[
+        str | None,
+        typer.Option(help="Embedding model for --retriever embed: openai:NAME or openai:NAME@URL."),
     ] = None,
     context_items: Annotated[
         int, typer.Option(min=0, help="Library declarations per category context.")
@@ -168,6 +184,12 @@ def formalize_command(
         options["project_dir"] = str(lean_project)
     if kimina_url is not None:
         options["url"] = kimina_url
+    if retriever not in ("bm25", "embed"):
+        raise InputError(f"--retriever: expected bm25 or embed, got {retriever!r}")
+    if retriever == "embed" and not embed_model:
+        raise InputError("--retriever embed needs --embed-model openai:NAME[@URL]")
+    if retriever == "bm25" and embed_model:
+        raise InputError("--embed-model is only used with --retriever embed")
     names = [c for c in (x.strip() for x in categories.split(",")) if c]
     if not names:
         raise InputError("--categories: give at least one category name")
@@ -178,13 +200,15 @@ def formalize_command(
         backend_options=options,
         samples=samples,
         temperature=temperature,
-        rounds=rounds,
+        repair_rounds=repair_rounds,
         retranslations=retranslations,
         judge_model=judge_model,
         judge_retries=judge_retries,
         categories=names,
         context_file=str(context) if context else None,
         library=[str(p) for p in library or []],
+        retriever=retriever,  # type: ignore[arg-type]  # checked above
+        embed_model=embed_model,
         context_items=context_items,
         fewshot=fewshot,
         split_parts=split_parts,

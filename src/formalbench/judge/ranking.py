@@ -12,7 +12,8 @@ known (compiled and aligned, compiled, the rest) and says so in `error`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,14 @@ class Group:
 def model_name(spec: str) -> str:
     """`openai:gpt-x@http://host/v1` -> `openai:gpt-x` (endpoints make poor labels)."""
     return spec.split("@http", 1)[0]
+
+
+def model_labels(specs: Iterable[str]) -> dict[str, str]:
+    """A label for each spec: the short name where no other spec has the same one, else the
+    whole spec (two servers of one model name are two ensemble members, not one)."""
+    unique = list(dict.fromkeys(specs))
+    shorts = Counter(model_name(s) for s in unique)
+    return {s: model_name(s) if shorts[model_name(s)] == 1 else s for s in unique}
 
 
 def group_candidates(candidates: Sequence[Candidate]) -> tuple[list[Group], list[Candidate]]:
@@ -133,10 +142,11 @@ async def rank_candidates(
     if not groups:
         return _summary(problem, [], empty, "no candidate produced code", None, None)
     prompt = prompt_template(PROMPT)
+    labels = model_labels(c.model for c in candidates)
     shown = [
         {
             "key": g.key,
-            "sources": ", ".join(f"{model_name(c.model)} sample {c.sample}" for c in g.members),
+            "sources": ", ".join(f"{labels[c.model]} sample {c.sample}" for c in g.members),
             "compiled": g.first.compiled,
             "aligned": g.aligned,
             "code": g.code,

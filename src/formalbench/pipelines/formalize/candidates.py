@@ -1,6 +1,7 @@
 """One chain: sample s of model m for a problem, from first translation to judged statement.
 
-A candidate moves through translate -> compile -> (repair -> compile)* -> align, and is
+A candidate moves through translate -> compile -> (repair -> compile)* -> align, with at
+most `repair_rounds` repairs after its translation (IndiMathBench: 6), and is
 stored after every step, so a killed run resumes each candidate where it stopped: a round
 whose model call was answered but whose compile did not finish is redone from the response
 cache, costing no model request. A compiled candidate that the judge finds misaligned is
@@ -32,7 +33,7 @@ def finished(candidate: Candidate, config: FormalizeConfig) -> bool:
         return False
     if candidate.compiled:
         return candidate.alignment is not None
-    return len(candidate.rounds) >= config.rounds
+    return len(candidate.rounds) >= config.max_rounds  # the translation and every repair
 
 
 def retranslate(candidate: Candidate, config: FormalizeConfig) -> bool:

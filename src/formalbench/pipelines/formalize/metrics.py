@@ -1,13 +1,17 @@
 """The numbers of a formalize run (the papers' tables), rebuilt from its store alone.
 
-Per model: how many candidates compiled at round 1 and after the feedback rounds
-(IndiMathBench's "1 turn" vs "with feedback"), how many rounds a compiled candidate needed,
-formatting failures, and of the compiled candidates the judge could read, how many it found
-aligned (FMC's consistency rate). Per run: problems, and how many have at least one
-compiled (coverage) and at least one aligned candidate, overall and per category.
+Per model, over its first translations (k per problem): how many compiled at round 1 and
+after the feedback rounds (IndiMathBench's "1 turn" vs "with feedback"), how many rounds a
+compiled one needed, and of the compiled ones the judge could read, how many it found
+aligned (FMC's consistency rate). Re-translations (made only after a misaligned statement,
+so a population of their own) are counted in their own columns; formatting failures, judge
+errors and tokens count every reply. Per run: problems, and how many have at least one
+compiled (coverage) and at least one aligned candidate, any translation, overall and per
+category. A candidate stopped by a model error is counted apart, as unfinished.
 
-Every candidate record counts, re-translations included (each is a translation of its
-own); a candidate stopped by a model error is counted apart, as unfinished.
+A model is labelled by its short name (`openai:NAME`) unless two specs of the run share it
+(one model name served by two endpoints): those keep their whole spec. `spec` is always
+the whole one.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pydantic import Field
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.core.records import Record
-from formalbench.judge.ranking import model_name
+from formalbench.judge.ranking import model_labels
 from formalbench.store.formalize import FormalizeStore
 
 
@@ -55,9 +59,9 @@ def is_formalize_run(run_dir: str | Path) -> bool:
 
 
 class ModelMetrics(Record):
-    model: str
-    candidates: int = 0
-    retranslations: int = 0
+    model: str  # label: the short name unless another spec of the run has the same one
+    spec: str = ""  # the whole spec, endpoint included
+    candidates: int = 0  # first translations (re-translations are counted below)
     compiled_round1: int = 0
     compiled: int = 0
     compile_rate_round1: float | None = None
@@ -67,6 +71,10 @@ class ModelMetrics(Record):
     judged: int = 0  # compiled candidates with a readable judgement
     aligned: int = 0
     alignment_pass_rate: float | None = None
+    retranslations: int = 0  # fresh translations after a misaligned statement
+    retranslations_compiled: int = 0
+    retranslations_judged: int = 0
+    retranslations_aligned: int = 0
     judge_errors: int = 0
     unfinished: int = 0  # stopped by a model error, to be resumed
     problems_compiled: int = 0
@@ -128,32 +136,42 @@ def compute(store: FormalizeStore) -> FormalizeMetrics:
     models: dict[str, list[Candidate]] = {}
     for c in candidates:
         models.setdefault(c.model, []).append(c)
-    out.models = [_model_metrics(spec, mine) for spec, mine in models.items()]
+    labels = model_labels(models)
+    out.models = [_model_metrics(spec, labels[spec], mine) for spec, mine in models.items()]
     return out
 
 
-def _model_metrics(spec: str, mine: list[Candidate]) -> ModelMetrics:
-    m = ModelMetrics(model=model_name(spec))
+def _judged(c: Candidate) -> bool:
+    return c.compiled and c.alignment is not None and c.alignment.error is None
+
+
+def _model_metrics(spec: str, label: str, mine: list[Candidate]) -> ModelMetrics:
+    m = ModelMetrics(model=label, spec=spec)
     done = [c for c in mine if c.rounds]
     m.unfinished = sum(c.error is not None for c in mine)
-    m.candidates = len(done)
-    m.retranslations = sum(c.translation > 0 for c in done)
-    m.compiled_round1 = sum(c.rounds[0].compiled for c in done)
-    compiled = [c for c in done if c.compiled]
+    first = [c for c in done if c.translation == 0]
+    again = [c for c in done if c.translation > 0]
+    m.candidates = len(first)
+    m.compiled_round1 = sum(c.rounds[0].compiled for c in first)
+    compiled = [c for c in first if c.compiled]
     m.compiled = len(compiled)
     m.compile_rate_round1 = _rate(m.compiled_round1, m.candidates)
     m.compile_rate = _rate(m.compiled, m.candidates)
     if compiled:
         m.mean_rounds_to_compile = round(sum(len(c.rounds) for c in compiled) / len(compiled), 3)
-    m.format_failures = sum(r.format_failure is not None for c in done for r in c.rounds)
-    judged = [c for c in compiled if c.alignment is not None and c.alignment.error is None]
+    judged = [c for c in first if _judged(c)]
     m.judged = len(judged)
     m.aligned = sum(_aligned(c) for c in judged)
     m.alignment_pass_rate = _rate(m.aligned, m.judged)
+    m.retranslations = len(again)
+    m.retranslations_compiled = sum(c.compiled for c in again)
+    m.retranslations_judged = sum(_judged(c) for c in again)
+    m.retranslations_aligned = sum(_judged(c) and _aligned(c) for c in again)
+    m.format_failures = sum(r.format_failure is not None for c in done for r in c.rounds)
     m.judge_errors = sum(c.alignment is not None and c.alignment.error is not None for c in done)
-    m.problems_compiled = len({c.problem_id for c in compiled})
+    m.problems_compiled = len({c.problem_id for c in done if c.compiled})
     m.problems_compiled_round1 = len({c.problem_id for c in done if c.rounds[0].compiled})
-    m.problems_aligned = len({c.problem_id for c in judged if _aligned(c)})
+    m.problems_aligned = len({c.problem_id for c in done if _judged(c) and _aligned(c)})
     tokens = [r.tokens for c in mine for r in c.rounds]
     m.tokens = {
         "prompt": sum(t.prompt for t in tokens),

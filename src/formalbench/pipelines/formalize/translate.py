@@ -4,8 +4,9 @@ Round 1 of a candidate is a translation: the first translation of each model com
 request for all k samples (FMC samples 5 at temperature 1.0); a re-translation after a
 failed alignment check is a fresh request with the very same prompt (the judgement is never
 shown: FMC found that feeding semantic errors back made translations worse) and its own
-seed. Rounds 2.. are repairs, each fed with the assistant's messages about the previous
-round (IndiMathBench's self-debug loop). Every round is compiled on the backend's pool.
+seed. Rounds 2.. are repairs, up to `repair_rounds` of them (IndiMathBench: 6 after the
+translation), each fed with the assistant's messages about the previous round (the
+self-debug loop). Every round is compiled on the backend's pool.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ def repair_messages(session: Session, problem: Problem, last: CompileRound) -> l
         context=context_text(session.store, problem.category or "other"),
         previous=previous,
         errors=errors,
-        round=last.round + 1,
-        rounds=session.config.rounds,
+        repair=last.round,  # round 2 is the first repair
+        repairs=session.config.repair_rounds,
     )
 
 
