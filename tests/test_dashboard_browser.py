@@ -2,6 +2,10 @@
 
 The server is the real command (`python -m formalbench review RUN --port 0`) in its own
 process; re-checks run the real coqc. Debian's chromium is driven by the Playwright package.
+
+Without chromium or Playwright these tests skip, except where FORMALBENCH_REQUIRE_BROWSER=1
+(CI sets it): there a missing browser fails them, so they cannot pass by not running.
+FORMALBENCH_CHROMIUM names another chromium binary.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from formalbench.core.records import Task
 from formalbench.datasets.loader import load_tasks
 from test_dashboard_views import ADD_ZERO_OK, make_run
 
-CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM = Path(os.environ.get("FORMALBENCH_CHROMIUM") or "/usr/bin/chromium")
+REQUIRE = "FORMALBENCH_REQUIRE_BROWSER"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -40,11 +45,28 @@ try:
 except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(sync_playwright is None, reason="the playwright package is not installed"),
-    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no chromium at {CHROMIUM}"),
-]
+pytestmark = pytest.mark.browser
+
+
+def _missing() -> str | None:
+    if sync_playwright is None:
+        return "the playwright package is not installed"
+    if not CHROMIUM.exists():
+        return f"no chromium at {CHROMIUM}"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _browser_present() -> None:
+    """Skip without a browser, or fail where the browser tests are required to run."""
+    why = _missing()
+    if why is None:
+        return
+    if os.environ.get(REQUIRE) == "1":
+        pytest.fail(f"{why}, and {REQUIRE}=1 requires the browser tests to run")
+    pytest.skip(why)
+
+
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
 

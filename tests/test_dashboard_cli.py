@@ -135,3 +135,28 @@ def test_loopback_server_refuses_other_host_names(tmp_path: Path, host: str):
     with TestClient(application, base_url=f"http://{host}:1234") as client:
         assert client.get("/").status_code == 200
         assert client.get("/", headers={"Host": "attacker.example:1234"}).status_code == 403
+
+
+@pytest.mark.parametrize("required", [False, True])
+def test_browser_tests_fail_instead_of_skipping_when_required(required: bool):
+    """FORMALBENCH_REQUIRE_BROWSER=1 (CI) turns a missing chromium into failures."""
+    env = {k: v for k, v in os.environ.items() if k != "FORMALBENCH_REQUIRE_BROWSER"}
+    env["FORMALBENCH_CHROMIUM"] = "/nonexistent/chromium"
+    if required:
+        env["FORMALBENCH_REQUIRE_BROWSER"] = "1"
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs"]
+        + [str(root / "tests" / "test_dashboard_browser.py"), "-k", "two_tabs"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if required:
+        assert done.returncode == 1 and "1 error" in done.stdout, done.stdout  # setup failed
+        assert "FORMALBENCH_REQUIRE_BROWSER=1 requires the browser tests" in done.stdout
+    else:
+        assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
+        assert "no chromium at /nonexistent/chromium" in done.stdout
