@@ -220,6 +220,33 @@ def test_precedence_model_and_extraction_failures():
     assert classify(cut).primary == C.incomplete_output
 
 
+def test_solver_error_tags_decide_the_category():
+    def primary(error: str) -> ErrorCategory:
+        return classify(Attempt(task_id="t", solver="s", error=error)).primary
+
+    assert primary("model: endpoint unreachable after 5 retries") == C.model_error
+    # a model error whose text mentions max_tokens is still the model's
+    assert primary("model: 400 max_tokens is too large for this model") == C.model_error
+    budget = "budget: token budget of 1000 for the task is spent (1200 used in 2 call(s))"
+    assert primary(budget) == C.incomplete_output
+    assert primary("backend: the solver's verifier has no proof assistant") == C.backend_crash
+    assert primary("internal: KeyError: 'x'") == C.other
+    assert primary("task: task t has no hole (sorry / Admitted) to fill") == C.other
+    assert primary("format: the model output has no fenced code block") == C.format_error
+    assert primary("format: the answer has no proof for `foo`") == C.incomplete_output
+    assert primary("format: no declaration foo in the task") == C.format_error
+
+
+def test_a_budget_stop_keeps_the_evidence_of_the_last_try():
+    attempt = failed(
+        reasons=[Reason.compile_error], diagnostics=[err("unknown identifier 'Nat.foo'")]
+    )
+    attempt.error = "budget: token budget of 1000 for the task is spent"
+    result = classify(attempt)
+    assert result.primary == C.incomplete_output
+    assert result.labels == [C.hallucinated_identifier, C.incomplete_output]
+
+
 def test_truncation_outranks_the_parse_error_it_causes():
     attempt = failed(reasons=[Reason.compile_error], diagnostics=[err("unexpected end of input")])
     attempt.params = {"finish_reason": "length"}

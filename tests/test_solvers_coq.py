@@ -15,6 +15,7 @@ from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt, Informal, Language, Reason, Task, TokenUsage
 from formalbench.llm.base import Completion, ModelCallError
 from formalbench.llm.replay import ScriptedCall, ScriptedModel
+from formalbench.metrics.taxonomy import ErrorCategory, classify
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.agent import parse_action
 
@@ -156,10 +157,23 @@ def test_sequential_repairs_with_the_diagnostics_of_the_last_try(verifier: Stric
 def test_sequential_stops_after_max_turns(verifier: StrictVerifier) -> None:
     model = ScriptedModel(lambda call: block("exact I."))
     attempt = solve("sequential", verifier, coq_task("mathd_numbertheory_342"), model, max_turns=3)
-    assert len(model.calls) == 3 and attempt.turns == 3
+    assert len(model.calls) == 4 and attempt.turns == 4  # a first try, then 3 repair turns
+    assert "This is repair turn 3 of 3." in model.calls[-1].messages[-1].content
     assert attempt.error is None
     assert attempt.verdict is not None and not attempt.verdict.passed
     assert "exact I." in attempt.code  # the last try is what was verified
+
+
+def test_sequential_default_is_one_try_and_32_repair_turns_per_hole(
+    verifier: StrictVerifier,
+) -> None:
+    # `admit` is refused before any check, so the 33 turns cost no coqc run
+    model = ScriptedModel(lambda call: block("admit."))
+    attempt = solve("sequential", verifier, coq_task("mathd_numbertheory_342"), model)
+    assert len(model.calls) == 33 and attempt.turns == 33
+    assert attempt.params["max_turns"] == 32
+    assert "This is repair turn 32 of 32." in model.calls[-1].messages[-1].content
+    assert "`admit`, which the verifier rejects" in model.calls[1].messages[-1].content
 
 
 def test_sequential_stops_when_the_token_budget_is_spent(verifier: StrictVerifier) -> None:
@@ -172,6 +186,13 @@ def test_sequential_stops_when_the_token_budget_is_spent(verifier: StrictVerifie
     assert attempt.error is not None and attempt.error.startswith("budget:")
     assert attempt.tokens.total == 1200
     assert model.calls[1].max_tokens == 400  # the output cap shrinks to what is left
+    # the last try and the verifier's word on it are kept, so its diagnostics are not lost
+    assert "exact I." in attempt.code and "Admitted" not in attempt.code
+    assert attempt.verdict is not None and not attempt.verdict.passed
+    assert any('has type "True"' in d.message for d in attempt.verdict.diagnostics)
+    taxonomy = classify(attempt)
+    assert taxonomy.primary == ErrorCategory.incomplete_output  # stopped, not a model failure
+    assert ErrorCategory.type_error in taxonomy.labels
 
 
 def test_sequential_fills_one_hole_at_a_time(verifier: StrictVerifier) -> None:

@@ -103,36 +103,6 @@ def test_placeholder_marks_the_current_hole_and_leaves_later_ones() -> None:
     assert "Admitted." not in second and second.index(marker) > second.index("Lemma b")
 
 
-def test_lean_probe_tries_each_tactic_under_a_heartbeat_limit_and_names_the_winner() -> None:
-    from formalbench.core.records import CheckResult, Diagnostic, Severity
-    from formalbench.solvers.base import SolverConfig
-    from formalbench.solvers.portfolio import PortfolioSolver
-
-    class NoVerifier:  # the probe script and its reading need no assistant
-        backend = None
-
-    config = SolverConfig(tactics={"lean": ["simp", "omega"]}, prefixes={"lean": ["", "intros; "]})
-    solver = PortfolioSolver(NoVerifier(), None, config)  # type: ignore[arg-type]
-    tactics = solver.variants(L)
-    assert tactics == ["simp", "omega", "intros; simp", "intros; omega"]
-    script = solver.probe_script(L, 2, tactics)
-    lines = script.splitlines()
-    assert lines[0] == "first" and len(lines) == 6
-    assert lines[4] == (
-        "  | ((set_option maxHeartbeats 150000 in (intros; omega)); done; "
-        'trace "formalbench_portfolio 2 3")'
-    )
-    assert lines[5] == '  | fail "formalbench_portfolio 2 none"'
-    result = CheckResult(
-        backend="lean",
-        diagnostics=[
-            Diagnostic(severity=Severity.info, message="formalbench_portfolio 0 1"),
-            Diagnostic(severity=Severity.error, message="formalbench_portfolio 1 none"),
-        ],
-    )
-    assert solver._winners(result) == {0: "1", 1: "none"}
-
-
 def test_coq_requires_of_the_answer_move_into_the_proof() -> None:
     original = (COQ_TEST / "mathd_algebra_478.v").read_text()
     answer = (

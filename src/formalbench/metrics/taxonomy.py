@@ -10,9 +10,16 @@ Each failed attempt gets one primary category (for counts that add up) and the s
 every category its evidence shows (multi-label, as CAM-Bench counts). The primary one is
 chosen by this precedence, first match wins:
 
-1. the attempt recorded an error: `incomplete_output` when it says the output was cut at
-   the token limit or held no proof, `format_error` when the answer was not in the
-   required format (no fenced code block), else `model_error` (the call or harness failed);
+1. the attempt recorded an error, read by the tag the solvers put in front of it
+   (`solvers.base`): `model:` is `model_error`; `budget:` (the token budget of the task
+   ran out, the sequential solver's normal way to stop) is `incomplete_output`, since the
+   proof was left unfinished, not wrong; `backend:` (the assistant could not be run) is
+   `backend_crash`; `internal:` (a bug of the harness) and `task:` (an unusable task) are
+   `other`; `format:` is `format_error`, or `incomplete_output` when the answer held no
+   proof. An error without a known tag is read by its text: cut at the token limit or no
+   proof is `incomplete_output`, no fenced code block `format_error`, else `model_error`.
+   The verdict's evidence still adds its labels (the last try of a budget-stopped
+   attempt keeps its verdict);
 2. the model stopped at its token limit (`finish_reason` "length" in `Attempt.params`):
    `incomplete_output`, since whatever failed later is a consequence;
 3. no code was extracted: `format_error` when the raw output holds declarations outside a
@@ -64,6 +71,14 @@ _ERROR_PATTERNS = [
         re.compile(r"has no proof for|proof\b.* is empty|no code|empty (answer|output)", re.I),
     ),
 ]
+# The tags of `Attempt.error` (see `solvers.base`) that decide the category by themselves.
+_TAG_CATEGORY = {
+    "model": C.model_error,
+    "budget": C.incomplete_output,
+    "backend": C.backend_crash,
+    "internal": C.other,
+    "task": C.other,
+}
 _DECLARATION = re.compile(
     r"^\s*(theorem|lemma|example|def|Theorem|Lemma|Definition|Proof\.|Fixpoint)\b", re.M
 )
@@ -164,10 +179,15 @@ def is_pass(attempt: Attempt) -> bool:
 
 
 def _error_category(error: str) -> ErrorCategory:
+    tag, colon, rest = error.partition(":")
+    tag = tag.strip().lower()
+    if colon and tag in _TAG_CATEGORY:
+        return _TAG_CATEGORY[tag]
+    text, fallback = (rest, C.format_error) if colon and tag == "format" else (error, None)
     for category, pattern in _ERROR_PATTERNS:
-        if pattern.search(error):
+        if pattern.search(text):
             return category
-    return C.model_error
+    return fallback or C.model_error
 
 
 def _finished_by_length(params: dict[str, object]) -> bool:

@@ -36,6 +36,7 @@ from formalbench.core.records import (
     Language,
     Severity,
     Task,
+    TaskKind,
     TokenUsage,
     Verdict,
 )
@@ -134,6 +135,8 @@ class Solver(ABC):
 
     def base_params(self, sample: int) -> dict[str, Any]:
         params: dict[str, Any] = {"seed": sample}
+        if self.config.show_answer:
+            params["show_answer"] = True
         if self.uses_model:
             params |= {
                 "temperature": self.temperature,
@@ -240,7 +243,11 @@ class Solver(ABC):
         return completion
 
     def prompt_vars(self, task: Task) -> dict[str, Any]:
-        """What every solver prompt is told about a task."""
+        """What every solver prompt is told about a task.
+
+        The informal solution of a task that asks to find a value (evaluation, algorithm)
+        is the answer the prover must find, so it is withheld unless `show_answer` is set.
+        """
         language = task.language
         source = task.source_text
         return {
@@ -248,11 +255,17 @@ class Solver(ABC):
             "fence": language.value,
             "source": source,
             "informal": task.informal.statement.strip(),
-            "solution": (task.informal.solution or "").strip(),
+            "solution": self.shown_solution(task),
             "targets": target_names(source, language),
             "hole_word": "sorry" if language == Language.lean else "Admitted",
             "forbidden": self.policy.forbidden_for(language),
         }
+
+    def shown_solution(self, task: Task) -> str:
+        """The informal solution the prompts may show ("" when it is the answer sought)."""
+        if task.kind in ANSWER_KINDS and not self.config.show_answer:
+            return ""
+        return (task.informal.solution or "").strip()
 
     async def verify(self, task: Task, candidate: str) -> Verdict:
         """The strict verifier's decision on a complete candidate file."""
@@ -262,6 +275,8 @@ class Solver(ABC):
 
 
 ASSISTANTS = {Language.lean: "Lean 4 with Mathlib", Language.coq: "Coq"}
+# Kinds whose informal solution is the value the prover has to find.
+ANSWER_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 
 
 @functools.lru_cache(maxsize=32)

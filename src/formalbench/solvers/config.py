@@ -61,13 +61,15 @@ class SolverConfig(Record):
     """Knobs of every solver; `None` means the solver's own default (see each solver).
 
     Defaults follow CAM-Bench's proof-search setting: 16,000 output tokens per call and
-    a token budget of 10^6 per task (file); the sequential solver uses 32 repair turns per
-    hole at temperature 0.4, the agent 40 turns, whole-proof sampling temperature 1.0.
+    a token budget of 10^6 per task (file); the sequential solver makes a first try and up
+    to 32 repair turns per hole at temperature 0.4, the agent 40 turns; whole-proof sampling
+    runs at temperature 1.0.
     """
 
     samples: int = Field(default=1, ge=1)
     temperature: float | None = Field(default=None, ge=0.0)
     max_tokens: int = Field(default=16_000, ge=1)  # output cap of one model call
+    # sequential: repair turns per hole after its first try (32); agent: model turns (40)
     max_turns: int | None = Field(default=None, ge=1)
     token_budget: int = Field(default=1_000_000, ge=1)  # prompt + completion, per task
     tactics: dict[Language, list[str]] = Field(default_factory=_default_tactics)
@@ -78,3 +80,6 @@ class SolverConfig(Record):
     search_paths: list[str] = Field(default_factory=list)  # agent: library sources to search
     search_results: int = Field(default=20, ge=1)
     observation_chars: int = Field(default=6_000, ge=200)  # agent/sequential feedback cap
+    # Show the informal answer of an evaluation / algorithm task ("find the value") to the
+    # model. Off by default: the answer is what such a task asks the prover to find.
+    show_answer: bool = False

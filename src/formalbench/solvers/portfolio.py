@@ -6,21 +6,25 @@ try: with Coq every check is a coqc process that re-loads its libraries (0.5-1 s
 tactics with and without `intros` would cost ~26 runs per hole. Instead one *probe* check
 tries them all, each under its own time limit, and reports which one closed the goal:
 
-- Coq: `first [ assert_succeeds (solve [timeout T (tac_k)]); fail 100 "marker hole k" | ...
-  | fail 100 "marker hole none" ]`. The winning branch raises an error of high level that
-  `first` does not catch, so coqc stops there and its error message names the winner; a hole
-  no tactic closes ends in the `none` branch. One probe per hole (coqc stops at the error),
-  holes before it already filled with their winners.
-- Lean: `first | ((tac_k); done; trace "marker hole k") | ... | fail "marker hole none"`.
-  `first` catches every error, so the winner is reported by an info message instead; Lean
-  goes on after an error, so one probe covers every hole. Each try runs under
-  `set_option maxHeartbeats` (heartbeats stand in for seconds: Lean has no wall-clock
-  tactic timeout).
+- Coq: the winning branch raises an error that `first` does not catch, so coqc stops there
+  and its message names the winner; one probe per hole, the holes before it already filled
+  with their winners.
+- Lean: the winner is named by an info message; Lean goes on after an error, so one probe
+  covers every hole. Each try runs under `set_option maxHeartbeats` (heartbeats stand in for
+  seconds: Lean has no wall-clock tactic timeout). A try that runs out of heartbeats or of
+  recursion depth is not caught by `first` and aborts the proof: that tactic is left out
+  and the hole is probed again with the rest (`probe`).
 
-The winners then go, as plain tactics (no `first`, no timeout), into the task's text, and
-that candidate is checked by the strict verifier: one probe plus one verification per task
-with a single hole, ~2 coqc runs instead of up to 27. The portfolio is deterministic, so
-every sample repeats sample 0 (`deterministic`: a pipeline runs it with one sample).
+The scripts and the reading of the answers are in `solvers.probe`. The winners then go, as
+plain tactics (no `first`, no timeout), into the task's text, and that candidate is checked
+by the strict verifier: one probe plus one verification per task with a single hole, ~2
+coqc runs instead of up to 27. When the verifier rejects it anyway (the kernel check at
+`Qed` fails, the proof needs a forbidden axiom, a configured tactic is a forbidden
+construct, ...) and the rejection can be pinned to one hole (by line, or by the target whose
+axioms are wrong), that hole's winner is left out and the next tactic that closes it is
+probed for, at most `MAX_FALLBACKS` times per task; a rejection that names no hole is the
+verdict. The portfolio is deterministic, so every sample repeats sample 0
+(`deterministic`: a pipeline runs it with one sample).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from formalbench.core.records import (
     CheckResult,
     CheckStatus,
     Diagnostic,
+    Finding,
     Language,
     Reason,
     Severity,
@@ -40,10 +45,9 @@ from formalbench.core.records import (
     Verdict,
 )
 from formalbench.solvers.base import Draft, Solver
+from formalbench.solvers.probe import MARK, probe_script, read_probe
 
-_MARK = "formalbench_portfolio"
-_WIN = re.compile(rf"{_MARK} (\d+) (\d+|none)")
-_HEARTBEATS_PER_SECOND = 50_000  # rough: Lean's default 200000 is a few seconds of work
+MAX_FALLBACKS = 3  # re-probes after a rejected verification, per task
 
 
 class PortfolioSolver(Solver):
@@ -62,24 +66,12 @@ class PortfolioSolver(Solver):
         requires = self.config.requires.get(language, "").strip()
         return f"{requires}\n{script}" if requires else script
 
-    def probe_script(self, language: Language, hole: int, tactics: list[str]) -> str:
-        """One script that tries `tactics` on a goal and names the first that closes it."""
-        limit = self.config.tactic_timeout
-        if language == Language.coq:
-            branches = [
-                f'assert_succeeds (solve [timeout {limit} ({t})]); fail 100 "{_MARK} {hole} {k}"'
-                for k, t in enumerate(tactics)
-            ]
-            branches.append(f'fail 100 "{_MARK} {hole} none"')
-            return "first [ " + "\n  | ".join(branches) + " ]."
-        beats = limit * _HEARTBEATS_PER_SECOND
-        lines = ["first"]
-        lines += [
-            f'  | ((set_option maxHeartbeats {beats} in ({t})); done; trace "{_MARK} {hole} {k}")'
-            for k, t in enumerate(tactics)
-        ]
-        lines.append(f'  | fail "{_MARK} {hole} none"')
-        return "\n".join(lines)
+    def probe_script(
+        self, language: Language, hole: int, tactics: list[str], skip: set[int] | None = None
+    ) -> str:
+        """One script that tries `tactics` (but the indices in `skip`) on a goal and names
+        the first that closes it."""
+        return probe_script(language, hole, tactics, self.config.tactic_timeout, skip or ())
 
     async def _solve(self, task: Task, sample: int, draft: Draft) -> None:
         language = task.language
@@ -89,56 +81,36 @@ class PortfolioSolver(Solver):
         draft.params |= {"tactics": tactics, "tactic_timeout": self.config.tactic_timeout}
         if not tactics:
             raise InputError(f"no portfolio tactics configured for {language.value}")
-        winners: list[str] = []
-        probes = 0
-        log: list[str] = []
-        failure: CheckResult | None = None
-        while len(winners) < len(holes):
-            start = len(winners)
-            todo = (
-                range(start, len(holes)) if language == Language.lean else range(start, start + 1)
-            )
-            scripts = [self.probe_script(language, j, tactics) for j in todo]
-            fills = [*winners, *(self._with_requires(language, p) for p in scripts)]
-            result = await self.backend.acheck(
-                fill_holes(original, language, fills), timeout=self._probe_timeout(len(tactics))
-            )
-            probes += 1
-            found = self._winners(result)
-            new = 0
-            for j in range(start, len(holes)):
-                k = found.get(j)
-                if k is None or k == "none":
-                    break
-                winners.append(self._with_requires(language, tactics[int(k)]))
-                log.append(f"hole {j + 1} ({holes[j].decl}): {tactics[int(k)]}")
-                new += 1
-            if new == 0 or (language == Language.lean and len(winners) < len(holes)):
-                if len(winners) < len(holes):
-                    failure = result
-                    j = len(winners)
-                    log.append(f"hole {j + 1} ({holes[j].decl}): no tactic closed it")
-                break
-        draft.params["probes"] = probes
-        draft.outputs.append("\n".join(log))
-        if failure is not None:
-            draft.code = fill_holes(original, language, winners)
-            draft.verdict = self._failed(failure, holes[len(winners)], tactics, language)
-            return
-        draft.code = fill_holes(original, language, winners)
-        draft.verdict = await self.verify(task, draft.code)
+        search = _Search(self, task, holes, tactics)
+        fallbacks = 0
+        try:
+            while True:
+                failure = await search.run()
+                if failure is not None and fallbacks:
+                    return  # nothing else closes it: the rejected candidate stays the answer
+                if failure is not None:
+                    draft.code = search.code()
+                    hole = holes[len(search.winners)]
+                    draft.verdict = self._failed(failure, hole, tactics, language)
+                    return
+                draft.code = search.code()
+                draft.verdict = await self.verify(task, draft.code)
+                if draft.verdict.passed or fallbacks >= MAX_FALLBACKS:
+                    return
+                j = blame(draft.verdict, original, language, holes, search.fills())
+                if j is None:
+                    return
+                fallbacks += 1
+                search.reject(j, "the verifier rejected it")
+        finally:
+            draft.params["probes"] = search.probes
+            if fallbacks:
+                draft.params["fallbacks"] = fallbacks
+            draft.outputs.append("\n".join(search.log))
 
     def _probe_timeout(self, tries: int) -> float:
         base = self.config.check_timeout or float(getattr(self.backend, "timeout", 60.0))
         return base + tries * self.config.tactic_timeout
-
-    @staticmethod
-    def _winners(result: CheckResult) -> dict[int, str]:
-        found: dict[int, str] = {}
-        for diagnostic in result.diagnostics:
-            for m in _WIN.finditer(diagnostic.message):
-                found.setdefault(int(m.group(1)), m.group(2))
-        return found
 
     def _failed(
         self, result: CheckResult, hole: HoleSite, tactics: list[str], language: Language
@@ -156,8 +128,8 @@ class PortfolioSolver(Solver):
                 elapsed=result.elapsed,
                 backend=result.backend,
             )
-        ours = [d for d in result.diagnostics if _MARK in d.message]
-        others = [d for d in result.errors if _MARK not in d.message]
+        ours = [d for d in result.diagnostics if MARK in d.message]
+        others = [d for d in result.errors if MARK not in d.message]
         if others or not ours:
             # the probe never ran to its end (the task or a configured tactic is broken):
             # the assistant's own errors are the verdict
@@ -185,3 +157,106 @@ class PortfolioSolver(Solver):
             elapsed=result.elapsed,
             backend=result.backend,
         )
+
+
+class _Search:
+    """The probes of one task: which tactic closes each hole, in text order.
+
+    `winners[j]` is the index of the tactic that closed hole j; `skip[j]` holds the tactics
+    left out of hole j's next probe (they hit a Lean limit, or their proof was rejected).
+    Every round either finds a winner or leaves a tactic out, so the search ends.
+    """
+
+    def __init__(
+        self, solver: PortfolioSolver, task: Task, holes: list[HoleSite], tactics: list[str]
+    ) -> None:
+        self.solver = solver
+        self.language = task.language
+        self.original = task.source_text
+        self.holes = holes
+        self.tactics = tactics
+        self.winners: list[int] = []
+        self.skip: list[set[int]] = [set() for _ in holes]
+        self.probes = 0
+        self.log: list[str] = []
+
+    def fills(self) -> list[str]:
+        return [self.solver._with_requires(self.language, self.tactics[k]) for k in self.winners]
+
+    def code(self) -> str:
+        return fill_holes(self.original, self.language, self.fills())
+
+    def reject(self, j: int, why: str) -> None:
+        """Leave hole j's winner out and search again from hole j."""
+        k = self.winners[j]
+        self.skip[j].add(k)
+        del self.winners[j:]
+        self.log.append(f"hole {j + 1} ({self.holes[j].decl}): {self.tactics[k]} left out: {why}")
+
+    async def run(self) -> CheckResult | None:
+        """Probe until every hole has a winner (None) or one has none (the probe's result)."""
+        language, holes = self.language, self.holes
+        while len(self.winners) < len(holes):
+            start = len(self.winners)
+            todo = range(start, len(holes)) if language == Language.lean else [start]
+            scripts = [
+                self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
+            ]
+            fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
+            text = fill_holes(self.original, language, fills)
+            tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
+            result = await self.solver.backend.acheck(
+                text, timeout=self.solver._probe_timeout(tries)
+            )
+            self.probes += 1
+            report = read_probe(result, text)
+            for j in range(start, len(holes)):
+                k = report.wins.get(j)
+                if k is None:
+                    break
+                self.winners.append(k)
+                self.log.append(f"hole {j + 1} ({holes[j].decl}): {self.tactics[k]}")
+            nxt = len(self.winners)
+            if nxt == len(holes):
+                break
+            blown = {j: k for j, k in report.blown.items() if j >= nxt}
+            stuck = nxt == start or language == Language.lean  # the probe reached hole nxt
+            if report.wins.get(nxt, -1) is None or (stuck and not blown):
+                self.log.append(f"hole {nxt + 1} ({holes[nxt].decl}): no tactic closed it")
+                return result
+            for j, k in sorted(blown.items()):
+                self.skip[j].add(k)
+                self.log.append(
+                    f"hole {j + 1} ({holes[j].decl}): {self.tactics[k]} left out: it hit "
+                    "Lean's heartbeat or recursion limit"
+                )
+        return None
+
+
+def blame(
+    verdict: Verdict, original: str, language: Language, holes: list[HoleSite], fills: list[str]
+) -> int | None:
+    """The hole whose filled-in tactic a rejected verdict points to, if one can be told:
+    the first hole that a located error or finding falls in (from the line where its fill
+    starts to the line before the next fill), or the holes of a target with a disallowed
+    axiom; the only hole when there is one."""
+    if Reason.backend_crash in verdict.reasons:
+        return None  # the assistant died: no tactic is to blame
+    if len(holes) == 1:
+        return 0
+    starts = [
+        find_holes(fill_holes(original, language, fills[:j]), language)[0].line
+        for j in range(len(fills))
+    ]
+    lines = [f.line for f in verdict.findings if f.line is not None]
+    lines += [d.line for d in verdict.diagnostics if d.line and d.severity == Severity.error]
+    found = [max(j for j, s in enumerate(starts) if s <= n) for n in lines if n >= starts[0]]
+    for f in verdict.findings:
+        if f.reason == Reason.disallowed_axiom:
+            found += [j for j, h in enumerate(holes) if h.decl and h.decl in _named(f)]
+    return min(found) if found else None
+
+
+def _named(finding: Finding) -> set[str]:
+    """The declaration names in backquotes in a finding (`t` depends on the axiom `ax`)."""
+    return {finding.subject or "", *re.findall(r"`([^`]+)`", finding.message)}

@@ -6,10 +6,15 @@ placeholder comment, and the later ones left as they are; it answers with the pr
 the placeholder only. The answer is put in and the file is checked; the check's errors
 from the current hole on (earlier parts compiled before; later holes are only warnings in
 Lean and compile as `Admitted` in Coq) go back to the model in a repair prompt with its
-last answer. A hole gets at most `max_turns` model calls (default 32, temperature 0.4);
-the whole task shares one token budget (default 10^6) and each call's output is capped
-(default 16,000). A hole that is still failing ends the attempt: the file can no longer
-pass. Finally the whole file goes through the strict verifier.
+last answer. A hole gets one first call and then at most `max_turns` repair turns
+(default 32, as CAM-Bench's "32 repair turns per sorry block"; temperature 0.4), so at
+most 33 calls; the whole task shares one token budget (default 10^6) and each call's
+output is capped (default 16,000). A hole that is still failing ends the attempt: the file
+can no longer pass. Finally the whole file goes through the strict verifier.
+
+When the token budget runs out in the middle of a hole, the attempt still carries the last
+candidate and the verdict of the strict verifier on it (then `solve` records the `budget:`
+error), so the diagnostics of the last try are not lost.
 
 Every call of sample i passes seed=i; the repair prompt names its turn, so no two calls of
 one attempt are the same request (the response cache never feeds a repair loop its own
@@ -26,6 +31,7 @@ from formalbench.checking.decls import split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import HoleSite, fill_holes, find_holes
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Language, Task
+from formalbench.llm.base import BudgetExceededError
 from formalbench.solvers.base import Draft, Solver
 from formalbench.solvers.candidate import with_placeholder
 from formalbench.solvers.extract import FormatFailure, extract_fills
@@ -44,24 +50,39 @@ class SequentialSolver(Solver):
         language = task.language
         original = task.source_text
         holes = find_holes(original, language)
-        draft.params["max_turns"] = self.max_turns
+        draft.params["max_turns"] = self.max_turns  # repair turns per hole
         solved: list[str] = []
-        last: str | None = None
-        for index, hole in enumerate(holes):
-            last, accepted = await self._fill(task, sample, draft, solved, hole, index)
-            if not accepted:
-                break
-            solved.append(last)  # type: ignore[arg-type]
-            last = None
-        fills = [*solved, last] if last else solved
-        draft.code = fill_holes(original, language, fills)
+        tries: list[str] = []  # the usable fills of the current hole, last one last
+        try:
+            for index, hole in enumerate(holes):
+                tries = []
+                if not await self._fill(task, sample, draft, solved, hole, index, tries):
+                    break
+                solved.append(tries[-1])
+                tries = []
+        except BudgetExceededError:
+            # the budget stopped the search: verify what was reached, then let `solve`
+            # record the budget error on an attempt that keeps the last try's diagnostics
+            await self._finish(task, [*solved, *tries[-1:]], draft)
+            raise
+        await self._finish(task, [*solved, *tries[-1:]], draft)
+
+    async def _finish(self, task: Task, fills: list[str], draft: Draft) -> None:
+        draft.code = fill_holes(task.source_text, task.language, fills)
         draft.verdict = await self.verify(task, draft.code)
 
     async def _fill(
-        self, task: Task, sample: int, draft: Draft, solved: list[str], hole: HoleSite, index: int
-    ) -> tuple[str | None, bool]:
-        """Up to `max_turns` tries at one hole: (the last usable fill or None, whether it
-        compiled)."""
+        self,
+        task: Task,
+        sample: int,
+        draft: Draft,
+        solved: list[str],
+        hole: HoleSite,
+        index: int,
+        tries: list[str],
+    ) -> bool:
+        """One first try and up to `max_turns` repairs at one hole; every usable fill is
+        appended to `tries`. True when the last one compiled."""
         language = task.language
         original = task.source_text
         context, marker = with_placeholder(original, language, solved)
@@ -74,8 +95,7 @@ class SequentialSolver(Solver):
         }
         previous: str | None = None
         errors = ""
-        last_fill: str | None = None
-        for turn in range(self.max_turns):
+        for turn in range(1 + self.max_turns):
             if turn == 0:
                 messages = self.prompt(draft, FILL_PROMPT).render(**base)
             else:
@@ -84,7 +104,7 @@ class SequentialSolver(Solver):
                     previous=previous or "",
                     errors=errors,
                     turn=turn,
-                    max_turns=self.max_turns - 1,
+                    max_turns=self.max_turns,
                 )
             label = f"hole {index + 1} ({hole.decl}), turn {turn + 1}"
             completion = await self.generate(draft, messages, seed=sample, label=label)
@@ -94,7 +114,8 @@ class SequentialSolver(Solver):
                 previous = completion.text.strip()[-2000:]
                 errors = f"{exc}: answer with the proof in one `{language.value}` code block"
                 continue
-            last_fill = previous = fill
+            previous = fill
+            tries.append(fill)
             errors = self._forbidden(fill, language)
             if errors:
                 continue
@@ -102,8 +123,8 @@ class SequentialSolver(Solver):
             result = await self.backend.acheck(candidate, timeout=self.config.check_timeout)
             errors = self._feedback(result, candidate, current.line)
             if not errors:
-                return fill, True
-        return last_fill, False
+                return True
+        return False
 
     def _forbidden(self, fill: str, language: Language) -> str:
         found = forbidden_findings(split_decls(fill, language), self.policy.forbidden_for(language))
