@@ -139,3 +139,48 @@ def test_coq_kernel_switches_are_always_refused(command: str, subject: str) -> N
     lenient = VerifierPolicy(forbidden=[])
     found = StrictVerifier(None, lenient, language=COQ).static_findings(COQ_ORIGINAL, candidate)
     assert subject in {f.subject for f in found if f.reason == Reason.forbidden_construct}
+
+
+@pytest.mark.parametrize(
+    "command, subject",
+    [
+        ('Require Extraction.\nExtraction "/tmp/fb/pwn.ml" nat.', "Extraction"),
+        ("Require Extraction.\nSeparate Extraction nat.", "Extraction"),
+        ("Require Extraction.\nRecursive Extraction Library Nat.", "Extraction"),
+        ('Cd "/tmp".', "Cd"),
+        ('Declare ML Module "evil_plugin".', "Declare ML Module"),
+        ('Add ML Path "/tmp".', "Add ML Path"),
+        ('Add LoadPath "/tmp" as Evil.', "Add LoadPath"),
+        ('Add Rec LoadPath "/tmp" as Evil.', "Add LoadPath"),
+        ('Print Universes "/tmp/u.dot".', "Print Universes to a file"),
+        ('Load "/tmp/other.v".', "Load"),
+        ('Redirect "/tmp/out" Print nat.', "Redirect"),
+    ],
+)
+def test_coq_commands_that_reach_the_file_system_are_always_refused(
+    command: str, subject: str
+) -> None:
+    lenient = VerifierPolicy(forbidden=[])  # a policy cannot open these
+    for where in ("before", "in the proof"):
+        if where == "before":
+            candidate = command + "\nTheorem t : forall n : nat, n + 0 = n.\nProof. auto. Qed.\n"
+        else:
+            candidate = f"Theorem t : forall n : nat, n + 0 = n.\nProof.\n{command}\nauto. Qed.\n"
+        found = StrictVerifier(None, lenient, language=COQ).static_findings(COQ_ORIGINAL, candidate)
+        assert subject in {f.subject for f in found if f.reason == Reason.forbidden_construct}
+    harmless = "Theorem t : forall n : nat, n + 0 = n.\nProof. Cd. Print Universes. auto. Qed.\n"
+    assert coq_findings(harmless) == []  # printing the directory or the graph writes nothing
+
+
+@pytest.mark.parametrize(
+    "proof, subject",
+    [
+        ("set_option «debug».skipKernelTC true in omega", "debug.skipKernelTC"),
+        ("set_option «debug.skipKernelTC» true in omega", "debug.skipKernelTC"),
+        ("exact «sorry»", "sorry"),
+        ("exact _root_.«sorryAx» _ false", "sorryAx"),
+    ],
+)
+def test_lean_names_in_guillemets_are_compared_without_them(proof: str, subject: str) -> None:
+    (finding,) = lean_findings(with_proof(proof))
+    assert (finding.reason, finding.subject) == (Reason.forbidden_construct, subject)
