@@ -4,6 +4,12 @@ Ray is the existing engine for spreading work over machines; nothing here schedu
 Each Ray actor owns one backend instance (so a Lean REPL stays warm inside it) and serves one
 check at a time; `RayBackend.check` hands requests to the actors in turn, and Ray queues them.
 The same code runs on a laptop (a local Ray started on demand) and on a cluster (`address`).
+
+A backend that cannot start on a worker (no Lean toolchain there, a bad option) would kill
+its actor, and Ray would report that as its own error with the cause's traceback in the
+text, at the first check. So each actor keeps such an error instead of dying, and the
+constructor asks every actor once (`ping`) and raises the first one it gets back: the user
+sees the same one-line error, with the same exit code, as without Ray, before a run starts.
 """
 
 from __future__ import annotations
@@ -14,8 +20,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from formalbench.backends.base import Backend
-from formalbench.core.errors import InputError
-from formalbench.core.records import CheckResult, Language
+from formalbench.core.errors import BackendError, FormalbenchError, InputError
+from formalbench.core.records import CheckResult, CheckStatus, Language
 
 
 def _ray() -> Any:
@@ -28,13 +34,28 @@ def _ray() -> Any:
     return ray
 
 
+class RayWorkerError(BackendError):
+    """Ray could not run a call on a worker (it died, or Ray itself failed)."""
+
+
 class _CheckWorker:
     """The body of one Ray actor: a backend built on the worker from its name and options."""
 
     def __init__(self, name: str, options: dict[str, Any]) -> None:
         from formalbench.backends.registry import make_backend
 
-        self.backend = make_backend(name, **{**options, "workers": 1})
+        self.error: FormalbenchError | None = None
+        try:
+            self.backend = make_backend(name, **{**options, "workers": 1})
+        except FormalbenchError as exc:  # kept for `ping`: the actor stays alive to say why
+            self.error = exc
+
+    def ping(self) -> FormalbenchError | None:
+        """The error that kept this worker's backend from starting, or None."""
+        return self.error
+
+    def preflight(self, timeout: float) -> None:
+        self.backend.preflight(timeout)
 
     def check(self, source: str, targets: list[str], timeout: float | None) -> CheckResult:
         return self.backend.check(source, targets=targets, timeout=timeout)
@@ -73,18 +94,48 @@ class RayBackend(Backend):
         self._turn = itertools.cycle(range(len(self._actors)))
         self._lock = threading.Lock()
         self._version: str | None = None
+        try:
+            errors = self._call(lambda: ray.get([a.ping.remote() for a in self._actors]))
+            failed = next((e for e in errors if e is not None), None)
+            if failed is not None:
+                raise failed
+        except BaseException:
+            self.close()
+            raise
+
+    def _call(self, fetch: Any) -> Any:
+        """`fetch()` (a `ray.get`), with Ray's errors turned into this project's errors: the
+        FormalbenchError raised on the worker when there is one, else a BackendError."""
+        ray = _ray()
+        try:
+            return fetch()
+        except ray.exceptions.RayError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, FormalbenchError):
+                raise cause from None
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise RayWorkerError(f"a Ray worker of backend {self.name} failed: {first}") from None
+
+    def preflight(self, timeout: float = 10.0) -> None:
+        """The backend's own preflight, run on one worker (where the checks will run)."""
+        if self._actors:
+            self._call(lambda: _ray().get(self._actors[0].preflight.remote(timeout)))
 
     def check(
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
     ) -> CheckResult:
         with self._lock:
             actor = self._actors[next(self._turn)]
-        ray = _ray()
-        return ray.get(actor.check.remote(source, list(targets), timeout))
+        try:
+            return self._call(
+                lambda: _ray().get(actor.check.remote(source, list(targets), timeout))
+            )
+        except RayWorkerError as exc:  # the worker died under this check: a result, not a stop
+            return CheckResult(backend=self.name, status=CheckStatus.crash, detail=str(exc))
 
     def version(self) -> str:
         if self._version is None:
-            self._version = _ray().get(self._actors[0].version.remote())
+            self._version = self._call(lambda: _ray().get(self._actors[0].version.remote()))
         return self._version
 
     def close(self) -> None:
