@@ -24,6 +24,7 @@ from formalbench.core.records import (
 )
 from formalbench.metrics.summary import summarize
 from formalbench.reporting import plots, print_report, render_tables, write_html
+from formalbench.reporting.tables import report_tables
 
 EVIL_ID = '<script>alert("pwn")</script>'
 EVIL_LABEL = "--><img src=x onerror=alert(1)>"
@@ -166,3 +167,28 @@ def test_terminal_tables_show_numbers_and_literal_ids(summary):
         return sum(isinstance(r, Table) for r in renderables)
 
     assert tables(render_tables(summary)) == tables(render_tables(summary, per_task=True)) - 1
+
+
+def test_overview_names_the_solved_tasks_and_cuts_a_long_list():
+    ids = [f"t{i:02d}" for i in range(25)]
+    tasks = [Task(id=tid, language="coq", formal="x") for tid in [*ids, "hard"]]
+    attempts = [a for tid in ids for a in make_attempts(tid, "P")] + make_attempts("hard", "F")
+    many = summarize(tasks, attempts, samples=1)
+    (overview,) = [t for t in report_tables(many) if t.key == "overview"]
+    assert overview.note == f"solved: {', '.join(ids[:20])} and 5 more"
+    console = Console(record=True, width=300, color_system=None)
+    print_report(many, console)
+    text = console.export_text()
+    assert "solved: t00, t01" in text and "t19 and 5 more" in text and "t20" not in text
+
+
+def test_per_task_rows_show_tokens_of_each_task(summary):
+    console = Console(record=True, width=160, color_system=None)
+    print_report(summary, console, per_task=True)
+    text = console.export_text()
+    rows = text[text.index("Tasks") :]
+    t2 = next(line for line in rows.splitlines() if line.strip().startswith("t2"))
+    assert t2.split()[1:4] == ["4", "2", "5,000"]  # attempts, passed, tokens (4 x 1,250)
+    plain = Console(record=True, width=160, color_system=None)
+    print_report(summary, plain)
+    assert "Tasks" not in plain.export_text()

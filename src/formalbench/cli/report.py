@@ -31,6 +31,9 @@ def report_command(
         bool, typer.Option("--json", help="Print the summary object as JSON.")
     ] = False,
     html: Annotated[bool, typer.Option(help="Also rewrite report.html (eval runs).")] = True,
+    per_task: Annotated[
+        bool, typer.Option(help="Also print one row per task: attempts, passes, tokens, time.")
+    ] = False,
 ) -> None:
     """Print pass@k, per-category tables, the error taxonomy, tokens and time of a run."""
     if is_formalize_run(run_dir) and not RunFiles(run_dir).store.is_file():
@@ -48,4 +51,4 @@ def report_command(
     if json_out:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         return
-    print_report(summary, Console(highlight=False))
+    print_report(summary, Console(highlight=False), per_task=per_task)

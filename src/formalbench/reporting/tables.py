@@ -79,10 +79,13 @@ def render_tables(summary: RunSummary, *, per_task: bool = False) -> list[Render
     return out
 
 
-def print_report(summary: RunSummary, console: Console | None = None) -> None:
-    """Print every table of the report to `console` (standard output by default)."""
+def print_report(
+    summary: RunSummary, console: Console | None = None, *, per_task: bool = False
+) -> None:
+    """Print every table of the report to `console` (standard output by default); the
+    per-task table (attempts, passes, tokens, time of each task) only when `per_task`."""
     console = console or Console()
-    for renderable in render_tables(summary):
+    for renderable in render_tables(summary, per_task=per_task):
         console.print(renderable)
 
 
@@ -108,14 +111,18 @@ def _overview(s: RunSummary) -> TableData:
         ["attempts", str(s.attempts)],
         ["failed attempts", ratio(s.failed_attempts, s.attempts)],
     ]
-    note = ""
+    notes = []
+    if s.solved:
+        notes.append(f"solved: {_id_list(s.solved)}")
     if s.incomplete_tasks:
-        shown = ", ".join(s.incomplete_tasks[:_LIST_IDS])
-        more = len(s.incomplete_tasks) - _LIST_IDS
-        note = f"unfinished, left out of pass@k: {shown}" + (
-            f" and {more} more" if more > 0 else ""
-        )
-    return TableData("overview", "Overview", ["", "value"], rows, note, {1})
+        notes.append(f"unfinished, left out of pass@k: {_id_list(s.incomplete_tasks)}")
+    return TableData("overview", "Overview", ["", "value"], rows, "; ".join(notes), {1})
+
+
+def _id_list(ids: list[str]) -> str:
+    """The first `_LIST_IDS` ids, then how many more (the full list is in --json / per task)."""
+    more = len(ids) - _LIST_IDS
+    return ", ".join(ids[:_LIST_IDS]) + (f" and {more} more" if more > 0 else "")
 
 
 def _pass_table(s: RunSummary) -> TableData:
