@@ -11,6 +11,7 @@ from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.progress import make_progress
+from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
@@ -52,6 +53,45 @@ class ProgressBar:
             self.progress.update(self.task, status=rate)
 
 
+def split_tactics(text: str) -> list[str]:
+    """`lia, nia, nlinarith [sq_nonneg (a - b), sq_nonneg a]` -> three tactics: a comma
+    separates tactics only outside brackets and parentheses (Lean hint lists hold commas)."""
+    parts: list[str] = []
+    depth, current = 0, []
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        if char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current).strip())
+    if not any(parts) or not all(parts):
+        raise InputError(f"--tactics {text!r}: an empty tactic (give names separated by commas)")
+    return parts
+
+
+def read_tactics(text: str | None, path: Path | None) -> list[str] | None:
+    """The portfolio's tactic list from `--tactics` or `--tactics-file` (None: the default)."""
+    if text is not None and path is not None:
+        raise InputError("give --tactics or --tactics-file, not both")
+    if text is not None:
+        return split_tactics(text)
+    if path is None:
+        return None
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--tactics-file {path}: cannot read it ({exc})") from None
+    found = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not found:
+        raise InputError(f"--tactics-file {path}: no tactic in it (one a line)")
+    return found
+
+
 def _print_outcome(result: EvalResult) -> None:
     for problem in result.problems:
         console.print(f"[yellow]skipped[/] {problem}", markup=True)
@@ -81,6 +121,20 @@ def eval_command(
     backend: Annotated[
         str | None, typer.Option(help="coq | lean | kimina (default: the tasks' language)")
     ] = None,
+    tactics: Annotated[
+        str | None,
+        typer.Option(help="Portfolio tactics, comma-separated (commas inside [..] or (..) stay)."),
+    ] = None,
+    tactics_file: Annotated[
+        Path | None, typer.Option(help="Portfolio tactics, one a line (# starts a comment line).")
+    ] = None,
+    model_concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Model calls in flight at once (per provider).")
+    ] = None,
+    retry_errors: Annotated[
+        bool, typer.Option(help="Redo attempts that failed on a model or backend error.")
+    ] = False,
+    per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
         "runs/latest"
     ),
@@ -120,8 +174,6 @@ def eval_command(
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
     if executor not in ("local", "ray"):
-        from formalbench.core.errors import InputError
-
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     options: dict[str, object] = {}
     if lean_project is not None:
@@ -149,6 +201,9 @@ def eval_command(
         max_turns=max_turns,
         token_budget=token_budget,
         run_token_budget=run_token_budget,
+        tactics=read_tactics(tactics, tactics_file),
+        model_concurrency=model_concurrency,
+        retry_errors=retry_errors,
     )
     if quiet:
         result = run_evaluation(config, run_dir)
@@ -159,5 +214,5 @@ def eval_command(
     write_html(summary, result.files.report, title=f"formalbench: {dataset} / {solver}")
     if not quiet:
         _print_outcome(result)
-        print_report(summary, console)
+        print_report(summary, console, per_task=per_task)
         console.print(f"report: {result.files.report}  summary: {result.files.summary}")

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
-from formalbench.backends.registry import make_backend
+from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt, Language, Task
@@ -31,10 +31,12 @@ from formalbench.datasets.filters import select
 from formalbench.datasets.loader import Problem, load_tasks
 from formalbench.llm.base import ChatModel
 from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
+from formalbench.llm.cached import CachedModel
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.run_config import EvalConfig
 from formalbench.pipelines.run_files import RunFiles, write_run_log
 from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
+from formalbench.store.response_cache import ResponseCache
 from formalbench.store.runs import RunStore
 
 RUN_BUDGET_NAME = "run"
@@ -63,10 +65,11 @@ class EvalResult:
 
 
 def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[Task]]:
-    """The backend to use and the tasks it can check.
+    """The backend to use (its canonical name) and the tasks it can check.
 
     Without `--backend` the tasks' own language decides; a dataset in two languages needs
-    the user to say which half to run rather than silently dropping the other.
+    the user to say which half to run rather than silently dropping the other. A name is
+    read case-insensitively; an unknown one is an InputError listing the known backends.
     """
     languages = sorted({t.language.value for t in tasks})
     if backend is None:
@@ -75,14 +78,27 @@ def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[T
                 f"the dataset has tasks in {' and '.join(languages)}; choose one with --backend"
             )
         return ("coq" if languages[0] == Language.coq else "lean"), tasks
-    wanted = Language.coq if backend == "coq" else Language.lean
+    wanted = language_of(backend)
+    name = backend.strip().lower()
     kept = [t for t in tasks if t.language == wanted]
     if not kept:
         raise InputError(
-            f"--backend {backend}: the dataset has no {wanted.value} tasks "
+            f"--backend {name}: the dataset has no {wanted.value} tasks "
             f"(it has {', '.join(languages)})"
         )
-    return backend, kept
+    return name, kept
+
+
+def check_tactics(config: EvalConfig) -> None:
+    """A given tactic list must be usable: non-empty names, for the one solver that reads it."""
+    if config.tactics is None:
+        return
+    if config.solver != "portfolio":
+        raise InputError(f"--tactics is for the portfolio solver, not {config.solver!r}")
+    if not config.tactics or any(not t.strip() or "\n" in t for t in config.tactics):
+        raise InputError(
+            f"--tactics {config.tactics!r}: give one or more tactics, one per entry, none empty"
+        )
 
 
 def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
@@ -117,27 +133,35 @@ def build_backend(config: EvalConfig, name: str, language: Language) -> Backend:
     return make_backend(name, workers=config.workers, **options)
 
 
-def build_model(
-    config: EvalConfig, files: RunFiles, meter: UsageMeter, given: ChatModel | None = None
-) -> ChatModel | None:
-    """The model under the response cache of the run and the run's token budget."""
-    if given is not None:
-        model: ChatModel = given
-    elif config.model is None:
+def make_run_model(config: EvalConfig) -> ChatModel | None:
+    """The model the config names, bare (the run's cache and budget go around it later)."""
+    if config.model is None:
         return None
-    else:
-        model = make_model(config.model, cache=files.responses)
+    options: dict[str, Any] = {}
+    if config.model_concurrency is not None:
+        options["concurrency"] = config.model_concurrency
+    return make_model(config.model, **options)
+
+
+def wrap_model(
+    config: EvalConfig, files: RunFiles, meter: UsageMeter, model: ChatModel, *, cache: bool
+) -> ChatModel:
+    """`model` under the run's response cache (when `cache`) and the run's token budget."""
+    if cache:
+        model = CachedModel(model, ResponseCache(files.responses))
     budget = TokenBudget(config.run_token_budget, name=RUN_BUDGET_NAME)
     return BudgetedModel(model, budget, meter)
 
 
-def solver_config(config: EvalConfig, samples: int) -> SolverConfig:
+def solver_config(config: EvalConfig, samples: int, language: Language) -> SolverConfig:
     knobs: dict[str, Any] = {"samples": samples, "check_timeout": config.timeout}
     for key in ("temperature", "max_tokens", "max_turns"):
         if getattr(config, key) is not None:
             knobs[key] = getattr(config, key)
     if config.token_budget is not None:
         knobs["token_budget"] = config.token_budget
+    if config.tactics is not None:
+        knobs["tactics"] = {**SolverConfig().tactics, language: [t.strip() for t in config.tactics]}
     return SolverConfig(**knobs)
 
 
@@ -178,25 +202,37 @@ async def _evaluate(
     start = time.perf_counter()
     tasks, problems = load_selected_tasks(config)
     backend_name, tasks = choose_language(tasks, config.backend)
+    check_tactics(config)
     notes: list[str] = []
     samples = config.samples
-    if solver_class(config.solver).deterministic and samples > 1:
+    chosen = solver_class(config.solver)
+    if chosen.uses_model and config.model is None and given_model is None:
+        raise InputError(f"solver {config.solver!r} needs a model (--model); none was given")
+    if chosen.deterministic and samples > 1:
         notes.append(f"solver {config.solver} is deterministic: running 1 sample, not {samples}")
         samples = 1
     config = config.model_copy(update={"samples": samples, "backend": backend_name})
-    files.root.mkdir(parents=True, exist_ok=True)
     meter = UsageMeter()
+    # Everything that can refuse to start (the proof assistant, the model endpoint) is asked
+    # before the run folder is made, so a failed start leaves nothing behind.
     backend = given_backend or build_backend(config, backend_name, tasks[0].language)
-    model = build_model(config, files, meter, given_model)
+    model: ChatModel | None = None
     try:
+        backend.preflight()
+        model = given_model or make_run_model(config)
         if model is not None:
             await model.preflight()
-        solver = make_solver(
-            config.solver, StrictVerifier(backend), model, solver_config(config, samples)
-        )
+        files.root.mkdir(parents=True, exist_ok=True)
+        if model is not None:
+            model = wrap_model(config, files, meter, model, cache=given_model is None)
+        settings = solver_config(config, samples, tasks[0].language)
+        solver = make_solver(config.solver, StrictVerifier(backend), model, settings)
         with RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))
             store.add_tasks(run_id, tasks)
+            if config.retry_errors:
+                retried = store.forget_retryable(run_id, solver=solver.name)
+                notes.append(f"--retry-errors: {retried} failed attempt(s) to make again")
             done = store.done_samples(run_id, solver=solver.name)
             todo = [(t, i) for t in tasks for i in range(samples) if (t.id, i) not in done]
             if observer is not None:

@@ -45,15 +45,21 @@ class EvalConfig(Record):
     max_turns: int | None = Field(default=None, ge=1)
     token_budget: int | None = Field(default=None, ge=1)  # per task
     run_token_budget: int | None = Field(default=None, ge=1)  # the whole run
+    tactics: list[str] | None = None  # portfolio: replaces the task language's default list
+    model_concurrency: int | None = Field(default=None, ge=1)  # model calls in flight
+    retry_errors: bool = False  # redo attempts that failed on a model or backend error
 
     def identity(self) -> dict[str, Any]:
         """The part of the config stored with the run and compared on resume.
 
         Workers, concurrency, executor and budgets change how fast or how far a run goes,
-        not what an attempt is, so a resume may change them.
+        not what an attempt is, so a resume may change them; so does `retry_errors`, which
+        only says what a resume redoes. The tactic list decides what the portfolio tries,
+        so it is part of the identity (`tactics`, None for the default list).
         """
         data = self.model_dump(mode="json")
-        for key in ("workers", "concurrency", "executor", "ray_address", "run_token_budget"):
+        harness = ("workers", "concurrency", "executor", "ray_address", "run_token_budget")
+        for key in (*harness, "model_concurrency", "retry_errors"):
             data.pop(key, None)
         data["params"] = {
             k: data.pop(k) for k in ("timeout", "max_turns", "token_budget") if k in data
