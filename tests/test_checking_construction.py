@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from formalbench.checking.construction import task_kind
 from formalbench.checking.holes import fill_holes
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
@@ -96,3 +99,85 @@ def test_coq_definition_chosen_by_epsilon() -> None:
     sneaky = honest.replace("exact 3.", "exact (epsilon (inhabits 0) (fun n => n = 3)).")
     found = check(sneaky, original=original, language=COQ)
     assert [f.reason for f in found] == [Reason.non_constructive]
+
+
+def answer_task(value: str, header: str = "") -> tuple[str, str]:
+    """An AMBER-style task (a value hole and its specification) and a candidate for it."""
+    original = (
+        f"import Mathlib\n{header}\nabbrev answer : ℕ := sorry\n\n"
+        "theorem answer_spec : answer = 6 := by\n  sorry\n"
+    )
+    return original, fill_holes(original, LEAN, ["exact " + value, "rfl"])
+
+
+@pytest.mark.parametrize(
+    "value, header",
+    [
+        ("(fun k => (2 * k).choose k) 2", ""),  # Nat.choose in dot form
+        ("Nat.choose 4 2", ""),
+        ("(4 : ℕ).choose 2", ""),
+        ("choose 4 2", "open Nat"),  # the bare name under `open Nat` is Nat.choose
+        ("((Finset.range 3).map ⟨id, fun _ _ h => h⟩).card * 2", ""),
+        ("List.sum ((List.range 4).map (fun n => n.choose 2))", ""),
+        ("Classical.choose_spec (⟨6, rfl⟩ : ∃ n : ℕ, n = 6) ▸ 6", ""),  # not a choice
+    ],
+)
+def test_binomial_coefficients_and_look_alikes_are_not_choice(value: str, header: str) -> None:
+    original, candidate = answer_task(value, header)
+    assert check(candidate, original=original) == []
+
+
+@pytest.mark.parametrize(
+    "value, header",
+    [
+        ("Classical.choose (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", ""),
+        ("_root_.Classical.choose (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", ""),
+        ("«Classical».«choose» (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", ""),
+        ("Exists.choose (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", ""),
+        ("(⟨6, rfl⟩ : ∃ n : ℕ, n = 6).choose", ""),
+        ("choose (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", "open Classical"),
+        ("pick (⟨6, rfl⟩ : ∃ n : ℕ, n = 6)", "open Classical renaming choose → pick"),
+        ("epsilon (fun n : ℕ => n = 6)", "open Classical"),
+        ("by\n    choose f hf using (fun _ : ℕ => (⟨6, rfl⟩ : ∃ n : ℕ, n = 6))\n    exact f 0", ""),
+    ],
+)
+def test_every_spelling_of_a_choice_is_non_constructive(value: str, header: str) -> None:
+    original, candidate = answer_task(value, header)
+    found = check(candidate, original=original)
+    assert [f.reason for f in found] == [Reason.non_constructive], found
+
+
+def test_dot_choice_applied_to_an_argument_counts_when_the_receiver_is_an_existence() -> None:
+    helper = (
+        "noncomputable def pickf (h : ∃ f : ℕ → ℕ, f 0 = 6) (n : ℕ) : ℕ := h.choose n\n"
+        "def binom (s : ℕ) (k : ℕ) : ℕ := s.choose k\n"
+    )
+    original, candidate = answer_task("pickf ⟨fun _ => 6, rfl⟩ 0 + binom 4 0 - 1")
+    at = candidate.index("abbrev answer")
+    found = check(candidate[:at] + helper + candidate[at:], original=original)
+    assert [(f.reason, f.subject) for f in found] == [(Reason.non_constructive, "h.choose")]
+
+
+def test_task_kind_is_read_off_the_original() -> None:
+    verifier = StrictVerifier(None, language=LEAN)
+    assert verifier.task_kind(ORIGINAL) == TaskKind.evaluation
+    assert task_kind(ORIGINAL, LEAN) == TaskKind.evaluation
+    proof_only = "import Mathlib\n\ntheorem t (n : ℕ) : n + 0 = n := by\n  sorry\n"
+    assert verifier.task_kind(proof_only) == task_kind(proof_only, LEAN) == TaskKind.proof
+    coq = "Definition answer : nat.\nAdmitted.\nTheorem spec : answer = 3.\nProof.\nAdmitted.\n"
+    assert task_kind(coq, COQ) == TaskKind.evaluation
+    # without a kind, the verifier applies the construction rules the original calls for
+    chosen = with_value("Classical.choose (⟨0, rfl⟩ : ∃ x : ℝ, x = 0)")
+    found = verifier.static_findings(ORIGINAL, chosen)
+    assert [f.reason for f in found] == [Reason.non_constructive]
+    assert verifier.static_findings(ORIGINAL, chosen, TaskKind.proof) == []
+
+
+def test_partial_is_a_policy_entry() -> None:
+    helper = "partial def loop (n : ℕ) : ℕ := loop n\n"
+    candidate = with_value("(loop 0 : ℝ)", before=helper)
+    assert VerifierPolicy().construction_forbidden == ["partial"]
+    assert check(candidate, policy=VerifierPolicy(construction_forbidden=[])) == []
+    stricter = VerifierPolicy(construction_forbidden=["partial", "Real.exp"])
+    found = check(with_value("Real.exp 1 - 1"), policy=stricter)
+    assert [(f.reason, f.subject) for f in found] == [(Reason.forbidden_construct, "Real.exp")]

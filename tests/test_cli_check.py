@@ -114,3 +114,28 @@ def test_real_process_entry_point() -> None:
         done.stderr.strip()
         == f"formalbench: error: candidate '{CHECK / 'nothing.v'}': no such file"
     )
+
+
+PUTNAM = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "putnambench-lean4"
+
+
+def test_construction_rules_apply_without_kind(tmp_path: Path) -> None:
+    """putnam_2016_b1 leaves `putnam_2016_b1_solution` open: an evaluation task by default."""
+    original = PUTNAM / "lean4" / "src" / "putnam_2016_b1.lean"
+    text = original.read_text(encoding="utf-8")
+    at = text.index("sorry")
+    chosen = "Classical.choose (⟨Real.exp 1 - 1, rfl⟩ : ∃ x : ℝ, x = Real.exp 1 - 1)"
+    candidate = tmp_path / "chosen.lean"
+    candidate.write_text(text[:at] + chosen + text[at + 5 :].replace("sorry", "by simp", 1))
+    args = [str(candidate), "--against", str(original), "--static-only"]
+    result = run(*args, "--json")
+    assert result.exit_code == 1, result.output
+    payload = json.loads(result.stdout)
+    assert payload["kind"] == "evaluation" and payload["reasons"] == ["non_constructive"]
+    assert "(evaluation task)" in run(*args).stdout
+    as_proof = run(*args, "--json", "--kind", "proof")
+    assert as_proof.exit_code == 0, as_proof.output
+    assert json.loads(as_proof.stdout)["kind"] == "proof"
+    plain = run(str(CHECK / "candidate.lean"), "--against", str(CHECK / "original.lean"),
+                "--static-only", "--json")  # fmt: skip
+    assert json.loads(plain.stdout)["kind"] == "proof"

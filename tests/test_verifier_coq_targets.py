@@ -1,14 +1,17 @@
-"""The verifier's reading of the Coq backend's "target not found" errors (real coqc)."""
+"""The verifier with real coqc: "target not found" errors, shadowed statement names, and
+commands that would reach outside the sandbox."""
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
 from formalbench.backends.coq import CoqBackend
+from formalbench.checking.holes import fill_holes
 from formalbench.checking.verifier import StrictVerifier
-from formalbench.core.records import Language, Reason
+from formalbench.core.records import Language, Reason, Severity
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
@@ -31,3 +34,49 @@ def test_load_and_redirect_are_forbidden_in_coq_candidates() -> None:
         candidate = f"{command}\nTheorem foo : True.\nProof. exact I. Qed.\n"
         verdict = StrictVerifier(None, language=Language.coq).verify(ORIGINAL, candidate)
         assert Reason.forbidden_construct in verdict.reasons, command
+
+
+DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq"
+
+
+@pytest.mark.parametrize(
+    "task, added, proof",
+    [
+        (
+            "test/mathd_numbertheory_495.v",
+            "Module Nat.\nDefinition gcd (a b : nat) := 0.\nDefinition lcm (a b : nat) := 200.\n"
+            "End Nat.",
+            "intros. unfold Nat.lcm. repeat constructor.",
+        ),
+        ("valid/mathd_numbertheory_739.v", "Definition fact (n : nat) := 0.", "reflexivity."),
+    ],
+)
+def test_a_helper_that_shadows_a_statement_name_compiles_but_fails(
+    task: str, added: str, proof: str
+) -> None:
+    original = (DATA / task).read_text()
+    candidate = fill_holes(original, Language.coq, [proof])
+    at = candidate.index("Theorem")
+    candidate = candidate[:at] + added + "\n" + candidate[at:]
+    with CoqBackend(workers=1, timeout=60) as backend:
+        verifier = StrictVerifier(backend, compile_always=True)
+        verdict = verifier.verify(original, candidate)
+    # coqc accepts the proof of the shadowed statement: only the text layer can refuse it
+    assert not any(d.severity == Severity.error for d in verdict.diagnostics), verdict.findings
+    assert verdict.reasons == [Reason.statement_changed], verdict.findings
+    assert not verdict.passed
+
+
+def test_extraction_is_refused_and_never_run(tmp_path: Path) -> None:
+    target = tmp_path / "pwn.ml"
+    candidate = (
+        f'Require Extraction.\nExtraction "{target}" nat.\n'
+        "Theorem foo : True.\nProof. exact I. Qed.\n"
+    )
+    with CoqBackend(workers=1, timeout=60) as backend:
+        for compile_always in (False, True):
+            verifier = StrictVerifier(backend, compile_always=compile_always)
+            verdict = verifier.verify(ORIGINAL, candidate)
+            assert not verdict.passed and Reason.forbidden_construct in verdict.reasons
+            assert verdict.diagnostics == []  # coqc was not run
+    assert not target.exists() and not (tmp_path / "pwn.mli").exists()

@@ -8,7 +8,9 @@ target depends on.
 When the text layer already fails the candidate, the assistant is not run by default: a
 compile costs seconds to minutes and cannot turn a failure into a pass. The verdict then
 lists every reason the text layer found; pass `compile_always=True` to also get the
-assistant's reasons (an evaluation that wants the full error taxonomy of each attempt).
+assistant's reasons (an evaluation that wants the full error taxonomy of each attempt),
+except for a candidate with a command that reaches outside the throw-away directory
+(`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
@@ -27,10 +29,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from formalbench.backends.base import Backend
-from formalbench.checking.construction import construction_findings
+from formalbench.checking.construction import construction_findings, value_holes
 from formalbench.checking.decls import Decl, split_decls
-from formalbench.checking.forbidden import forbidden_findings
+from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import holes_in
+from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
@@ -46,6 +49,9 @@ from formalbench.core.records import (
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 COQ_LOCAL_PREFIX = "Candidate."
+_POSTULATES = words(
+    "Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables"
+)
 _STATUS_REASONS = {
     CheckStatus.timeout: Reason.timeout,
     CheckStatus.out_of_memory: Reason.out_of_memory,
@@ -97,17 +103,31 @@ class StrictVerifier:
         orig, _, holes = self._parse(original, "")
         return [d.name for d in orig if d.index in holes and d.name]
 
+    def task_kind(self, original: str) -> TaskKind:
+        """`evaluation` when the original leaves a value definition open, else `proof`."""
+        orig, _, holes = self._parse(original, "")
+        return TaskKind.evaluation if value_holes(orig, holes, self.language) else TaskKind.proof
+
     def static_findings(
-        self, original: str, candidate: str, kind: TaskKind = TaskKind.proof
+        self, original: str, candidate: str, kind: TaskKind | None = None
     ) -> list[Finding]:
-        """Every problem the text layer finds, in the order: statements, constructs, values."""
+        """Every problem the text layer finds, in the order: statements, constructs, values.
+        `kind` None reads it off the original (`task_kind`); a given kind is obeyed."""
         orig, cand, holes = self._parse(original, candidate)
         findings, unchanged = preservation_findings(orig, cand, self.language, holes)
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
-        if TaskKind(kind) in CONSTRUCTION_KINDS:
+        kind = self.task_kind(original) if kind is None else TaskKind(kind)
+        if kind in CONSTRUCTION_KINDS:
+            policy = self.policy
             findings += construction_findings(
-                orig, cand, self.language, holes, self.policy.choice_constants, forbidden
+                orig,
+                cand,
+                self.language,
+                holes,
+                policy.choice_constants,
+                forbidden,
+                policy.construction_forbidden,
             )
         return findings
 
@@ -115,21 +135,10 @@ class StrictVerifier:
     def _original_axioms(self, original: str) -> set[str]:
         """Coq names the original itself postulates outside its targets (allowed as given)."""
         orig, _, holes = self._parse(original, "")
-        kinds = {
-            "Axiom",
-            "Axioms",
-            "Parameter",
-            "Parameters",
-            "Hypothesis",
-            "Hypotheses",
-            "Conjecture",
-            "Variable",
-            "Variables",
-        }
         return {
             COQ_LOCAL_PREFIX + d.name
             for d in orig
-            if d.name and d.kind in kinds and d.index not in holes
+            if d.name and d.kind in _POSTULATES and d.index not in holes
         }
 
     def assistant_findings(
@@ -237,17 +246,23 @@ class StrictVerifier:
         )
 
     def _compile_needed(self, findings: list[Finding]) -> bool:
-        return self.backend is not None and (not findings or self.compile_always)
+        if self.backend is None:
+            return False
+        if any(f.reason == Reason.forbidden_construct and f.subject in UNSAFE_TO_RUN
+               for f in findings):  # fmt: skip
+            return False  # it would write or load files outside the sandbox's directory
+        return not findings or self.compile_always
 
     def verify(
         self,
         original: str,
         candidate: str,
         *,
-        kind: TaskKind = TaskKind.proof,
+        kind: TaskKind | None = None,
         timeout: float | None = None,
     ) -> Verdict:
-        """The verdict on `candidate` as a solution of `original` (both whole files)."""
+        """The verdict on `candidate` as a solution of `original` (both whole files); `kind`
+        None reads the task kind off the original (see `task_kind`)."""
         t0 = time.perf_counter()
         findings = self.static_findings(original, candidate, kind)
         result = None
@@ -263,7 +278,7 @@ class StrictVerifier:
         original: str,
         candidate: str,
         *,
-        kind: TaskKind = TaskKind.proof,
+        kind: TaskKind | None = None,
         timeout: float | None = None,
     ) -> Verdict:
         """`verify` for asyncio code: the compile runs on the backend's pool."""

@@ -3,6 +3,10 @@
 Exit codes: 0 the candidate passed, 1 it failed, 2 bad input (a missing, unreadable, binary,
 empty or non-UTF-8 file, a directory, an unknown backend or kind, a missing toolchain, an
 original with no hole): one line on stderr, never a traceback.
+
+`--kind auto` (the default) reads the task kind off the original: one that leaves a value
+definition open (`def`/`abbrev ... := sorry`, a Coq `Definition ... Admitted`) is an
+evaluation task, so the construction rules (no choice, no `partial`, value filled) apply.
 """
 
 from __future__ import annotations
@@ -86,7 +90,20 @@ def _options(
     return {}
 
 
-def _render(console: Console, verdict: Verdict, candidate: str, targets: list[str]) -> None:
+def _parse_kind(kind: str) -> TaskKind | None:
+    """The --kind value: a TaskKind, or None for `auto` (read off the original)."""
+    if kind.strip().lower() == "auto":
+        return None
+    try:
+        return TaskKind(kind.strip().lower())
+    except ValueError:
+        choices = ", ".join(["auto", *(k.value for k in TaskKind)])
+        raise InputError(f"--kind {kind!r} is not one of {choices}") from None
+
+
+def _render(
+    console: Console, verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind
+) -> None:
     where = verdict.backend or "static checks only"
     status = "[bold green]PASSED[/]" if verdict.passed else "[bold red]FAILED[/]"
     reasons = ", ".join(r.value for r in verdict.reasons)
@@ -94,7 +111,7 @@ def _render(console: Console, verdict: Verdict, candidate: str, targets: list[st
         f"{status} {candidate} ({where}, {verdict.elapsed:.2f} s)"
         + (f": {reasons}" if reasons else "")
     )
-    console.print(f"targets: {', '.join(targets) or '-'}", markup=False)
+    console.print(f"targets: {', '.join(targets) or '-'} ({kind.value} task)", markup=False)
     if verdict.findings:
         table = Table(show_header=True, header_style="bold")
         for column in ("reason", "at", "finding"):
@@ -126,7 +143,10 @@ def check(
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the assistant."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
     kind: str = typer.Option(
-        "proof", "--kind", help="Task kind: " + ", ".join(k.value for k in TaskKind)
+        "auto",
+        "--kind",
+        help="Task kind: auto (evaluation when the original leaves a def/abbrev value open, "
+        "else proof), " + ", ".join(k.value for k in TaskKind),
     ),
     lean_project: str | None = typer.Option(
         None, "--lean-project", help="Lake project for --backend lean."
@@ -136,12 +156,7 @@ def check(
     ),
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
-    try:
-        task_kind = TaskKind(kind)
-    except ValueError:
-        raise InputError(
-            f"--kind {kind!r} is not one of {', '.join(k.value for k in TaskKind)}"
-        ) from None
+    task_kind = _parse_kind(kind)
     if timeout is not None and not timeout > 0:
         raise InputError(f"--timeout {timeout}: must be a positive number of seconds")
     cand_text = read_source(candidate, "candidate")
@@ -155,6 +170,8 @@ def check(
             targets = verifier.targets(orig_text)
         except InputError as exc:
             raise InputError(f"original {against!r}: {exc}") from None
+        if task_kind is None:
+            task_kind = verifier.task_kind(orig_text)
         verdict = verifier.verify(orig_text, cand_text, kind=task_kind, timeout=timeout)
     finally:
         if checker is not None:
@@ -164,9 +181,10 @@ def check(
             "candidate": candidate,
             "original": against,
             "targets": targets,
+            "kind": task_kind.value,
             **verdict.model_dump(mode="json"),
         }
         typer.echo(json.dumps(payload, ensure_ascii=False))
     else:
-        _render(Console(highlight=False, soft_wrap=True), verdict, candidate, targets)
+        _render(Console(highlight=False, soft_wrap=True), verdict, candidate, targets, task_kind)
     raise typer.Exit(0 if verdict.passed else 1)

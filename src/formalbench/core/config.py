@@ -44,6 +44,9 @@ CHOICE_CONSTANTS: tuple[str, ...] = (
     "Classical.epsilon",
     "Classical.indefiniteDescription",
 )
+# Words refused in the value of a construction task and in the helpers it uses: a `partial`
+# def is opaque to the kernel, so nothing can be proved about the value it computes.
+CONSTRUCTION_FORBIDDEN: tuple[str, ...] = ("partial",)
 
 
 class VerifierPolicy(Record):
@@ -54,6 +57,9 @@ class VerifierPolicy(Record):
     allow_library_axioms: bool = True  # Coq: axioms declared outside the file (e.g. classic)
     forbid_warnings: bool = False  # APE tasks: a warning fails the candidate
     choice_constants: list[str] = Field(default_factory=lambda: list(CHOICE_CONSTANTS))
+    construction_forbidden: list[str] = Field(
+        default_factory=lambda: list(CONSTRUCTION_FORBIDDEN)
+    )  # construction tasks only: in the value and its helpers (forbidden_construct)
 
     def forbidden_for(self, language: Language) -> list[str]:
         if self.forbidden is not None:
