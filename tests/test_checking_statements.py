@@ -245,3 +245,16 @@ def test_lean_name_in_a_namespace_captures_the_root_name_of_a_target_in_it() -> 
     assert (f.reason, f.subject) == (Reason.statement_changed, "Foo.bar")
     helper = candidate.replace("namespace Foo\n", "namespace Foo\n\ndef baz : ℕ := 2\n")
     assert findings(original, helper) == []
+
+
+def test_names_inside_a_kept_proof_are_not_statement_names() -> None:
+    original = (
+        "Lemma aux : forall n : nat, n + 0 = n.\nProof. intros k. lia. Qed.\n"
+        "Theorem t : forall n : nat, n = n + 0.\nProof.\nAdmitted.\n"
+    )
+    candidate = "Require Import Lia.\n" + fill_holes(original, COQ, ["intros. lia."])
+    assert findings(original, candidate, COQ) == []
+    helper = candidate.replace("Lemma aux", "Definition k := 0.\nLemma aux")
+    assert findings(original, helper, COQ) == []  # `k` is only bound in aux's proof
+    shadow = candidate.replace("Lemma aux", "Definition n := 0.\nLemma aux")
+    assert [f.subject for f in findings(original, shadow, COQ)] == ["n"]  # n is in aux's type

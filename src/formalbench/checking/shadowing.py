@@ -10,7 +10,7 @@ Compiling cannot tell: the shadowed statement type-checks and is proved.
 The rule is textual and errs towards refusing. An added declaration placed before the last
 target is refused (statement_changed) when any dotted suffix of a name it introduces equals an
 identifier of an original command that comes after it in the candidate, up to the last target
-(a target's signature, the whole of any other command): `Nat.lcm`, `lcm` for `Nat.lcm`;
+(the signature of a target or theorem, the whole of any other command): `Nat.lcm`, `lcm` for `Nat.lcm`;
 `fact` for `fact`. A suffix is what Lean reaches through `namespace`/`open` and what Coq
 resolves as a partially qualified name, so every way the name can be reached is covered
 without modelling scopes. Names introduced are the declared name and, in Coq, where they are
@@ -129,7 +129,10 @@ def _module_alias(decl: Decl, language: Language) -> bool:
 
 
 def _used(decl: Decl, target: bool) -> set[str]:
-    toks = decl.tokens[: decl.body_start] if target else decl.tokens
+    """The names a command of the original uses: a definition's in full, a theorem's (and a
+    target's) in its signature only, since its proof cannot change what it states."""
+    proof_only = target or decl.kind in ("theorem", "Theorem")
+    toks = decl.tokens[: decl.body_start] if proof_only else decl.tokens
     return {_clean(t.text) for t in toks if t.kind == "ident"}
 
 
