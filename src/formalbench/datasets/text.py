@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from formalbench.checking.construction import task_kind
 from formalbench.core.records import Language, TaskKind
 
 # Leading lines that set up the environment rather than state the problem. `open X in` and
@@ -21,9 +22,6 @@ _COQ_HEADER = re.compile(
 )
 _LEAN_HOLE = re.compile(r"\bsorry\b")
 _COQ_HOLE = re.compile(r"\b(Admitted|admit)\s*\.")
-_LEAN_DEF_HOLE = re.compile(
-    r"^(?:noncomputable\s+)?(?:abbrev|def)\s+(\S+)[^\n]*?:=\s*(?:by\s+)?sorry\b", re.M
-)
 _SOLUTION_COMMENT = re.compile(
     r"^((?:noncomputable\s+)?(?:abbrev|def)\s+\S+_solution\b[^\n]*?:=\s*sorry[ \t]*\n)"
     r"--[ \t]?([^\n]*)\n",
@@ -125,10 +123,13 @@ def split_leaked_solutions(formal: str) -> tuple[str, list[str]]:
 
 
 def kind_of(formal: str, language: Language) -> TaskKind:
-    """`evaluation` when a Lean definition is left as a hole (a value to construct), else `proof`."""
-    if language == Language.lean and _LEAN_DEF_HOLE.search(_strip_comments(formal, language)):
-        return TaskKind.evaluation
-    return TaskKind.proof
+    """`evaluation` when a definition is left as a hole (a value to construct), else `proof`.
+
+    The verifier decides the same question when it applies the construction rules, so both
+    ask `checking.construction.task_kind`: a task is never imported as one kind and checked
+    as another.
+    """
+    return task_kind(formal, language)
 
 
 def name_category(name: str) -> str | None:
