@@ -129,12 +129,9 @@ def eval_command(
         Path | None, typer.Option(help="Portfolio tactics, one a line (# starts a comment line).")
     ] = None,
     model_concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Model calls in flight at once (per provider).")
+        int | None,
+        typer.Option(min=1, help="Model calls in flight at once (the provider's limit)."),
     ] = None,
-    retry_errors: Annotated[
-        bool, typer.Option(help="Redo attempts that failed on a model or backend error.")
-    ] = False,
-    per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
         "runs/latest"
     ),
@@ -168,8 +165,13 @@ def eval_command(
         Path | None, typer.Option(help="Lake project for the Lean backend.")
     ] = None,
     kimina_url: Annotated[
-        str | None, typer.Option(help="Kimina Lean Server URL (--backend kimina).")
+        str | None,
+        typer.Option(help="Kimina Lean Server URL (--backend kimina; key: $KIMINA_API_KEY)."),
     ] = None,
+    retry_errors: Annotated[
+        bool, typer.Option(help="Redo attempts that failed on a model or backend error.")
+    ] = False,
+    per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""

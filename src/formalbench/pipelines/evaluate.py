@@ -89,18 +89,6 @@ def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[T
     return name, kept
 
 
-def check_tactics(config: EvalConfig) -> None:
-    """A given tactic list must be usable: non-empty names, for the one solver that reads it."""
-    if config.tactics is None:
-        return
-    if config.solver != "portfolio":
-        raise InputError(f"--tactics is for the portfolio solver, not {config.solver!r}")
-    if not config.tactics or any(not t.strip() or "\n" in t for t in config.tactics):
-        raise InputError(
-            f"--tactics {config.tactics!r}: give one or more tactics, one per entry, none empty"
-        )
-
-
 def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
     dataset = load_tasks(config.dataset, on_error=config.on_error)
     chosen = config.selection
@@ -161,7 +149,7 @@ def solver_config(config: EvalConfig, samples: int, language: Language) -> Solve
     if config.token_budget is not None:
         knobs["token_budget"] = config.token_budget
     if config.tactics is not None:
-        knobs["tactics"] = {**SolverConfig().tactics, language: [t.strip() for t in config.tactics]}
+        knobs["tactics"] = {**SolverConfig().tactics, language: list(config.tactics)}
     return SolverConfig(**knobs)
 
 
@@ -202,7 +190,6 @@ async def _evaluate(
     start = time.perf_counter()
     tasks, problems = load_selected_tasks(config)
     backend_name, tasks = choose_language(tasks, config.backend)
-    check_tactics(config)
     notes: list[str] = []
     samples = config.samples
     chosen = solver_class(config.solver)
@@ -211,7 +198,8 @@ async def _evaluate(
     if chosen.deterministic and samples > 1:
         notes.append(f"solver {config.solver} is deterministic: running 1 sample, not {samples}")
         samples = 1
-    config = config.model_copy(update={"samples": samples, "backend": backend_name})
+    update = {"samples": samples, "backend": backend_name, "tactics": config.checked_tactics()}
+    config = config.model_copy(update=update)
     meter = UsageMeter()
     # Everything that can refuse to start (the proof assistant, the model endpoint) is asked
     # before the run folder is made, so a failed start leaves nothing behind.

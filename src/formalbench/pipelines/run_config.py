@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from formalbench.core.errors import InputError
 from formalbench.core.records import Record
 
 
@@ -48,6 +49,21 @@ class EvalConfig(Record):
     tactics: list[str] | None = None  # portfolio: replaces the task language's default list
     model_concurrency: int | None = Field(default=None, ge=1)  # model calls in flight
     retry_errors: bool = False  # redo attempts that failed on a model or backend error
+
+    def checked_tactics(self) -> list[str] | None:
+        """The tactic list as the run uses and stores it (each stripped), None for the
+        default one; an InputError when it is unusable (an empty entry, or given to a solver
+        that reads no tactics)."""
+        if self.tactics is None:
+            return None
+        if self.solver != "portfolio":
+            raise InputError(f"--tactics is for the portfolio solver, not {self.solver!r}")
+        tactics = [t.strip() for t in self.tactics]
+        if not tactics or any(not t or "\n" in t for t in tactics):
+            raise InputError(
+                f"--tactics {self.tactics!r}: give one or more tactics, one per entry, none empty"
+            )
+        return tactics
 
     def identity(self) -> dict[str, Any]:
         """The part of the config stored with the run and compared on resume.
