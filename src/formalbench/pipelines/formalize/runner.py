@@ -131,6 +131,7 @@ async def _run(
         if backend is None:
             options = {"timeout": config.timeout, **config.backend_options}
             backend = make_backend(config.backend, workers=config.workers, **options)
+        backend.preflight()  # an unreachable verification server is one error, up front
         files.root.mkdir(parents=True, exist_ok=True)
         with FormalizeStore(files.store) as store:
             stored = store.config()
