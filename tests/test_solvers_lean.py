@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from formalbench.backends.base import Backend
-from formalbench.backends.lean.messages import message_to_diagnostic
+from formalbench.backends.lean.messages import message_to_diagnostic, sorry_to_hole
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import CheckResult, Informal, Language, Task
 from formalbench.datasets.shipped import shipped_path
@@ -22,6 +22,8 @@ from formalbench.llm.replay import ScriptedModel
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.portfolio import PortfolioSolver
 from formalbench.solvers.probe import probe_script, read_probe
+from formalbench.solvers.search import DeclarationIndex
+from formalbench.solvers.tools import AgentTools, task_context
 
 L = Language.lean
 HEARTBEATS = (
@@ -295,3 +297,58 @@ def test_the_solution_of_a_proof_task_is_still_shown():
     model = ScriptedModel(["```lean\nnlinarith\n```"])
     asyncio.run(make_solver("whole", StrictVerifier(backend), model).solve(task, 0))
     assert "Since n >= 3, n*n >= 9." in model.calls[0].messages[-1].content
+
+
+# ---- the agent's tools on Lean ----------------------------------------------------------
+
+
+def lean_tools(
+    answer: Callable[[str, Sequence[str]], CheckResult],
+) -> tuple[AgentTools, GivenResults]:
+    backend = GivenResults(answer)
+    solver = make_solver("agent", StrictVerifier(backend), ScriptedModel(["x"]), SolverConfig())
+    return AgentTools(solver, lean_task(ONE), DeclarationIndex([], L)), backend
+
+
+def test_lean_run_with_a_sorry_shows_the_goals_the_repl_reports_for_it():
+    # the REPL's `sorries` entry, in the shape of fixtures/lean-repl/tactic_sorry
+    sorry = {
+        "proofState": 0,
+        "pos": {"line": 4, "column": 2},
+        "goal": "n : ℕ\nh : 2 < n\n⊢ 4 < n * n",
+        "endPos": {"line": 4, "column": 7},
+    }
+    warning = message("warning", 3, 8, "declaration uses `sorry`")
+    tools, backend = lean_tools(
+        lambda source, targets: CheckResult(
+            backend="lean",
+            diagnostics=[message_to_diagnostic(warning)],
+            holes=[sorry_to_hole(sorry)],
+        )
+    )
+    answer = asyncio.run(tools.run("intro\n  sorry"))
+    assert "Rejected (forbidden_construct)" in answer
+    assert "Goals left open:\ngoal 1 of 1:\nn : ℕ\nh : 2 < n\n⊢ 4 < n * n" in answer
+    assert len(backend.sources) == 1  # the verifier refused it unseen; the tool looked
+
+
+def test_lean_check_places_the_snippet_after_the_context_and_returns_info_messages():
+    def answer(source: str, targets: Sequence[str]) -> CheckResult:
+        line = source.splitlines().index("#check Nat.lt_irrefl") + 1
+        data = "Nat.lt_irrefl (n : ℕ) : ¬n < n"
+        return repl_result([message("info", line, 0, data)])
+
+    tools, backend = lean_tools(answer)
+    assert asyncio.run(tools.check("#check Nat.lt_irrefl")) == (
+        "info (line 1):\nNat.lt_irrefl (n : ℕ) : ¬n < n"
+    )
+    assert backend.sources[0] == "import Mathlib\n\n#check Nat.lt_irrefl\n"  # no target
+    assert asyncio.run(tools.check('#eval IO.Process.run {cmd := "ls"}')) == (
+        "nothing was run: the check tool does not run `#eval`"
+    )
+    assert len(backend.sources) == 1
+
+
+def test_lean_context_drops_the_doc_comment_of_the_first_target():
+    text = "import Mathlib\n\ndef k := 3\n\n/-- The claim. -/\ntheorem t : k = 3 := by\n  sorry\n"
+    assert task_context(text, L) == "import Mathlib\n\ndef k := 3\n\n"

@@ -2,13 +2,17 @@
 
 The model works in turns (at most `max_turns`, default 40). Each reply ends with one fenced
 block whose tag is the action (the protocol is spelled out to the model in the prompt
-`solver_agent`):
+`solver_agent`; what each tool does is in `solvers.tools`):
 
-- `search`: words or a name; answered from an offline index of the library's sources
-  (`solvers.search`): Coq's standard library and packages under `coqc -where`, or the
-  Lake project's `.lean` files for Lean;
+- `search`: words or a name; answered from the task file's own declarations and an offline
+  index of the library's sources (`solvers.search`): Coq's standard library and packages
+  under `coqc -where`, or the Lake project's `.lean` files for Lean;
+- `check`: a free snippet (`Check foo.`, `#check foo`, a `Goal`/`example` left open) run
+  after the task's context without the strict verifier; its messages, the types of Coq
+  `Check` terms and the goals where it stops come back;
 - `run`: a proof (for the target, or the whole file); it is put into the task's text and
-  strictly verified, and the verdict's messages come back with the offending lines;
+  strictly verified, and the verdict's messages come back with the offending lines and the
+  goals at the failing step;
 - `submit`: the final proof; it ends the loop.
 
 Every tool result returns as the next user turn (`solver_agent_observation`), cut to
@@ -20,7 +24,6 @@ submits fails with an empty candidate (the taxonomy counts that as incomplete ou
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,20 +31,20 @@ from formalbench.core.records import Diagnostic, Language, Severity, Task, Verdi
 from formalbench.llm.base import ChatModel, Message
 from formalbench.solvers.base import Draft, Solver, SolverConfig
 from formalbench.solvers.candidate import from_code
-from formalbench.solvers.extract import FormatFailure, code_blocks
+from formalbench.solvers.extract import code_blocks
 from formalbench.solvers.search import DeclarationIndex, default_roots
-from formalbench.solvers.sequential import render_errors
+from formalbench.solvers.tools import AgentTools
 
 if TYPE_CHECKING:
     from formalbench.checking.verifier import StrictVerifier
 
 PROMPT = "solver_agent"
 OBSERVATION = "solver_agent_observation"
-ACTIONS = ("search", "run", "submit")
+ACTIONS = ("search", "check", "run", "submit")
 
 
 def parse_action(reply: str) -> tuple[str, str] | None:
-    """The (action, body) of a reply: its last block tagged search, run or submit."""
+    """The (action, body) of a reply: its last block tagged with an action."""
     blocks = [b for b in code_blocks(reply) if b.tag in ACTIONS]
     if not blocks:
         return None
@@ -81,6 +84,7 @@ class AgentSolver(Solver):
             library=f"the sources of the library ({library})",
         )
         observe = self.prompt(draft, OBSERVATION)
+        tools = AgentTools(self, task, index)
         actions: list[str] = []
         submitted: str | None = None
         for turn in range(self.max_turns):
@@ -92,15 +96,17 @@ class AgentSolver(Solver):
             if parsed and action == "submit":
                 submitted = parsed[1]
                 break
-            if parsed is None:
-                result = "End your reply with one ```search, ```run or ```submit block."
-            elif action == "search":
-                result = await self._search(language, parsed[1])
-            else:
-                result = await self._run(task, parsed[1])
             left = self.max_turns - turn - 1
             if left == 0:
-                break
+                break  # no turn is left to read a tool's answer
+            if parsed is None:
+                result = "End your reply with one ```search, ```check, ```run or ```submit block."
+            elif action == "search":
+                result = await tools.search(parsed[1])
+            elif action == "check":
+                result = await tools.check(parsed[1])
+            else:
+                result = await tools.run(parsed[1])
             text = result[: self.config.observation_chars]
             messages += observe.render(action=action, result=text, turns_left=left)
         draft.params["actions"] = actions
@@ -119,29 +125,3 @@ class AgentSolver(Solver):
             return
         draft.code = from_code(task.source_text, language, submitted)
         draft.verdict = await self.verify(task, draft.code)
-
-    async def _search(self, language: Language, query: str) -> str:
-        index = self.index(language)
-        found = await asyncio.to_thread(index.search, query, self.config.search_results)
-        if not found:
-            return f"no declaration matches {query.strip()!r}"
-        return "\n".join(f"{d.render()}    [{Path(d.path).name}:{d.line}]" for d in found)
-
-    async def _run(self, task: Task, proof: str) -> str:
-        try:
-            candidate = from_code(task.source_text, task.language, proof)
-        except FormatFailure as exc:
-            return f"nothing was run: {exc}"
-        verdict = await self.verify(task, candidate)
-        if verdict.passed:
-            return "The strict verifier accepts this proof. Submit it."
-        lines: list[str] = [f"Rejected ({', '.join(r.value for r in verdict.reasons)})."]
-        errors = [d for d in verdict.diagnostics if d.severity == Severity.error]
-        if errors:
-            lines.append(render_errors(errors, candidate, self.config.observation_chars))
-        shown = {d.message.strip() for d in errors}
-        for f in verdict.findings:
-            if f.message.strip() not in shown:
-                where = f"line {f.line}: " if f.line else ""
-                lines.append(f"{where}{f.message}")
-        return "\n".join(lines)

@@ -80,7 +80,7 @@ _COQ_END = re.compile(r"(Qed|Defined|Admitted|Abort|Save\b[^.]*)\.$")
 _LEAN_DECL = r"(?:theorem|lemma|example|def|abbrev|instance)"
 
 
-def _coq_sentences(code: str) -> list[tuple[int, int]]:
+def coq_sentences(code: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `code`, `end` just past its final dot."""
     masked = mask(code, Language.coq)
     spans, start = [], 0
@@ -125,7 +125,7 @@ def last_declaration(code: str, language: Language) -> str | None:
 def _coq_proof_after(code: str, decl_start: int) -> str:
     """The script between the statement's final dot (or `Proof.`) and `Qed.`/`Defined.`;
     an `Admitted.` or `Abort.` ending is kept so that the verifier sees it."""
-    sentences = [(s, e) for s, e in _coq_sentences(code) if e > decl_start]
+    sentences = [(s, e) for s, e in coq_sentences(code) if e > decl_start]
     if not sentences:
         return ""
     body_start = sentences[0][1]
@@ -151,7 +151,7 @@ def _coq_proof_after(code: str, decl_start: int) -> str:
 def _coq_strip_wrappers(code: str) -> str:
     """A proof-only Coq answer without a leading `Proof.` or a trailing `Qed.`/`Defined.`."""
     text = code.strip()
-    sentences = _coq_sentences(text)
+    sentences = coq_sentences(text)
     if not sentences:
         return text
     start, end = 0, len(text)

@@ -23,8 +23,9 @@ from formalbench.solvers.proofs import mask
 
 _COQ_DECL = re.compile(
     r"(?m)^[ \t]*(?:#\[[^\]]*\]\s*)?(?:(?:Local|Global|Polymorphic|Program)\s+)*"
-    r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Definition|Fixpoint|Inductive"
-    r"|Class|Instance)\s+([\w']+)"
+    r"(Theorem|Lemma|Fact|Remark|Corollary|Proposition|Example|Definition|Fixpoint|CoFixpoint"
+    r"|Inductive|CoInductive|Record|Structure|Class|Instance|Axiom|Parameter|Hypothesis"
+    r"|Variable|Conjecture|Let)\s+([\w']+)"
 )
 # `Module M <: T.` spans lines; `Module M := F X.` defines a module without opening one.
 _COQ_SCOPE = re.compile(
@@ -33,7 +34,7 @@ _COQ_SCOPE = re.compile(
 )
 _LEAN_DECL = re.compile(
     r"(?m)^(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|nonrec|partial)\s+)*"
-    r"(theorem|lemma|def|abbrev|instance|structure|class|inductive)\s+([^\s:({\[]+)"
+    r"(theorem|lemma|def|abbrev|instance|structure|class|inductive|axiom|opaque)\s+([^\s:({\[]+)"
 )
 _LEAN_SCOPE = re.compile(r"(?m)^(?:(namespace)|(section)|(end))(?:[ \t]+([\w.']+))?[ \t]*$")
 _MAX_STATEMENT = 400
@@ -67,28 +68,37 @@ class DeclarationIndex:
 
     def search(self, query: str, limit: int = 20) -> list[Declaration]:
         """Declarations whose name or statement contains every word of `query`."""
-        words = [w.lower() for w in query.split() if w.strip()]
-        if not words:
-            return []
-        found = self._search(words, limit)
-        if not found and any("." in w for w in words):
-            # names made by functor application (Coq's `Z.mul_comm`) are not in the text:
-            # fall back to the unqualified name
-            found = self._search([w.rsplit(".", 1)[-1] for w in words], limit)
-        return found
+        return search_declarations(self.declarations, query, limit)
 
-    def _search(self, words: list[str], limit: int) -> list[Declaration]:
-        scored: list[tuple[tuple[int, int, int], Declaration]] = []
-        for decl in self.declarations:
-            name = decl.name.lower()
-            hay = f"{name} {decl.statement.lower()}"
-            if not all(w in hay for w in words):
-                continue
-            exact = 0 if name in words or name.rsplit(".", 1)[-1] in words else 1
-            in_name = -sum(w in name for w in words)
-            scored.append(((exact, in_name, len(decl.name)), decl))
-        scored.sort(key=lambda item: item[0])
-        return [d for _, d in scored[:limit]]
+
+def search_declarations(
+    declarations: Sequence[Declaration], query: str, limit: int = 20
+) -> list[Declaration]:
+    """Those of `declarations` whose name or statement contains every word of `query`,
+    exact name hits first, then by how many words hit the name, then shorter names."""
+    words = [w.lower() for w in query.split() if w.strip()]
+    if not words:
+        return []
+    found = _rank(declarations, words, limit)
+    if not found and any("." in w for w in words):
+        # names made by functor application (Coq's `Z.mul_comm`) are not in the text:
+        # fall back to the unqualified name
+        found = _rank(declarations, [w.rsplit(".", 1)[-1] for w in words], limit)
+    return found
+
+
+def _rank(declarations: Sequence[Declaration], words: list[str], limit: int) -> list[Declaration]:
+    scored: list[tuple[tuple[int, int, int], Declaration]] = []
+    for decl in declarations:
+        name = decl.name.lower()
+        hay = f"{name} {decl.statement.lower()}"
+        if not all(w in hay for w in words):
+            continue
+        exact = 0 if name in words or name.rsplit(".", 1)[-1] in words else 1
+        in_name = -sum(w in name for w in words)
+        scored.append(((exact, in_name, len(decl.name)), decl))
+    scored.sort(key=lambda item: item[0])
+    return [d for _, d in scored[:limit]]
 
 
 def default_roots(language: Language, project: Path | str | None = None) -> list[Path]:
