@@ -86,6 +86,23 @@ def test_portfolio_fills_several_holes_in_order(verifier: StrictVerifier) -> Non
     ]
 
 
+def test_portfolio_falls_back_when_the_verifier_rejects_the_winner(
+    verifier: StrictVerifier,
+) -> None:
+    # `admit` closes any goal in the probe, but the verifier forbids it: the next tactic
+    # that closes the goal is probed for and verified instead
+    task = coq_task("mathd_numbertheory_342")
+    attempt = solve("portfolio", verifier, task, tactics={"coq": ["admit", "reflexivity"]})
+    assert attempt.verdict is not None and attempt.verdict.passed, attempt.verdict
+    assert attempt.params["fallbacks"] == 1 and attempt.params["probes"] == 2
+    assert "reflexivity." in attempt.code and "admit" not in attempt.code
+    assert attempt.raw_output.splitlines() == [
+        "hole 1 (mathd_numbertheory_342): admit",
+        "hole 1 (mathd_numbertheory_342): admit left out: the verifier rejected it",
+        "hole 1 (mathd_numbertheory_342): reflexivity",
+    ]
+
+
 # ---- whole ---------------------------------------------------------------------------
 
 

@@ -20,6 +20,7 @@ from formalbench.core.records import CheckResult, Informal, Language, Task
 from formalbench.datasets.shipped import shipped_path
 from formalbench.llm.replay import ScriptedModel
 from formalbench.solvers import SolverConfig, make_solver
+from formalbench.solvers.goals import lean_goals
 from formalbench.solvers.portfolio import PortfolioSolver
 from formalbench.solvers.probe import probe_script, read_probe
 from formalbench.solvers.search import DeclarationIndex
@@ -352,3 +353,17 @@ def test_lean_check_places_the_snippet_after_the_context_and_returns_info_messag
 def test_lean_context_drops_the_doc_comment_of_the_first_target():
     text = "import Mathlib\n\ndef k := 3\n\n/-- The claim. -/\ntheorem t : k = 3 := by\n  sorry\n"
     assert task_context(text, L) == "import Mathlib\n\ndef k := 3\n\n"
+
+
+def test_lean_run_reads_the_goals_from_the_unsolved_goals_message():
+    # the message as the REPL writes it (fixtures/lean-repl: unfinished_tactic_block)
+    unsolved = "unsolved goals\nn : ℕ\nh : 2 < n\n⊢ 4 < n * n"
+    tools, backend = lean_tools(
+        lambda source, targets: repl_result([message("error", 3, 51, unsolved)])
+    )
+    answer = asyncio.run(tools.run("intro"))
+    assert "Rejected (compile_error)" in answer
+    assert "line 3, column 51: theorem foo" in answer and unsolved in answer
+    assert len(backend.sources) == 1  # the goals were in the message: no second look
+    goals = lean_goals([message_to_diagnostic(message("error", 3, 51, unsolved))])
+    assert goals == ["n : ℕ\nh : 2 < n\n⊢ 4 < n * n"]
