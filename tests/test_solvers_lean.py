@@ -367,3 +367,10 @@ def test_lean_run_reads_the_goals_from_the_unsolved_goals_message():
     assert len(backend.sources) == 1  # the goals were in the message: no second look
     goals = lean_goals([message_to_diagnostic(message("error", 3, 51, unsolved))])
     assert goals == ["n : ℕ\nh : 2 < n\n⊢ 4 < n * n"]
+
+
+def test_lean_run_compiles_a_refused_candidate_only_when_its_findings_are_holes():
+    tools, backend = lean_tools(lambda source, targets: repl_result([]))
+    answer = asyncio.run(tools.run("have h2 : 2 ≤ 2 := by native_decide\n  sorry"))
+    assert "native_decide" in answer and "Goals left open" not in answer
+    assert backend.sources == []  # the verifier refused it unseen, and so does the tool

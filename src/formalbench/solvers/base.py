@@ -256,6 +256,7 @@ class Solver(ABC):
             "source": source,
             "informal": task.informal.statement.strip(),
             "solution": self.shown_solution(task),
+            "find_value": task.kind in ANSWER_KINDS,
             "targets": target_names(source, language),
             "hole_word": "sorry" if language == Language.lean else "Admitted",
             "forbidden": self.policy.forbidden_for(language),

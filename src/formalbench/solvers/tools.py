@@ -32,6 +32,7 @@ from formalbench.core.records import (
     Diagnostic,
     Finding,
     Language,
+    Reason,
     Severity,
     Task,
 )
@@ -174,28 +175,45 @@ class AgentTools:
     async def _goals(
         self, candidate: str, errors: list[Diagnostic], findings: list[Finding]
     ) -> str:
-        """The goals where the proof fails, when they are not in the messages already."""
+        """The goals where the proof fails, when they are not in the messages already.
+
+        Only text the verifier would have compiled is compiled here: on Coq the candidate
+        up to its first error, or up to its earliest finding when the verifier refused it
+        unseen; on Lean a refused candidate only when its findings are nothing but holes.
+        """
         backend = self.solver.backend
         if self.language == Language.coq:
-            points = [d for d in errors if d.line is not None]
-            points += [
-                Diagnostic(severity=Severity.error, message=f.message, line=f.line, column=f.column)
-                for f in findings
-                if f.line is not None
-            ]
-            if not points:
+            located = [d for d in errors if d.line is not None]
+            lined = sorted((f for f in findings if f.line is not None), key=_place)
+            if located:
+                point = located[0]
+            elif lined and not errors:
+                f = lined[0]
+                point = Diagnostic(
+                    severity=Severity.error, message="", line=f.line, column=f.column
+                )
+            else:
                 return ""
-            goals = await coq_goals_at(backend, candidate, points[0], self.timeout)
+            goals = await coq_goals_at(backend, candidate, point, self.timeout)
             if goals is None:
                 return ""
-            return f"\nGoals before the failing step (line {points[0].line}):\n" + render_goals(
-                goals
-            )
-        if errors:
+            return f"\nGoals before the failing step (line {point.line}):\n" + render_goals(goals)
+        if errors or not findings or not all(_is_hole(f) for f in findings):
             return ""  # Lean's errors quote the goal they are about
         result = await backend.acheck(candidate, timeout=self.timeout)
         goals = [h.goal for h in result.holes if h.goal] + lean_goals(result.errors)
         return "\nGoals left open:\n" + render_goals(goals) if goals else ""
+
+
+def _place(finding: Finding) -> tuple[int, int]:
+    return finding.line or 0, finding.column or 0
+
+
+def _is_hole(finding: Finding) -> bool:
+    return finding.reason == Reason.forbidden_construct and finding.subject in _HOLES
+
+
+_HOLES = {"sorry", "admit"}
 
 
 def task_context(text: str, language: Language) -> str:
