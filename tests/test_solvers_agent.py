@@ -78,11 +78,14 @@ def test_run_of_a_forbidden_step_shows_the_goals_at_it(tools: AgentTools) -> Non
 
 
 def test_check_answers_with_the_types_of_check_terms(tools: AgentTools) -> None:
-    answer = run(tools.check("Check Nat.add_comm.\nCheck double_helper_le.\nCheck (double 2)."))
+    snippet = (
+        "Check Nat.add_comm. (* a comment. *)\nCheck double_helper_le.\nCheck (double (* x. *) 2)."
+    )
+    answer = run(tools.check(snippet))
     assert "No messages: the snippet compiles." in answer
     assert "Nat.add_comm\n     : forall n m : nat, n + m = m + n" in answer
     assert "double_helper_le\n     : forall n : nat, n <= double n" in answer  # the task's own
-    assert "(double 2)\n     : nat" in answer
+    assert "(double (* x. *) 2)\n     : nat" in answer
 
 
 def test_check_of_an_open_goal_shows_its_goals(tools: AgentTools) -> None:

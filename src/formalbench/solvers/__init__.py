@@ -2,7 +2,7 @@
 
 `make_solver(name, verifier, model, config)` builds one of: `portfolio` (no model, the
 default), `whole` (whole-proof sampling), `sequential` (hole by hole with repair turns),
-`agent` (tool loop with search / run / submit). Each `solve(task, sample)` returns an
+`agent` (tool loop with search / check / run / submit). Each `solve(task, sample)` returns an
 `Attempt` and never raises for model, budget or backend failures.
 """
 

@@ -69,7 +69,7 @@ REFUSED = {
         r"|Add\s+ML\s+Path)(?![\w'])"
     ),
 }
-_COQ_CHECK = re.compile(r"^\s*Check\s+(.+?)\s*\.\s*$", re.S)
+_COQ_CHECK = re.compile(r"^\s*Check\s")
 _COQ_QUIET = re.compile(
     r"^\s*(Search\w*|Print|About|Locate|Compute|Eval|Show|Test|Inspect)\b", re.M
 )
@@ -128,8 +128,8 @@ class AgentTools:
                 extras.append(f"Goals at that point:\n{render_goals(goals)}")
             return extras
         masked = mask(snippet, Language.coq)
-        terms = [
-            m.group(1).strip()
+        terms = [  # found in the masked text, taken from the snippet's own (strings kept)
+            snippet[a + m.end() : b].strip().removesuffix(".").strip()
             for a, b in coq_sentences(snippet)
             if (m := _COQ_CHECK.match(masked[a:b]))
         ]
