@@ -14,9 +14,13 @@ some tactics are left out of a later probe):
 Lean's `first` (like `try`) does not catch the exceptions of the heartbeat and recursion
 limits (leanprover/lean4#2775; since lean4#11490 `try` lets them through on purpose): a
 tactic that runs out of heartbeats aborts the whole proof block instead of passing to the
-next branch. The error is positioned where Lean was when it gave up, which is inside the
-branch that ran, and every branch has a line of its own, so the line of that error names
-the tactic to leave out of the next probe (`ProbeReport.blown`).
+next branch. Lean places that error at the syntax it was elaborating when it gave up
+(`throwMaxHeartbeat` throws at `getRef`), which lies inside the branch that ran, and every
+branch has a line of its own, so the line of that error names the tactic to leave out of
+the next probe (`ProbeReport.blown`). (Read from Lean's sources and tested on recorded
+message shapes; no Lean toolchain runs on the machines this was written on.) A limit error
+on no branch's line cannot be pinned to a tactic: the hole is then reported unsolved with
+Lean's own messages.
 """
 
 from __future__ import annotations
