@@ -374,3 +374,13 @@ def test_lean_run_compiles_a_refused_candidate_only_when_its_findings_are_holes(
     answer = asyncio.run(tools.run("have h2 : 2 ≤ 2 := by native_decide\n  sorry"))
     assert "native_decide" in answer and "Goals left open" not in answer
     assert backend.sources == []  # the verifier refused it unseen, and so does the tool
+
+
+def test_a_limit_error_on_no_branch_line_ends_the_search_with_lean_own_message():
+    backend = GivenResults(
+        lambda source, targets: repl_result([message("error", 3, 0, HEARTBEATS)])
+    )
+    attempt = asyncio.run(portfolio(backend, ["simp", "omega"]).solve(lean_task(ONE), 0))
+    assert attempt.verdict is not None and not attempt.verdict.passed
+    assert attempt.params["probes"] == 1  # nothing to leave out: no second probe
+    assert attempt.verdict.diagnostics[0].message == HEARTBEATS
