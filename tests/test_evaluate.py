@@ -492,3 +492,31 @@ def test_ray_executor_without_lean_is_one_error_before_the_run(tmp_path: Path) -
     )
     assert "Traceback" not in done.stderr and "ActorDiedError" not in done.stderr
     assert not run_dir.exists()
+
+
+@pytest.mark.parametrize("show", [False, True])
+def test_construction_answer_reaches_the_model_only_with_show_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, show: bool
+) -> None:
+    formal = (
+        "Definition answer : nat.\nAdmitted.\n"
+        "Theorem answer_ok : answer + 1 = 3.\nProof.\nAdmitted.\n"
+    )
+    task = Task(
+        id="find",
+        language=Language.coq,
+        formal=formal,
+        kind="evaluation",
+        informal={"statement": "Find n with n + 1 = 3.", "solution": "SECRET-ANSWER-2"},
+    )
+    data = tmp_path / "d.jsonl"
+    data.write_text(task.model_dump_json() + "\n", encoding="utf-8")
+    with StandinServer() as server:
+        server.responder = lambda body: ["```coq\nexact 2.\n```"]
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        spec = f"openai:standin-model@{server.base_url}"
+        config = EvalConfig(dataset=str(data), solver="whole", model=spec, show_answer=show)
+        run_evaluation(config, tmp_path / "run")
+        prompts = [json.dumps(seen.body) for seen in server.requests if seen.body.get("messages")]
+    assert prompts
+    assert any("SECRET-ANSWER-2" in p for p in prompts) is show

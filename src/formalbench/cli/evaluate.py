@@ -153,7 +153,19 @@ def eval_command(
     max_tokens: Annotated[
         int | None, typer.Option(min=1, help="Output cap of one model call.")
     ] = None,
-    max_turns: Annotated[int | None, typer.Option(min=1)] = None,
+    max_turns: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="sequential: repair turns per hole after the first try (32); agent: turns (40).",
+        ),
+    ] = None,
+    show_answer: Annotated[
+        bool,
+        typer.Option(
+            help="Show the model the expected answer of construction tasks (off: fair pass@k)."
+        ),
+    ] = False,
     token_budget: Annotated[int | None, typer.Option(min=1, help="Tokens per task.")] = None,
     run_token_budget: Annotated[
         int | None, typer.Option(min=1, help="Tokens for the whole run.")
@@ -201,6 +213,7 @@ def eval_command(
         temperature=temperature,
         max_tokens=max_tokens,
         max_turns=max_turns,
+        show_answer=show_answer,
         token_budget=token_budget,
         run_token_budget=run_token_budget,
         tactics=read_tactics(tactics, tactics_file),

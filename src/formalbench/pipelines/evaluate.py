@@ -142,7 +142,11 @@ def wrap_model(
 
 
 def solver_config(config: EvalConfig, samples: int, language: Language) -> SolverConfig:
-    knobs: dict[str, Any] = {"samples": samples, "check_timeout": config.timeout}
+    knobs: dict[str, Any] = {
+        "samples": samples,
+        "check_timeout": config.timeout,
+        "show_answer": config.show_answer,
+    }
     for key in ("temperature", "max_tokens", "max_turns"):
         if getattr(config, key) is not None:
             knobs[key] = getattr(config, key)

@@ -49,6 +49,7 @@ class EvalConfig(Record):
     tactics: list[str] | None = None  # portfolio: replaces the task language's default list
     model_concurrency: int | None = Field(default=None, ge=1)  # model calls in flight
     retry_errors: bool = False  # redo attempts that failed on a model or backend error
+    show_answer: bool = False  # give the model the expected answer of construction tasks
 
     def checked_tactics(self) -> list[str] | None:
         """The tactic list as the run uses and stores it (each stripped), None for the
@@ -78,6 +79,8 @@ class EvalConfig(Record):
         for key in (*harness, "model_concurrency", "retry_errors"):
             data.pop(key, None)
         data["params"] = {
-            k: data.pop(k) for k in ("timeout", "max_turns", "token_budget") if k in data
+            k: data.pop(k)
+            for k in ("timeout", "max_turns", "token_budget", "show_answer")
+            if k in data
         }
         return data
