@@ -24,6 +24,7 @@ checked and fails (disallowed_axiom), since axioms are read from the assistant, 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Sequence
 from functools import lru_cache
@@ -46,6 +47,7 @@ from formalbench.core.records import (
     TaskKind,
     Verdict,
 )
+from formalbench.store.verdict_cache import VerdictCache, verdict_key
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 COQ_LOCAL_PREFIX = "Candidate."
@@ -79,6 +81,7 @@ class StrictVerifier:
         *,
         language: Language | None = None,
         compile_always: bool = False,
+        cache: VerdictCache | None = None,
     ) -> None:
         lang = language or (backend.language if backend is not None else None)
         if lang is None:
@@ -87,6 +90,10 @@ class StrictVerifier:
         self.policy = policy or VerifierPolicy()
         self.language = Language(lang)
         self.compile_always = compile_always
+        self.cache = cache if backend is not None else None  # the text layer alone is cheap
+        # Verdicts being computed now, by key: samples of one task often repeat a proof and
+        # arrive together, so the second waits for the first instead of checking it again.
+        self._pending: dict[str, asyncio.Future[Verdict]] = {}
 
     # --- text layer -----------------------------------------------------------------------
     def _parse(self, original: str, candidate: str) -> tuple[list[Decl], list[Decl], set[int]]:
@@ -253,6 +260,22 @@ class StrictVerifier:
             return False  # it would write or load files outside the sandbox's directory
         return not findings or self.compile_always
 
+    def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
+        """Where this verdict is kept: everything it depends on, the assistant's version too."""
+        if self.cache is None or self.backend is None:
+            return None
+        rules = {"policy": self.policy.model_dump(mode="json"), "always": self.compile_always}
+        kind_name = "auto" if kind is None else kind.value
+        return verdict_key(self.backend.version(), rules, kind_name, original, candidate)
+
+    def _cached(self, key: str | None) -> Verdict | None:
+        return None if key is None or self.cache is None else self.cache.get(key)
+
+    def _keep(self, key: str | None, verdict: Verdict) -> Verdict:
+        if key is not None and self.cache is not None:
+            self.cache.put(key, verdict)  # transient verdicts (timeout, crash) are not kept
+        return verdict
+
     def verify(
         self,
         original: str,
@@ -262,7 +285,11 @@ class StrictVerifier:
         timeout: float | None = None,
     ) -> Verdict:
         """The verdict on `candidate` as a solution of `original` (both whole files); `kind`
-        None reads the task kind off the original (see `task_kind`)."""
+        None reads the task kind off the original (see `task_kind`). With a verdict cache, a
+        candidate already judged under the same assistant and rules is not checked again."""
+        key = self._cache_key(original, candidate, kind)
+        if (hit := self._cached(key)) is not None:
+            return hit
         t0 = time.perf_counter()
         findings = self.static_findings(original, candidate, kind)
         result = None
@@ -271,7 +298,7 @@ class StrictVerifier:
             targets = self.targets(original)
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
             findings += self.assistant_findings(result, targets, original)
-        return self._verdict(findings, result, t0)
+        return self._keep(key, self._verdict(findings, result, t0))
 
     async def averify(
         self,
@@ -281,7 +308,25 @@ class StrictVerifier:
         kind: TaskKind | None = None,
         timeout: float | None = None,
     ) -> Verdict:
-        """`verify` for asyncio code: the compile runs on the backend's pool."""
+        """`verify` for asyncio code: the compile runs on the backend's pool, and a candidate
+        already being checked by another attempt is waited for, not checked twice."""
+        key = self._cache_key(original, candidate, kind)
+        if key is None:
+            return await self._averify(original, candidate, kind, timeout)
+        if (hit := self._cached(key)) is not None:
+            return hit
+        if key in self._pending:
+            return await asyncio.shield(self._pending[key])
+        task = asyncio.ensure_future(self._averify(original, candidate, kind, timeout))
+        self._pending[key] = task
+        try:
+            return self._keep(key, await asyncio.shield(task))
+        finally:
+            self._pending.pop(key, None)
+
+    async def _averify(
+        self, original: str, candidate: str, kind: TaskKind | None, timeout: float | None
+    ) -> Verdict:
         t0 = time.perf_counter()
         findings = self.static_findings(original, candidate, kind)
         result = None

@@ -38,6 +38,7 @@ from formalbench.pipelines.run_files import RunFiles, write_run_log
 from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
 from formalbench.store.response_cache import ResponseCache
 from formalbench.store.runs import RunStore
+from formalbench.store.verdict_cache import VerdictCache
 
 RUN_BUDGET_NAME = "run"
 
@@ -218,8 +219,11 @@ async def _evaluate(
         if model is not None:
             model = wrap_model(config, files, meter, model, cache=given_model is None)
         settings = solver_config(config, samples, tasks[0].language)
-        solver = make_solver(config.solver, StrictVerifier(backend), model, settings)
-        with RunStore(files.store) as store:
+        # Samples often repeat a proof: each distinct candidate is checked once per run folder.
+        verdicts = VerdictCache(files.verdicts)
+        verifier = StrictVerifier(backend, cache=verdicts)
+        solver = make_solver(config.solver, verifier, model, settings)
+        with verdicts, RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))
             store.add_tasks(run_id, tasks)
             if config.retry_errors:

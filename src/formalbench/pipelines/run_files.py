@@ -36,6 +36,10 @@ class RunFiles:
         return self.root / "responses.sqlite"
 
     @property
+    def verdicts(self) -> Path:
+        return self.root / "verdicts.sqlite"
+
+    @property
     def log(self) -> Path:
         return self.root / "run.json"
 
