@@ -31,18 +31,26 @@ SEED_STRIDE = 1000  # seeds of re-translation t of sample s: t * SEED_STRIDE + s
 _RAW_SHOWN = 4000
 
 
+def _problem_vars(session: Session, problem: Problem) -> dict[str, str]:
+    """What the translation and the repair prompts both show: the assistant and the problem."""
+    category = problem.category or "other"
+    return {
+        "assistant": session.assistant.name,
+        "fence": session.assistant.fence,
+        "hole": session.assistant.hole,
+        "informal": problem.informal,
+        "solution": problem.solution or "",
+        "category": category,
+        "context": context_text(session.store, category),
+    }
+
+
 def translate_messages(session: Session, problem: Problem) -> list[Message]:
     prompt = prompt_template(TRANSLATE)
     session.prompt_hashes["translate"] = prompt.hash
     examples = choose_fewshot(session.fewshot, problem, session.config.fewshot)
     return prompt.render(
-        assistant=session.assistant.name,
-        fence=session.assistant.fence,
-        hole=session.assistant.hole,
-        informal=problem.informal,
-        solution=problem.solution or "",
-        category=problem.category or "other",
-        context=context_text(session.store, problem.category or "other"),
+        **_problem_vars(session, problem),
         examples=[
             {"informal": e.informal, "solution": e.solution or "", "formal": e.formal.strip()}
             for e in examples
@@ -60,13 +68,7 @@ def repair_messages(session: Session, problem: Problem, last: CompileRound) -> l
         previous = last.code.strip("\n")
         errors = describe(last.diagnostics, last.code)
     return prompt.render(
-        assistant=session.assistant.name,
-        fence=session.assistant.fence,
-        hole=session.assistant.hole,
-        informal=problem.informal,
-        solution=problem.solution or "",
-        category=problem.category or "other",
-        context=context_text(session.store, problem.category or "other"),
+        **_problem_vars(session, problem),
         previous=previous,
         errors=errors,
         repair=last.round,  # round 2 is the first repair
