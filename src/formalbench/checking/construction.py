@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formalbench.checking.decls import Decl, split_decls
-from formalbench.checking.holes import holes_in
+from formalbench.checking.decls import Decl
+from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import Token, plain_name, words
 from formalbench.core.records import Finding, Language, Reason, TaskKind
 
@@ -52,9 +52,7 @@ def task_kind(original: str, language: Language) -> TaskKind:
 
     Importers and `formalbench check` use this, so that the construction rules apply
     whenever the text asks for a construction and not only when a caller says so."""
-    decls = split_decls(original, language)
-    starts = [h.start for h in holes_in(original, decls, language)]
-    holes = {d.index for d in decls if any(d.start <= s <= d.end for s in starts)}
+    decls, holes = hole_decls(original, language)
     return TaskKind.evaluation if value_holes(decls, holes, language) else TaskKind.proof
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from formalbench.checking.decls import (
@@ -59,6 +60,15 @@ class HoleSite:
 def find_holes(text: str, language: Language) -> list[HoleSite]:
     """Every hole of `text`, in text order."""
     return holes_in(text, split_decls(text, language), language)
+
+
+@lru_cache(maxsize=512)
+def hole_decls(text: str, language: Language) -> tuple[list[Decl], frozenset[int]]:
+    """The declarations of `text` and the indices of those holding a hole. Cached: a run
+    verifies many candidates (samples, repair turns) against the same original."""
+    decls = split_decls(text, language)
+    starts = [h.start for h in holes_in(text, decls, language)]
+    return decls, frozenset(d.index for d in decls if any(d.start <= s <= d.end for s in starts))
 
 
 def holes_in(text: str, decls: Sequence[Decl], language: Language) -> list[HoleSite]:

@@ -27,13 +27,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from functools import lru_cache
 
 from formalbench.backends.base import Backend
-from formalbench.checking.construction import construction_findings, value_holes
+from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
-from formalbench.checking.holes import holes_in
+from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
@@ -50,7 +50,7 @@ from formalbench.core.records import (
 from formalbench.store.verdict_cache import VerdictCache, verdict_key
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
-COQ_LOCAL_PREFIX = "Candidate."
+COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
 _POSTULATES = words(
     "Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables"
 )
@@ -59,16 +59,6 @@ _STATUS_REASONS = {
     CheckStatus.out_of_memory: Reason.out_of_memory,
     CheckStatus.crash: Reason.backend_crash,
 }
-
-
-@lru_cache(maxsize=512)
-def _parse_original(original: str, language: Language) -> tuple[list[Decl], frozenset[int]]:
-    """Declarations of an original and the indices of those with a hole. Cached: a run
-    verifies many candidates (samples, repair turns) against the same original."""
-    decls = split_decls(original, language)
-    starts = [h.start for h in holes_in(original, decls, language)]
-    holes = frozenset(d.index for d in decls if any(d.start <= s <= d.end for s in starts))
-    return decls, holes
 
 
 class StrictVerifier:
@@ -91,13 +81,14 @@ class StrictVerifier:
         self.language = Language(lang)
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
+        self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
 
     # --- text layer -----------------------------------------------------------------------
     def _parse(self, original: str, candidate: str) -> tuple[list[Decl], list[Decl], set[int]]:
-        orig, holes = _parse_original(original, self.language)
+        orig, holes = hole_decls(original, self.language)
         if not any(orig[i].name for i in holes):
             raise InputError(
                 "the original has no named declaration with a hole (sorry / Admitted / an open "
@@ -112,8 +103,8 @@ class StrictVerifier:
 
     def task_kind(self, original: str) -> TaskKind:
         """`evaluation` when the original leaves a value definition open, else `proof`."""
-        orig, _, holes = self._parse(original, "")
-        return TaskKind.evaluation if value_holes(orig, holes, self.language) else TaskKind.proof
+        self._parse(original, "")  # an original with no target is refused here as everywhere
+        return task_kind(original, self.language)
 
     def static_findings(
         self, original: str, candidate: str, kind: TaskKind | None = None
@@ -260,20 +251,29 @@ class StrictVerifier:
             return False  # it would write or load files outside the sandbox's directory
         return not findings or self.compile_always
 
+    def _text_stage(
+        self, original: str, candidate: str, kind: TaskKind | None
+    ) -> tuple[float, list[Finding], list[str] | None]:
+        """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
+        t0 = time.perf_counter()
+        findings = self.static_findings(original, candidate, kind)
+        targets = self.targets(original) if self._compile_needed(findings) else None
+        return t0, findings, targets
+
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
         """Where this verdict is kept: everything it depends on, the assistant's version too."""
         if self.cache is None or self.backend is None:
             return None
-        rules = {"policy": self.policy.model_dump(mode="json"), "always": self.compile_always}
         kind_name = "auto" if kind is None else kind.value
-        return verdict_key(self.backend.version(), rules, kind_name, original, candidate)
+        return verdict_key(self.backend.version(), self._rules, kind_name, original, candidate)
 
     def _cached(self, key: str | None) -> Verdict | None:
-        return None if key is None or self.cache is None else self.cache.get(key)
+        """A kept verdict; `key` is None exactly when there is no cache."""
+        return None if key is None else self.cache.get(key)  # type: ignore[union-attr]
 
     def _keep(self, key: str | None, verdict: Verdict) -> Verdict:
-        if key is not None and self.cache is not None:
-            self.cache.put(key, verdict)  # transient verdicts (timeout, crash) are not kept
+        if key is not None:
+            self.cache.put(key, verdict)  # type: ignore[union-attr]  # transient ones are not kept
         return verdict
 
     def verify(
@@ -290,12 +290,10 @@ class StrictVerifier:
         key = self._cache_key(original, candidate, kind)
         if (hit := self._cached(key)) is not None:
             return hit
-        t0 = time.perf_counter()
-        findings = self.static_findings(original, candidate, kind)
+        t0, findings, targets = self._text_stage(original, candidate, kind)
         result = None
-        if self._compile_needed(findings):
+        if targets is not None:
             assert self.backend is not None
-            targets = self.targets(original)
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
             findings += self.assistant_findings(result, targets, original)
         return self._keep(key, self._verdict(findings, result, t0))
@@ -327,12 +325,10 @@ class StrictVerifier:
     async def _averify(
         self, original: str, candidate: str, kind: TaskKind | None, timeout: float | None
     ) -> Verdict:
-        t0 = time.perf_counter()
-        findings = self.static_findings(original, candidate, kind)
+        t0, findings, targets = self._text_stage(original, candidate, kind)
         result = None
-        if self._compile_needed(findings):
+        if targets is not None:
             assert self.backend is not None
-            targets = self.targets(original)
             result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
             findings += self.assistant_findings(result, targets, original)
         return self._verdict(findings, result, t0)
