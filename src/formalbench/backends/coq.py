@@ -136,12 +136,12 @@ class CoqBackend(Backend):
         return result
 
     def _run(self, text: str, timeout: float) -> ProcessOutcome:
+        if timeout <= 0:  # the check's time went on earlier runs: nothing to start
+            return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
         with tempfile.TemporaryDirectory(prefix="formalbench-coq-") as work:
             path = Path(work) / f"{LOCAL_MODULE}.v"
             path.write_bytes(text.encode("utf-8"))
             argv = [self.coqc, "-q", "-time", *self.args, path.name]
-            if timeout <= 0:
-                return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
             return run_limited(
                 argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
             )

@@ -28,21 +28,6 @@ class SourceMap:
     def size(self) -> int:
         return len(self.data)
 
-    @property
-    def line_count(self) -> int:
-        """Lines as an editor shows them: a final newline does not open a new line."""
-        if self.data.endswith(b"\n"):
-            return len(self.line_starts) - 1
-        return len(self.line_starts)
-
-    def line_start(self, line: int) -> int:
-        """Byte offset where 1-based `line` starts (the end of the text past the last line)."""
-        if line < 1:
-            return 0
-        if line > len(self.line_starts):
-            return self.size
-        return self.line_starts[line - 1]
-
     def position(self, offset: int) -> tuple[int, int]:
         """(1-based line, 0-based character column) of a byte offset, clamped to the text."""
         offset = max(0, min(offset, self.size))

@@ -16,13 +16,12 @@ from formalbench.backends.base import Backend
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.records import Language
 
-BACKENDS: tuple[str, ...] = ("coq", "lean", "kimina")
-
 _CLASSES: dict[str, tuple[str, str]] = {
     "coq": ("formalbench.backends.coq", "CoqBackend"),
     "lean": ("formalbench.backends.lean.backend", "LeanBackend"),
     "kimina": ("formalbench.backends.lean.kimina", "KiminaBackend"),
 }
+BACKENDS: tuple[str, ...] = tuple(_CLASSES)
 LANGUAGES: dict[str, Language] = {
     "coq": Language.coq,
     "lean": Language.lean,
@@ -54,8 +53,6 @@ def make_backend(name: str, **options: Any) -> Backend:
     except ModuleNotFoundError as exc:
         raise BackendError(f"backend {key!r} is not available: {exc}") from None
     cls = getattr(module, class_name)
-    if key == "kimina" and "url" not in options:
-        raise InputError("the kimina backend needs url= (the Kimina Lean Server address)")
     try:
         inspect.signature(cls).bind(**options)
     except TypeError as exc:

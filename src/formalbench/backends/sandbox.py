@@ -100,7 +100,6 @@ def run_limited(
     timeout: float,
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
-    stdin: str | None = None,
 ) -> ProcessOutcome:
     """Run `argv` to completion or until `timeout` seconds pass, whichever is first.
 
@@ -113,7 +112,7 @@ def run_limited(
         command,
         cwd=cwd,
         env=dict(env) if env is not None else scrubbed_env(),
-        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -123,7 +122,7 @@ def run_limited(
         preexec_fn=preexec,  # type: ignore[arg-type]
     )
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
         out, err = proc.communicate()

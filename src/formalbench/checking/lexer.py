@@ -255,7 +255,7 @@ def tokenize(text: str, language: Language, *, comments: bool = False) -> list[T
         tokens = _lex_coq(text, lines)
     if comments:
         return tokens
-    return [t for t in tokens if t.kind not in COMMENT_KINDS]
+    return [t for t in tokens if not t.is_comment]
 
 
 def strip_comments(text: str, language: Language) -> str:
@@ -263,7 +263,7 @@ def strip_comments(text: str, language: Language) -> str:
     parts: list[str] = []
     last = 0
     for tok in tokenize(text, language, comments=True):
-        if tok.kind in COMMENT_KINDS:
+        if tok.is_comment:
             parts.append(text[last : tok.offset])
             parts.append(re.sub(r"[^\n]", " ", tok.text))
             last = tok.end

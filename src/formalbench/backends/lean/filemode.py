@@ -13,34 +13,19 @@ no goals, so each "declaration uses sorry" warning becomes a goal-less `Hole`.
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import psutil
-
 from formalbench.backends.lean.axioms import append_axiom_queries, settle_messages
 from formalbench.backends.lean.messages import holes_from_sorry_warnings, parse_json_output
-from formalbench.backends.lean.process import private_rss
+from formalbench.backends.lean.process import OOM_WORDS, process_tree, tree_private_mb
 from formalbench.backends.lean.toolchain import Toolchain, lean_binary
 from formalbench.backends.sandbox import ProcessOutcome, kill_group, scrubbed_env
 from formalbench.core.errors import ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
-
-_OOM_WORDS = ("out of memory", "bad_alloc", "cannot allocate memory")
-
-
-def _tree_mb(pid: int) -> float:
-    total = 0
-    with contextlib.suppress(psutil.Error):
-        root = psutil.Process(pid)
-        for member in [root, *root.children(recursive=True)]:
-            with contextlib.suppress(psutil.Error):
-                total += private_rss(member)
-    return total / (1024 * 1024)
 
 
 def run_watched(
@@ -73,7 +58,7 @@ def run_watched(
                 pass
             if time.perf_counter() - start >= timeout:
                 status = CheckStatus.timeout
-            elif memory_mb and _tree_mb(proc.pid) > memory_mb:
+            elif memory_mb and tree_private_mb(process_tree(proc.pid)) > memory_mb:
                 status = CheckStatus.out_of_memory
             if status != CheckStatus.ok:
                 kill_group(proc)
@@ -86,7 +71,7 @@ def run_watched(
     code = proc.returncode
     if status == CheckStatus.ok and code is not None and code < 0:
         status = CheckStatus.crash
-    if status == CheckStatus.crash and any(w in (stdout + stderr).lower() for w in _OOM_WORDS):
+    if status == CheckStatus.crash and any(w in (stdout + stderr).lower() for w in OOM_WORDS):
         status = CheckStatus.out_of_memory
     return ProcessOutcome(status, code, stdout, stderr, time.perf_counter() - start)
 

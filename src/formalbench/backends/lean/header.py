@@ -27,7 +27,6 @@ class SourceSplit:
     header_lines: tuple[tuple[int, str], ...]  # (line in the source, command text)
     body: str
     body_offset: int
-    source_lines: int = 0
     _key: str = field(default="", repr=False)
 
     @property
@@ -91,4 +90,4 @@ def split_header(source: str) -> SourceSplit:
     offset = commands[-1][0] if commands else 0
     body = "\n".join(lines[offset:])
     key = "\n".join(text for _, text in commands)
-    return SourceSplit(tuple(commands), body, offset, len(lines), key)
+    return SourceSplit(tuple(commands), body, offset, key)

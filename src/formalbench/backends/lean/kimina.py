@@ -87,6 +87,14 @@ class KiminaBackend(Backend):
     def version(self) -> str:
         return f"kimina-lean-server {self.url}"
 
+    def _raise_if_refused(self, resp: httpx.Response) -> None:
+        """A refused key is the user's to fix: one clear error, never retried."""
+        if resp.status_code in (401, 403):
+            raise BackendError(
+                f"the Kimina server {self.url} refused the API key (HTTP {resp.status_code});"
+                f" give api_key= or set {API_KEY_ENV}"
+            )
+
     def preflight(self, timeout: float = 10.0) -> None:
         """One GET on the server's health route: an address that does not answer, or a
         refused key, is a BackendError now rather than a crash recorded on every attempt.
@@ -104,11 +112,7 @@ class KiminaBackend(Backend):
             ) from None
         except httpx.TransportError as exc:
             raise BackendError(f"cannot reach the Kimina server {self.url}: {exc}") from None
-        if resp.status_code in (401, 403):
-            raise BackendError(
-                f"the Kimina server {self.url} refused the API key (HTTP {resp.status_code});"
-                f" give api_key= or set {API_KEY_ENV}"
-            )
+        self._raise_if_refused(resp)
         if resp.status_code in (502, 503, 504):
             raise BackendError(
                 f"the Kimina server {self.url} is not available (HTTP {resp.status_code} on"
@@ -174,10 +178,7 @@ class KiminaBackend(Backend):
             except httpx.TransportError as exc:
                 failure = (CheckStatus.crash, f"cannot reach {endpoint}: {exc}")
                 continue
-            if resp.status_code in (401, 403):
-                raise BackendError(
-                    f"the Kimina server {self.url} refused the API key (HTTP {resp.status_code})"
-                )
+            self._raise_if_refused(resp)
             if resp.status_code == 429 or resp.status_code >= 500:
                 failure = (CheckStatus.crash, f"{endpoint} answered HTTP {resp.status_code}")
                 continue

@@ -30,7 +30,7 @@ from formalbench.backends.sandbox import kill_group, scrubbed_env
 from formalbench.core.errors import BackendError
 from formalbench.core.records import CheckStatus, Diagnostic
 
-_OOM_WORDS = ("out of memory", "bad_alloc", "cannot allocate memory")
+OOM_WORDS = ("out of memory", "bad_alloc", "cannot allocate memory")
 _TREE_REFRESH_S = 1.0
 
 
@@ -57,6 +57,24 @@ def private_rss(proc: psutil.Process) -> int:
     info = proc.memory_info()
     shared = getattr(info, "shared", 0)
     return max(0, info.rss - shared)
+
+
+def tree_private_mb(members: list[psutil.Process]) -> float:
+    """Private resident memory of `members` (a process and its descendants), in MiB."""
+    total = 0
+    for member in members:
+        with contextlib.suppress(psutil.Error):
+            total += private_rss(member)
+    return total / (1024 * 1024)
+
+
+def process_tree(pid: int) -> list[psutil.Process]:
+    """A process and all its descendants (empty when it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
 class ReplProcess:
@@ -153,17 +171,11 @@ class ReplProcess:
             return 0.0
         now = time.monotonic()
         if now - self._tree_at > _TREE_REFRESH_S or not self._tree:
-            try:
-                root = psutil.Process(self._proc.pid)
-                self._tree = [root, *root.children(recursive=True)]
-            except psutil.Error:
+            self._tree = process_tree(self._proc.pid)
+            if not self._tree:
                 return 0.0
             self._tree_at = now
-        total = 0
-        for member in self._tree:
-            with contextlib.suppress(psutil.Error):
-                total += private_rss(member)
-        return total / (1024 * 1024)
+        return tree_private_mb(self._tree)
 
     def over_memory(self) -> bool:
         return bool(self.memory_mb) and self.memory_mb_now() > self.memory_mb  # type: ignore[operator]
@@ -237,7 +249,7 @@ class ReplProcess:
         self.stop()
         text = "\n".join(t for t in (err, noise) if t.strip())
         status = CheckStatus.crash
-        if any(word in text.lower() for word in _OOM_WORDS):
+        if any(word in text.lower() for word in OOM_WORDS):
             status = CheckStatus.out_of_memory
         detail = f"the REPL exited (code {code})" + (f": {text.strip()}" if text.strip() else "")
         return Exchange(status, None, elapsed, detail)
