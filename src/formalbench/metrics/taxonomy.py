@@ -191,12 +191,7 @@ def _error_category(error: str) -> ErrorCategory:
 
 
 def _finished_by_length(params: dict[str, object]) -> bool:
-    reason = params.get("finish_reason", params.get("finish_reasons"))
-    if isinstance(reason, str):
-        return reason == "length"
-    if isinstance(reason, list | tuple):
-        return "length" in reason
-    return False
+    return params.get("finish_reason") == "length"  # what Solver.solve records
 
 
 def _finding_text(verdict: Verdict, reason: Reason) -> str:

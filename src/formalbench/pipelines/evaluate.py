@@ -78,7 +78,7 @@ def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[T
             raise InputError(
                 f"the dataset has tasks in {' and '.join(languages)}; choose one with --backend"
             )
-        return ("coq" if languages[0] == Language.coq else "lean"), tasks
+        return languages[0], tasks  # the language names are the backend names
     wanted = language_of(backend)
     name = backend.strip().lower()
     kept = [t for t in tasks if t.language == wanted]

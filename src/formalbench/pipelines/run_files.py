@@ -93,7 +93,7 @@ def write_run_log(
     return files.log
 
 
-def load_summary(run_dir: str | Path, *, run_wall_time: float | None = None) -> RunSummary:
+def load_summary(run_dir: str | Path) -> RunSummary:
     """Rebuild a run's summary from its store alone (and write summary.json)."""
     files = RunFiles(Path(run_dir))
     if not files.store.is_file():
@@ -113,10 +113,10 @@ def load_summary(run_dir: str | Path, *, run_wall_time: float | None = None) -> 
         "config": info.config,
         "versions": info.versions,
     }
-    if run_wall_time is None and files.log.is_file():
-        run_wall_time = json.loads(files.log.read_text(encoding="utf-8")).get("wall_time_s")
-    if run_wall_time is not None:
-        run_info["wall_time_s"] = run_wall_time
+    if files.log.is_file():  # wall time adds up over the sessions of a resumed run
+        wall_time = json.loads(files.log.read_text(encoding="utf-8")).get("wall_time_s")
+        if wall_time is not None:
+            run_info["wall_time_s"] = wall_time
     summary = summarize(
         tasks, attempts, samples=int(info.config.get("samples", 1)), run_info=run_info
     )

@@ -64,3 +64,8 @@ def category_title(name: str) -> str:
         return CATEGORY_TITLES[ErrorCategory(name)]
     except ValueError:
         return name
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, an ellipsis marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, NullLocator, PercentFormatter
 
 from formalbench.metrics.summary import RunSummary
-from formalbench.reporting.fmt import category_title
+from formalbench.reporting.fmt import category_title, clip
 
 _MAX_BARS = 20
 _LABEL_CHARS = 32
@@ -64,7 +64,7 @@ def category_bars(summary: RunSummary) -> str | None:
         rows.reverse()  # barh draws bottom-up; keep the biggest group on top
         shares = [100 * r.solved / r.tasks if r.tasks else 0.0 for r in rows]
         ax.barh(range(len(rows)), shares, color=_BAR)
-        ax.set_yticks(range(len(rows)), [_short(r.value) for r in rows])
+        ax.set_yticks(range(len(rows)), [clip(r.value, _LABEL_CHARS) for r in rows])
         for y, (row, share) in enumerate(zip(rows, shares, strict=True)):
             label = f"{row.solved}/{row.tasks} ({share:.1f}%)"
             if share > 60:  # long bar: write inside it, so the text stays within the axes
@@ -107,10 +107,6 @@ def taxonomy_bars(summary: RunSummary) -> str | None:
 
 def _samples(n: int) -> str:
     return f"{n} sample" if n == 1 else f"{n} samples"
-
-
-def _short(label: str) -> str:
-    return label if len(label) <= _LABEL_CHARS else label[: _LABEL_CHARS - 1] + "…"
 
 
 def _svg(fig: Figure, name: str) -> str:

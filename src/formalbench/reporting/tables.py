@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from formalbench.metrics.summary import RunSummary
-from formalbench.reporting.fmt import category_title, pct, ratio, seconds, tokens
+from formalbench.reporting.fmt import category_title, clip, pct, ratio, seconds, tokens
 
 _EXAMPLE_CHARS = 160
 _LIST_IDS = 20
@@ -71,7 +71,7 @@ def render_tables(summary: RunSummary, *, per_task: bool = False) -> list[Render
             else:  # labels give way first when the terminal is narrow
                 table.add_column(Text(header), overflow="fold", ratio=None)
         for row in data.rows:
-            table.add_row(*(Text(_clip(c) if i in data.clip else c) for i, c in enumerate(row)))
+            table.add_row(*(Text(clip(c, 60) if i in data.clip else c) for i, c in enumerate(row)))
         out.append(table)
         if data.note:  # below the table, not a caption: a caption wraps to the table's width
             out.append(Text(data.note, style="dim"))
@@ -87,10 +87,6 @@ def print_report(
     console = console or Console()
     for renderable in render_tables(summary, per_task=per_task):
         console.print(renderable)
-
-
-def _clip(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _pass_headers(summary: RunSummary) -> list[str]:
@@ -153,9 +149,7 @@ def _taxonomy(s: RunSummary) -> TableData:
         example = s.taxonomy_examples.get(name)
         text = ""
         if example is not None:
-            message = " ".join(example.message.split())
-            if len(message) > _EXAMPLE_CHARS:
-                message = message[: _EXAMPLE_CHARS - 1] + "…"
+            message = clip(" ".join(example.message.split()), _EXAMPLE_CHARS)
             text = f"{example.task_id} #{example.sample}: {message}"
         share = pct(count / s.failed_attempts) if s.failed_attempts else "–"
         rows.append(
@@ -174,7 +168,7 @@ def _cost(s: RunSummary) -> TableData:
     rows = [
         ["prompt tokens", tokens(total.prompt), tokens(mean["prompt"])],
         ["completion tokens", tokens(total.completion), tokens(mean["completion"])],
-        ["all tokens", tokens(total.prompt + total.completion), tokens(mean["total"])],
+        ["all tokens", tokens(total.total), tokens(mean["total"])],
         ["attempt time (sum)", seconds(s.attempt_time_s), ""],
         ["run wall time", seconds(s.run_wall_time_s), ""],
     ]
@@ -207,7 +201,7 @@ def _per_task(s: RunSummary) -> TableData:
             o.id,
             str(o.attempts),
             str(o.passed),
-            tokens(o.tokens.prompt + o.tokens.completion),
+            tokens(o.tokens.total),
             seconds(o.wall_time_s),
         ]
         for o in s.per_task

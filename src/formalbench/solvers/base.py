@@ -124,7 +124,7 @@ class Solver(ABC):
 
     @property
     def policy(self) -> VerifierPolicy:
-        return getattr(self.verifier, "policy", None) or VerifierPolicy()
+        return self.verifier.policy
 
     @property
     def backend(self) -> Backend:

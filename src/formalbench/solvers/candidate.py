@@ -22,10 +22,6 @@ _SENTINEL = "formalbench_placeholder_7f3a"
 MARKERS = {Language.lean: "/- YOUR PROOF HERE -/", Language.coq: "(* YOUR PROOF HERE *)"}
 
 
-def holes_of(text: str, language: Language) -> list[HoleSite]:
-    return find_holes(text, language)
-
-
 def whole_body(text: str, language: Language, hole: HoleSite) -> bool:
     """True when the hole is the entire proof of its declaration (`:= sorry`, `:= by sorry`,
     `Proof. Admitted.`, a proof left open), so a declaration's proof can fill it directly."""

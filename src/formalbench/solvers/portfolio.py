@@ -109,7 +109,7 @@ class PortfolioSolver(Solver):
             draft.outputs.append("\n".join(search.log))
 
     def _probe_timeout(self, tries: int) -> float:
-        base = self.config.check_timeout or float(getattr(self.backend, "timeout", 60.0))
+        base = self.config.check_timeout or float(self.backend.timeout)
         return base + tries * self.config.tactic_timeout
 
     def _failed(

@@ -239,14 +239,10 @@ def task_declarations(text: str, language: Language) -> list[Declaration]:
     for decl in decls:
         if decl.start <= last <= decl.end:
             last = decl.start
-    return [d for d in scan(text, language, "<task>") if _offset(text, d.line) < last]
-
-
-def _offset(text: str, line: int) -> int:
-    pos = 0
-    for _ in range(line - 1):
-        pos = text.index("\n", pos) + 1
-    return pos
+    # usable: declarations whose line starts before `last` (line numbers, no offset walks)
+    last_line = text.count("\n", 0, last) + 1
+    usable = last_line if text.rfind("\n", 0, last) + 1 < last else last_line - 1
+    return [d for d in scan(text, language, "<task>") if d.line <= usable]
 
 
 def _render_messages(result: CheckResult, first: int) -> str:
