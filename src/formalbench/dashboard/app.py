@@ -37,11 +37,11 @@ from formalbench.dashboard.views import (
     order_candidates,
     run_language,
 )
+from formalbench.pipelines.formalize.metrics import FormalizeFiles
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 
 HERE = Path(__file__).resolve().parent
-STORE_FILE = "formalize.sqlite"
 PAGE_SIZE = 50
 MAX_TEXT = 1_000_000  # characters of an edited text; more is refused, not truncated
 REVIEWER_COOKIE = "fb_reviewer"
@@ -52,11 +52,10 @@ def open_run(run_dir: str | Path) -> tuple[FormalizeStore, ReviewStore]:
     root = Path(run_dir)
     if not root.is_dir():
         raise InputError(f"{run_dir!s}: not a directory (give a formalize run directory)")
-    path = root / STORE_FILE
+    path = FormalizeFiles(root).store
     if not path.is_file():
         raise InputError(
-            f"{run_dir!s}: no {STORE_FILE} here; is it the run directory of "
-            "`formalbench formalize`?"
+            f"{run_dir!s}: no {path.name} here; is it the run directory of `formalbench formalize`?"
         )
     return FormalizeStore(path), ReviewStore(path)
 

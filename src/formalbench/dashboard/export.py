@@ -33,10 +33,8 @@ def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]
             continue
         candidates = formalize.candidates(problem.id)
         summary = formalize.summary(problem.id)
-        language = run_language(config, candidates)
         chosen = next((c for c in candidates if c.id == decision.candidate_id), None)
-        if chosen is not None:
-            language = chosen.language
+        language = chosen.language if chosen is not None else run_language(config, candidates)
         if language is None:
             raise InputError(
                 f"problem {problem.id!r}: cannot tell its language (no candidates and no "
@@ -49,7 +47,7 @@ def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]
             "formalize": _candidate_trail(view, summary),
             "review": _review_trail(decision, chosen, review),
         }
-        tasks.append(_task(problem, decision, language, trail, config))
+        tasks.append(_task(problem, decision, language, trail))
     return tasks
 
 
@@ -58,11 +56,9 @@ def _task(
     decision: ReviewDecision,
     language: Language,
     trail: dict[str, Any],
-    config: dict[str, Any] | None,
 ) -> Task:
     header, formal = split_header(decision.code or "", language)
     labels = {"category": problem.category} if problem.category else {}
-    toolchain = (config or {}).get("toolchain")
     return Task(
         id=problem.id,
         language=language,
@@ -72,7 +68,6 @@ def _task(
         informal=Informal(statement=problem.informal, solution=problem.solution),
         kind=kind_of(formal, language),
         labels=labels,
-        toolchain=toolchain if isinstance(toolchain, str) else None,
         trail=trail,
         metadata=dict(problem.metadata),
     )

@@ -10,6 +10,8 @@ from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from formalbench.judge.ranking import model_name as ranking_model_name
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
@@ -35,8 +37,8 @@ def anchor(candidate_id: str) -> str:
 
 
 def model_name(spec: str | None) -> str:
-    """A model as people name it: `openai:gpt-4o@http://host/v1` -> `openai:gpt-4o`."""
-    return (spec or "").split("@", 1)[0]
+    """A model as people name it, as the metrics and the ranking prompt name it."""
+    return ranking_model_name(spec or "")
 
 
 def candidate_in(candidate_id: str, view: Any) -> Any:

@@ -101,19 +101,30 @@ def _rank(declarations: Sequence[Declaration], words: list[str], limit: int) -> 
     return [d for _, d in scored[:limit]]
 
 
+def coq_library() -> Path | None:
+    """`coqc -where` (the standard library's folder), or None without coqc."""
+    return _coq_where(shutil.which("coqc"))
+
+
+@functools.lru_cache(maxsize=4)
+def _coq_where(coqc: str | None) -> Path | None:
+    if coqc is None:
+        return None
+    try:
+        out = subprocess.run(
+            [coqc, "-where"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(out).resolve() if out else None
+
+
 def default_roots(language: Language, project: Path | str | None = None) -> list[Path]:
     """Where a language's library sources live on this machine."""
     if language == Language.coq:
-        coqc = shutil.which("coqc")
-        if coqc is None:
+        base = coq_library()
+        if base is None:
             return []
-        try:
-            where = subprocess.run(
-                [coqc, "-where"], capture_output=True, text=True, timeout=30, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            return []
-        base = Path(where)
         return [p for p in (base / "theories", base / "user-contrib") if p.is_dir()]
     return [Path(project)] if project else []
 

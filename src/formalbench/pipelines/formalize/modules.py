@@ -15,34 +15,14 @@ path, the way each assistant maps files to modules:
 
 from __future__ import annotations
 
-import functools
 import shlex
-import shutil
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from formalbench.core.records import Language
+from formalbench.solvers.search import coq_library
 
 _LEAN_MARKERS = ("lakefile.lean", "lakefile.toml", "lean-toolchain")
-
-
-def coq_library() -> Path | None:
-    """`coqc -where` (the standard library's folder), or None without coqc."""
-    return _coq_where(shutil.which("coqc"))
-
-
-@functools.lru_cache(maxsize=4)
-def _coq_where(coqc: str | None) -> Path | None:
-    if coqc is None:
-        return None
-    try:
-        out = subprocess.run(
-            [coqc, "-where"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return Path(out).resolve() if out else None
 
 
 class ModuleNamer:
