@@ -225,8 +225,7 @@ def formalize_command(
         progress = make_progress(console, "counts")
         with progress:
             result = run_formalize(config, run_dir, ChainProgress(progress))
-    metrics = load_metrics(run_dir)
     if not quiet:
         _print_outcome(result)
-        print_formalize_report(metrics, console)
+        print_formalize_report(result.metrics or load_metrics(run_dir), console)
         console.print(f"store: {result.files.store}  metrics: {result.files.metrics}")

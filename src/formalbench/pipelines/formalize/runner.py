@@ -38,7 +38,11 @@ from formalbench.pipelines.formalize.candidates import chain_done, run_chain
 from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
 from formalbench.pipelines.formalize.context import load_fewshot, prepare_contexts
 from formalbench.pipelines.formalize.label import label_problem
-from formalbench.pipelines.formalize.metrics import FormalizeFiles, write_metrics
+from formalbench.pipelines.formalize.metrics import (
+    FormalizeFiles,
+    FormalizeMetrics,
+    write_metrics,
+)
 from formalbench.pipelines.formalize.problems import load_problems, resolve_problems_path
 from formalbench.pipelines.formalize.session import FormalizeObserver, Session
 from formalbench.pipelines.formalize.split import split_problem
@@ -67,6 +71,7 @@ class FormalizeResult:
     elapsed: float
     incomplete: list[str] = field(default_factory=list)  # why some problems are not finished
     notes: list[str] = field(default_factory=list)
+    metrics: FormalizeMetrics | None = None  # the run's numbers, as written to metrics.json
 
 
 def run_formalize(
@@ -152,7 +157,7 @@ async def _run(
             )
             result = await _work(session, inputs)
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
-            write_metrics(files, store)
+            result.metrics = write_metrics(files, store)
     finally:
         if backend is not None and given_backend is None:
             backend.close()
