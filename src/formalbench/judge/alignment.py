@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from formalbench.core.formalization import Alignment, Decomposition
-from formalbench.judge.reply import ask_json, bool_field, list_field, prompt_template, text_field
+from formalbench.judge.reply import ask_json, bool_field, list_field, text_field
 from formalbench.llm.base import ChatModel
+from formalbench.llm.prompts import load_prompt
 
 PROMPT = "judge_align"
 
@@ -40,7 +41,7 @@ async def judge_alignment(
     max_tokens: int | None = None,
 ) -> tuple[Alignment, dict[str, str]]:
     """The judgement of `code`, and the prompt hashes used for it."""
-    prompt = prompt_template(PROMPT)
+    prompt = load_prompt(PROMPT)
     messages = prompt.render(
         informal=informal,
         solution=solution or "",

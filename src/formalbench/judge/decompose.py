@@ -11,8 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from formalbench.core.formalization import Decomposition
-from formalbench.judge.reply import JsonOutcome, ask_json, list_field, prompt_template, text_field
+from formalbench.judge.reply import JsonOutcome, ask_json, list_field, text_field
 from formalbench.llm.base import ChatModel
+from formalbench.llm.prompts import load_prompt
 
 PROMPT = "judge_decompose"
 
@@ -35,7 +36,7 @@ async def decompose(
     max_tokens: int | None = None,
 ) -> JsonOutcome[Decomposition]:
     """The decomposition of the problem, or an outcome with `error` when it was unreadable."""
-    prompt = prompt_template(PROMPT)
+    prompt = load_prompt(PROMPT)
     messages = prompt.render(informal=informal, solution=solution or "")
     outcome = await ask_json(
         model,

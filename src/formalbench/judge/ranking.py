@@ -25,8 +25,9 @@ from formalbench.core.formalization import (
     RankedCandidate,
 )
 from formalbench.core.records import Severity
-from formalbench.judge.reply import Unreadable, ask_json, prompt_template, text_field
+from formalbench.judge.reply import Unreadable, ask_json, text_field
 from formalbench.llm.base import ChatModel
+from formalbench.llm.prompts import load_prompt
 
 PROMPT = "judge_rank"
 NO_CODE = "produced no code to rank"
@@ -141,7 +142,7 @@ async def rank_candidates(
     groups, empty = group_candidates(candidates)
     if not groups:
         return _summary(problem, [], empty, "no candidate produced code", None, None)
-    prompt = prompt_template(PROMPT)
+    prompt = load_prompt(PROMPT)
     labels = model_labels(c.model for c in candidates)
     shown = [
         {

@@ -11,7 +11,6 @@ judgement is a result the pipeline records. Only a failed call (`ModelCallError`
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -20,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from formalbench.core.records import TokenUsage
 from formalbench.llm.base import ChatModel, Message
-from formalbench.llm.prompts import PromptTemplate, load_prompt
+from formalbench.llm.prompts import load_prompt
 
 T = TypeVar("T")
 _FENCED = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -38,12 +37,6 @@ class JsonOutcome(Generic[T]):
     error: str | None = None
     tokens: TokenUsage = field(default_factory=TokenUsage)
     prompt_hashes: dict[str, str] = field(default_factory=dict)
-
-
-@functools.lru_cache(maxsize=64)
-def prompt_template(name: str) -> PromptTemplate:
-    """A shipped prompt, parsed once per process (parsing costs more than the rest of a step)."""
-    return load_prompt(name)
 
 
 def find_json_object(text: str) -> dict[str, Any]:
@@ -129,7 +122,7 @@ async def ask_json(
     seed: int | None = 0,
 ) -> JsonOutcome[T]:
     """Call `model` and `read` the JSON object of its reply, asking again up to `retries`."""
-    fix = prompt_template("judge_fix_json")
+    fix = load_prompt("judge_fix_json")
     chat = list(messages)
     tokens = TokenUsage()
     raw, error = "", None

@@ -16,6 +16,7 @@ results. A section that renders to blank text is left out (an optional few-shot 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import secrets
@@ -83,7 +84,7 @@ class PromptTemplate:
         )
         try:
             parsed = _ENV.parse(source)
-            template = _ENV.from_string(source)
+            template = _ENV.from_string(parsed)
         except jinja2.TemplateSyntaxError as exc:
             raise InputError(f"{where}, line {exc.lineno}: template error: {exc.message}") from None
         variables = jinja2.meta.find_undeclared_variables(parsed) - {_SECTION}
@@ -127,6 +128,13 @@ def load_prompt(name: str, directory: str | Path | None = None) -> PromptTemplat
     if not path.is_file():
         known = ", ".join(list_prompts(root)) or "none"
         raise InputError(f"prompt {stem!r}: no file {path}; available: {known}")
+    return _parsed(path, path.stat().st_mtime_ns, stem)
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed(path: Path, mtime_ns: int, stem: str) -> PromptTemplate:
+    """One parse per file version: parsing costs more than the rest of a pipeline step, and a
+    run renders the same few templates thousands of times (an edited file is read again)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:

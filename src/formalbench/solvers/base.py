@@ -17,7 +17,6 @@ its traceback). The error taxonomy of `metrics` reads these tags.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import time
@@ -204,7 +203,7 @@ class Solver(ABC):
 
     def prompt(self, draft: Draft, name: str) -> PromptTemplate:
         """The template `name`, its hash recorded on the attempt."""
-        template = _load_prompt(name)
+        template = load_prompt(name)
         draft.prompts[name] = template.hash
         return template
 
@@ -278,11 +277,6 @@ class Solver(ABC):
 ASSISTANTS = {Language.lean: "Lean 4 with Mathlib", Language.coq: "Coq"}
 # Kinds whose informal solution is the value the prover has to find.
 ANSWER_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
-
-
-@functools.lru_cache(maxsize=32)
-def _load_prompt(name: str) -> PromptTemplate:
-    return load_prompt(name)
 
 
 def combined_hash(prompts: dict[str, str]) -> str | None:

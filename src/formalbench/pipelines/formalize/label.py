@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from formalbench.core.formalization import Problem
-from formalbench.judge.reply import prompt_template
+from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.formalize.config import OTHER, category_key
 from formalbench.pipelines.formalize.session import Session
 
@@ -39,7 +39,7 @@ async def label_problem(session: Session, problem: Problem) -> Problem:
         return problem
     stored = store.step_value(problem.id, STEP)
     if stored is None:
-        prompt = prompt_template(PROMPT)
+        prompt = load_prompt(PROMPT)
         completion = (
             await session.judge.generate(
                 prompt.render(informal=problem.informal, categories=session.config.categories),

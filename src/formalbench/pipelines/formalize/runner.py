@@ -28,11 +28,11 @@ from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.core.formalization import Problem
 from formalbench.judge.ranking import rank_candidates
-from formalbench.judge.reply import prompt_template
 from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
 from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
 from formalbench.llm.cached import CachedModel
 from formalbench.llm.embeddings import OpenAIEmbedder, make_embedder
+from formalbench.llm.prompts import load_prompt
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.formalize.candidates import chain_done, run_chain
 from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
@@ -153,7 +153,7 @@ async def _run(
                 fewshot=load_fewshot(language),
                 observer=observer,
                 embedder=embedder,
-                prompt_hashes={k: prompt_template(v).hash for k, v in PROMPTS.items()},
+                prompt_hashes={k: load_prompt(v).hash for k, v in PROMPTS.items()},
             )
             result = await _work(session, inputs)
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)

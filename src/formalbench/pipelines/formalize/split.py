@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from formalbench.core.formalization import Problem
-from formalbench.judge.reply import Unreadable, ask_json, list_field, prompt_template, text_field
+from formalbench.judge.reply import Unreadable, ask_json, list_field, text_field
+from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.formalize.session import Session
 
 STEP = "split"
@@ -54,7 +55,7 @@ def parts_of(problem: Problem, cut: dict[str, Any]) -> list[Problem]:
 async def split_problem(session: Session, problem: Problem) -> list[Problem]:
     cut = session.store.step_value(problem.id, STEP)
     if cut is None:
-        prompt = prompt_template(PROMPT)
+        prompt = load_prompt(PROMPT)
         outcome = await ask_json(
             session.judge,
             prompt.render(informal=problem.informal, solution=problem.solution or ""),

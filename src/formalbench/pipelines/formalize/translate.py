@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from formalbench.core.formalization import Candidate, CompileRound, Problem
 from formalbench.core.records import Diagnostic
-from formalbench.judge.reply import prompt_template
 from formalbench.llm.base import ChatModel, Completion, Message
+from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.formalize.context import choose_fewshot, context_text
 from formalbench.pipelines.formalize.session import Session
 from formalbench.pipelines.formalize.statement import (
@@ -46,7 +46,7 @@ def _problem_vars(session: Session, problem: Problem) -> dict[str, str]:
 
 
 def translate_messages(session: Session, problem: Problem) -> list[Message]:
-    prompt = prompt_template(TRANSLATE)
+    prompt = load_prompt(TRANSLATE)
     session.prompt_hashes["translate"] = prompt.hash
     examples = choose_fewshot(session.fewshot, problem, session.config.fewshot)
     return prompt.render(
@@ -59,7 +59,7 @@ def translate_messages(session: Session, problem: Problem) -> list[Message]:
 
 
 def repair_messages(session: Session, problem: Problem, last: CompileRound) -> list[Message]:
-    prompt = prompt_template(REPAIR)
+    prompt = load_prompt(REPAIR)
     session.prompt_hashes["repair"] = prompt.hash
     if last.format_failure:
         previous = last.raw_output.strip()[:_RAW_SHOWN]
