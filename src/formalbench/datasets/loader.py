@@ -9,6 +9,7 @@ fatal by `on_error`.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -263,11 +264,18 @@ def _lean_project_versions(path: Path, root: Path | None) -> tuple[str | None, s
     while True:
         toolchain_file = folder / "lean-toolchain"
         if toolchain_file.is_file():
-            toolchain = toolchain_file.read_text(encoding="utf-8", errors="replace").strip() or None
-            return toolchain, _mathlib_revision(folder / "lake-manifest.json")
+            return _project_versions(folder)
         if folder in (stop, stop.parent) or folder.parent == folder:
             return None, None
         folder = folder.parent
+
+
+@functools.lru_cache(maxsize=64)
+def _project_versions(folder: Path) -> tuple[str | None, str | None]:
+    """Read once per project, not once per file (a miniF2F folder holds 488 files)."""
+    toolchain_file = folder / "lean-toolchain"
+    toolchain = toolchain_file.read_text(encoding="utf-8", errors="replace").strip() or None
+    return toolchain, _mathlib_revision(folder / "lake-manifest.json")
 
 
 def _mathlib_revision(manifest: Path) -> str | None:
