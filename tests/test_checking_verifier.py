@@ -170,20 +170,41 @@ def coq_axioms(axioms: list[str], **policy: object):
     return StrictVerifier(backend, VerifierPolicy(**policy)).verify(COQ_ORIGINAL, candidate)
 
 
-def test_coq_axiom_rules() -> None:
-    assert coq_axioms(["Candidate.f_spec", "Candidate.f"]).passed  # stated by the task
+def test_coq_local_axiom_rule() -> None:
+    # Recorded axioms, not coqc: a candidate that declares an axiom is refused by the text
+    # layer before any compile, so only a given result reaches this rule on its own.
     local = coq_axioms(["Candidate.helper"])
     assert (
         local.reasons == [Reason.disallowed_axiom]
         and local.findings[0].subject == "Candidate.helper"
     )
-    library = ["Coq.Logic.Classical_Prop.classic"]
-    assert coq_axioms(library).passed
-    assert coq_axioms(library, allow_library_axioms=False).reasons == [Reason.disallowed_axiom]
-    assert coq_axioms(library, allow_library_axioms=False, allowed_axioms=library).passed
 
 
 coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc (Debian package coq)")
+
+
+@coq
+def test_coq_axiom_rules_with_real_coqc() -> None:
+    from formalbench.backends.coq import CoqBackend
+
+    stated = COQ_ORIGINAL.replace("Admitted.", "intros n. rewrite f_spec. auto. Qed.")
+    classic = "Require Coq.Logic.Classical_Prop.\n" + COQ_ORIGINAL.replace(
+        "Admitted.",
+        "intros n. destruct (Coq.Logic.Classical_Prop.classic (n = n)); rewrite f_spec; auto. Qed.",
+    )
+    library = ["Coq.Logic.Classical_Prop.classic"]
+    with CoqBackend(workers=1, timeout=60) as backend:
+
+        def verify(candidate: str, **policy: object):
+            return StrictVerifier(backend, VerifierPolicy(**policy)).verify(COQ_ORIGINAL, candidate)
+
+        task_stated = verify(stated)  # f and f_spec are postulated by the task itself
+        assert task_stated.passed, task_stated.findings
+        assert set(task_stated.axioms["t"]) == {"Candidate.f", "Candidate.f_spec"}
+        assert verify(classic).passed
+        refused = verify(classic, allow_library_axioms=False)
+        assert refused.reasons == [Reason.disallowed_axiom]
+        assert verify(classic, allow_library_axioms=False, allowed_axioms=library).passed
 
 
 @coq
