@@ -18,8 +18,8 @@ import json
 import time
 from pathlib import Path
 
-from formalbench.checking.holes import fill_holes, find_holes
-from formalbench.checking.verifier import StrictVerifier, _parse_original
+from formalbench.checking.holes import fill_holes, find_holes, hole_decls
+from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Language, TaskKind
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
@@ -58,11 +58,11 @@ def measure(label: str, originals: list[str]) -> None:
     verifier = StrictVerifier(None, language=Language.lean)
     pairs = [(o, fill_holes(o, Language.lean, ["simp"] * len(find_holes(o, Language.lean))))
              for o in originals]  # fmt: skip
-    _parse_original.cache_clear()
+    hole_decls.cache_clear()
     cold = timed(verifier, pairs)
     warm_pairs = pairs[:512]  # what the cache holds; their parses are now cached
     for original, _ in warm_pairs:
-        _parse_original(original, Language.lean)
+        hole_decls(original, Language.lean)
     warm = timed(verifier, warm_pairs)
     for run, n, (elapsed, findings) in (
         ("cold", len(pairs), cold),
