@@ -1,0 +1,34 @@
+"""Test-wide set-up: the public data folder and what happens when it is missing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.shared_data import REQUIRE_VAR, SHARED, SKIP_REASON
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs_shared: needs the public benchmark data folder")
+
+
+def _missing() -> None:
+    if os.environ.get(REQUIRE_VAR) == "1":
+        pytest.fail(SKIP_REASON + f" ({REQUIRE_VAR}=1 forbids skipping)")
+    pytest.skip(SKIP_REASON)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if SHARED is None and item.get_closest_marker("needs_shared") is not None:
+        _missing()
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The public data folder (holding data/ and fixtures/); skips the test when absent."""
+    if SHARED is None:
+        _missing()
+    assert SHARED is not None
+    return SHARED
