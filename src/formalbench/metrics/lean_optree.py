@@ -47,7 +47,7 @@ lead: quantop qbinders "," expr                  -> quant
     | funkw fbinders ("=>" | "↦") expr           -> fun
     | "if" expr "then" expr "else" expr        -> ite
 
-!quantop: "∀" | "∃!" | "∃" | "Π" | "Σ"
+!quantop: "∀ᶠ" | "∃ᶠ" | "∀" | "∃!" | "∃" | "Π" | "Σ"
 !funkw: "fun" | "λ"
 !bigopname: "∑" | "∏" | "⋃" | "⋂" | "∫" | "⨆" | "⨅"
 
@@ -95,14 +95,14 @@ fbinders: fgroup+                                     -> qgroups
 ?r65: e65 | lead
 ?e65: e65 addop r70                    -> binop
     | e70
-!addop: "+" | "-" | "∪" | "++" | "∆"
+!addop: "⊔" | "+" | "-" | "∪" | "++" | "∆"
 ?r70: e70 | lead
 ?e70: m70 | bigop
 ?m70: m70 mulop r73                    -> binop
     | e73
 // a big operator's body is read at level 67 (Mathlib): `∑ i, f i = 5` is `(∑ i, f i) = 5`
 bigop: bigopname qbinders "," e70
-!mulop: "*" | "/" | "%" | "∩" | "\\" | "⬝" | "×ˢ" | "⧸" | "⊗"
+!mulop: "⊓" | "*" | "/" | "%" | "∩" | "\\" | "⬝" | "×ˢ" | "⧸" | "⊗"
 ?r73: e73 | lead | bigop
 ?e73: e75 smulop r73                   -> binop
     | e75
@@ -116,6 +116,7 @@ bigop: bigopname qbinders "," e70
     | prefix
 ?prefix: "↑" prefix                    -> coe
        | "√" prefix                    -> sqrt
+       | "↥" prefix                    -> coe
        | "@" arg                       -> explicit_at
        | arg
 ?arg: postfix
@@ -124,6 +125,7 @@ bigop: bigopname qbinders "," e70
         | postfix "⁻¹'" arg            -> preimage
         | postfix "''" arg             -> image
         | postfix "ᶜ"                  -> compl
+        | postfix "ˣ"                  -> units
         | postfix "ᵀ"                  -> transpose
         | postfix PROJ                 -> proj
         | atom
@@ -156,7 +158,7 @@ PROJ: /\.[A-Za-z0-9_']+/
      | "Prop"                                       -> sort
 SECTION: /·\s*[^\s()·]+\s*·/
 
-NAME: /(?!(fun|if|then|else|in|theorem|lemma|example|Type|Sort|Prop)(?![A-Za-z0-9_'!?.₀-₉]))[A-Za-z_α-κμ-ωΑ-Ωℝℕℤℚℂ𝕜ℓπ∞⊤⊥∅][A-Za-z0-9_'!?₀-₉ₐ-ₜᵢ-ᵪ⁰-⁹ℝℕℤℚℂ]*(\.[A-Za-z_α-κμ-ωΑ-Ω][A-Za-z0-9_'!?₀-₉ₐ-ₜᵢ-ᵪℝℕℤℚℂ]*)*(\+)?/
+NAME: /(?!(fun|if|then|else|in|theorem|lemma|example|Type|Sort|Prop)(?![A-Za-z0-9_'!?.₀-₉]))[A-Za-z_α-κμ-ωΑ-Ωϕℝℕℤℚℂ𝕜𝔽ℓπ∞⊤⊥∅\U0001D4D0-\U0001D503][A-Za-z0-9_'!?₀-₉ₐ-ₜᵢ-ᵪ⁰-⁹ℝℕℤℚℂ]*(\.[A-Za-z_α-κμ-ωΑ-Ω][A-Za-z0-9_'!?₀-₉ₐ-ₜᵢ-ᵪℝℕℤℚℂ]*)*(\+)?/
 NUMBER: /\d+(\.\d+)?(e\d+)?/
 STRING: /"[^"]*"/
 
@@ -325,6 +327,9 @@ class _Build(Transformer):  # type: ignore[misc]
 
     def compl(self, items: list) -> OpTree:
         return OpTree(" _ ᶜ", [items[0]])
+
+    def units(self, items: list) -> OpTree:
+        return OpTree(" _ ˣ", [items[0]])
 
     def transpose(self, items: list) -> OpTree:
         return OpTree(" _ ᵀ", [items[0]])
