@@ -95,7 +95,7 @@ def score_pairs(records: Iterable[dict[str, Any]], from_text: bool = False) -> I
         except LeanParseError as exc:
             yield ScoredPair(name, None, label, "text", str(exc))
             continue
-        yield ScoredPair(name, round(gted(ref, cand), 6), label, source)
+        yield ScoredPair(name, gted(ref, cand), label, source)
 
 
 def summarize(pairs: list[ScoredPair], folds: int = 5, seed: int = 0) -> dict[str, Any]:

@@ -613,6 +613,9 @@ class _Rename(Transformer):  # type: ignore[misc]
         return Tree(data, children, meta)
 
 
+_BIGOPS = ("∑", "∏", "⋃", "⋂", "∫", "⨆", "⨅")
+
+
 def _mark_free(tree: OpTree) -> None:
     """Flag every bound name and every leaf that names one (the authors' rule)."""
     kinds: dict[str, str] = {}
@@ -626,7 +629,10 @@ def _mark_free(tree: OpTree) -> None:
             kinds.setdefault(binder.children[0].label, VARIABLE)
     for node in tree.nodes():  # names bound inside: ∀ ∃ fun ∑ { | }
         if node.label.endswith(", _ ") or node.label.startswith(("fun ", "{ _ ")):
-            for child in node.children[:-1]:
+            binders = node.children[:-1]
+            if node.label.startswith(("{ _ ", *_BIGOPS)):
+                binders = binders[:1]  # `{x : T | p}`, `∑ i in s, f`: only the name is bound
+            for child in binders:
                 if not child.children and child.label not in ("_", "·"):
                     kinds.setdefault(child.label, VARIABLE)
                 elif child.label.startswith(" _ ") and child.children:

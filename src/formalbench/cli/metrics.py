@@ -1,0 +1,71 @@
+"""`formalbench metrics gted PAIRS.jsonl`: GTED of statement pairs, with agreement figures
+against human labels when the file carries them. The scoring modules are imported inside the
+command so that `formalbench --help` does not load the parser and the distance engines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from formalbench.cli.main import app, user_errors
+
+metrics_app = typer.Typer(
+    name="metrics",
+    help="Scores over files of records (GTED of statement pairs).",
+    no_args_is_help=True,
+)
+app.add_typer(metrics_app, name="metrics")
+
+
+@metrics_app.command("gted")
+@user_errors
+def gted_command(
+    pairs_file: Annotated[
+        Path,
+        typer.Argument(
+            help="JSONL of pairs: name, label_tree/prediction_tree or "
+            "label_statement/prediction_statement, optional human_equivalent."
+        ),
+    ],
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    from_text: Annotated[
+        bool, typer.Option("--from-text", help="Parse the statements even where trees are given.")
+    ] = False,
+    folds: Annotated[int, typer.Option(help="Folds of the threshold cross-validation.")] = 5,
+) -> None:
+    """GTED (tree edit distance of operator trees, 0..1) of each pair, and a summary."""
+    from formalbench.comparison.gted_pairs import read_pairs, score_pairs, summarize
+
+    pairs = list(score_pairs(read_pairs(pairs_file), from_text=from_text))
+    summary = summarize(pairs, folds=folds)
+    if json_out:
+        out = {"pairs": [p.to_json() for p in pairs], "summary": summary}
+        sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"GTED: {pairs_file}")
+    for col in ("name", "gted", "human", "from"):
+        table.add_column(col)
+    for p in pairs:
+        human = "" if p.label is None else ("same" if p.label else "differs")
+        score = f"{p.gted:.3f}" if p.gted is not None else f"unparseable: {p.error}"
+        table.add_row(p.name, score, human, p.source)
+    console = Console(highlight=False)
+    console.print(table)
+    console.print(
+        f"{summary['scored']}/{summary['pairs']} scored, {summary['unparseable']} unparseable, "
+        f"mean {summary['mean_gted'] or 0:.3f}, {summary['above_0.9']} at or above 0.9"
+    )
+    for key in ("cross_validated", "in_sample"):
+        if key in summary:
+            a = summary[key]
+            console.print(
+                f"{key}: precision {a['precision']:.3f} recall {a['recall']:.3f} "
+                f"accuracy {a['accuracy']:.3f} kappa {a['kappa']:.3f}"
+            )
