@@ -31,7 +31,7 @@ from formalbench.core.errors import InputError
 from formalbench.core.records import Language
 
 HEADER_KINDS = {"From", "Require", "Import", "Export", "Open", "Set", "Local"}
-BASE_HEADER = "From Coq Require Import Lia Lra Psatz.\n"
+BASE_HEADER = "From Coq Require Import Lia Lra Psatz ZArith.\n"
 LIMIT = 5  # seconds per portfolio branch
 
 _CLOSE = "first [ assumption | symmetry; assumption | lia | lra | nra | auto ]"
@@ -42,6 +42,8 @@ WITH_OTHER = (
     f"intros; apply fb_other; {_CLOSE}",
     f"intros; symmetry; apply fb_other; {_CLOSE}",
     "intros; apply fb_other; tauto",
+    # Z's `>` and `>=` are not `<`, `<=` unfolded (as nat's and R's are)
+    f"intros; first [ apply Z.lt_gt | apply Z.gt_lt | apply Z.le_ge | apply Z.ge_le ]; apply fb_other; {_CLOSE}",
     f"intros; eapply fb_other; eauto; {_CLOSE}",
     f"intros; edestruct fb_other; eauto; {_CLOSE}",
     "firstorder",
@@ -149,22 +151,22 @@ def _probe(goal: str, tactics: tuple[str, ...], mark: str, intro: str = "") -> s
 
 
 MARK = "formalbench_beq"
-_SAID = re.compile(rf"{MARK} (\w+) (yes|no)")
+_SAID = re.compile(rf"{MARK} (\d+)_(\w+) (yes|no)")
 
 
-def pair_script(header: str, p: CoqStatement, q: CoqStatement) -> str:
-    """Both statements type-checked, then both directions and both non-triviality checks."""
-    ok = 'Goal True. idtac "{m} {k} yes". Abort.\n'
+def pair_script(i: int, p: CoqStatement, q: CoqStatement) -> str:
+    """Pair `i`: both statements type-checked (a candidate that does not type-check stops
+    the file, so a batch runs it alone again), both directions, both non-triviality checks."""
+    ok = 'Goal True. idtac "{m} {i}_{k} yes". Abort.\n'
     return (
-        f"{BASE_HEADER}{header}"
         f"Check ({p.term}).\n"
-        + ok.format(m=MARK, k="reference")
+        + ok.format(m=MARK, i=i, k="reference")
         + f"Check ({q.term}).\n"
-        + ok.format(m=MARK, k="candidate")
-        + _probe(f"({p.term}) -> ({q.term})", WITH_OTHER, "forward", "intro fb_other.\n")
-        + _probe(f"({q.term})", ALONE, "candidate_alone")
-        + _probe(f"({q.term}) -> ({p.term})", WITH_OTHER, "backward", "intro fb_other.\n")
-        + _probe(f"({p.term})", ALONE, "reference_alone")
+        + ok.format(m=MARK, i=i, k="candidate")
+        + _probe(f"({p.term}) -> ({q.term})", WITH_OTHER, f"{i}_forward", "intro fb_other.\n")
+        + _probe(f"({q.term})", ALONE, f"{i}_candidate_alone")
+        + _probe(f"({q.term}) -> ({p.term})", WITH_OTHER, f"{i}_backward", "intro fb_other.\n")
+        + _probe(f"({p.term})", ALONE, f"{i}_reference_alone")
     )
 
 
@@ -185,31 +187,55 @@ class CoqBeq:
         self.timeout = timeout
 
     def compare(self, reference: str, candidate: str) -> BeqResult:
-        p = parse_statement(reference, "reference")
-        q = parse_statement(candidate, "candidate")
-        script = pair_script(_header(p, q), p, q)
+        return self.compare_many([(reference, candidate)])[0]
+
+    def compare_many(self, pairs: list[tuple[str, str]]) -> list[BeqResult]:
+        """BEq of each (reference, candidate): pairs sharing one header go through one coqc
+        run; a pair whose statements do not type-check is run again alone to tell which."""
+        parsed = [
+            (parse_statement(r, "reference"), parse_statement(c, "candidate")) for r, c in pairs
+        ]
+        results: list[BeqResult | None] = [None] * len(pairs)
+        groups: dict[str, list[int]] = {}
+        for i, (p, q) in enumerate(parsed):
+            groups.setdefault(_header(p, q), []).append(i)
+        for header, members in groups.items():
+            said, stderr, seconds = self._run(header, [(i, *parsed[i]) for i in members])
+            for i in members:
+                if f"{i}_reference_alone" not in said and len(members) > 1:
+                    said_i, stderr_i, secs_i = self._run(header, [(i, *parsed[i])])
+                    results[i] = _result(i, said_i, stderr_i, secs_i)
+                else:
+                    results[i] = _result(i, said, stderr, seconds / len(members))
+        return [r for r in results if r is not None]
+
+    def _run(
+        self, header: str, items: list[tuple[int, CoqStatement, CoqStatement]]
+    ) -> tuple[dict[str, str], str, float]:
+        script = BASE_HEADER + header + "".join(pair_script(i, p, q) for i, p, q in items)
         t0 = time.perf_counter()
         # the backend's process runner (limits, scrubbed env, throw-away dir); its stdout
         # carries the markers, which a CheckResult does not keep
-        outcome = self.backend._run(script, self.timeout)
-        seconds = time.perf_counter() - t0
-        said = dict(_SAID.findall(outcome.stdout))
-        if said.get("reference") != "yes":
-            raise InputError(
-                "reference: Coq does not accept the statement: " + _first_error(outcome.stderr)
-            )
-        if said.get("candidate") != "yes":
-            off = Direction(False, False, _first_error(outcome.stderr), seconds)
-            return BeqResult(off, off, compiled=False)
-        if "reference_alone" not in said:
-            raise InputError(f"coqc stopped before the end of the BEq checks ({outcome.status})")
-        forward = Direction(
-            said["forward"] == "yes", said["candidate_alone"] == "yes", seconds=seconds
-        )
-        backward = Direction(
-            said["backward"] == "yes", said["reference_alone"] == "yes", seconds=seconds
-        )
-        return BeqResult(forward, backward, compiled=True)
+        outcome = self.backend._run(script, self.timeout * len(items))
+        said = {f"{i}_{k}": v for i, k, v in _SAID.findall(outcome.stdout)}
+        return said, outcome.stderr, time.perf_counter() - t0
+
+
+def _result(i: int, said: dict[str, str], stderr: str, seconds: float) -> BeqResult:
+    if said.get(f"{i}_reference") != "yes":
+        raise InputError("reference: Coq does not accept the statement: " + _first_error(stderr))
+    if said.get(f"{i}_candidate") != "yes":
+        off = Direction(False, False, _first_error(stderr), seconds)
+        return BeqResult(off, off, compiled=False)
+    if f"{i}_reference_alone" not in said:
+        raise InputError("coqc stopped before the end of the BEq checks: " + _first_error(stderr))
+    forward = Direction(
+        said[f"{i}_forward"] == "yes", said[f"{i}_candidate_alone"] == "yes", seconds=seconds
+    )
+    backward = Direction(
+        said[f"{i}_backward"] == "yes", said[f"{i}_reference_alone"] == "yes", seconds=seconds
+    )
+    return BeqResult(forward, backward, compiled=True)
 
 
 def _first_error(stderr: str) -> str:
