@@ -28,40 +28,71 @@ def thm(body: str, header: str = "") -> str:
 # statements would be "equivalent" through ex falso.
 N = "(n : nat)"
 PAIRS = [
-    ("reordered hypotheses",
-     "(a b : nat) (h1 : a < b) (h2 : 1 <= a) : a * b < 2 ^ (a + b)",
-     "(a b : nat) (h2 : 1 <= a) (h1 : a < b) : a * b < 2 ^ (a + b)", True),
+    (
+        "reordered hypotheses",
+        "(a b : nat) (h1 : a < b) (h2 : 1 <= a) : a * b < 2 ^ (a + b)",
+        "(a b : nat) (h2 : 1 <= a) (h1 : a < b) : a * b < 2 ^ (a + b)",
+        True,
+    ),
     ("< flipped to >", f"{N} (h : 0 < n) : n < 2 ^ n", "(m : nat) (h : m > 0) : 2 ^ m > m", True),
     ("<= flipped to >=", f"{N} : n + 1 <= 2 ^ n", f"{N} : 2 ^ n >= n + 1", True),
-    ("curried",
-     f"{N} : 1 <= n /\\ n <= 5 -> n < 2 ^ n",
-     f"{N} : 1 <= n -> n <= 5 -> n < 2 ^ n", True),
-    ("redundant hypothesis",
-     f"{N} (h : 2 <= n) : n + 1 < 2 ^ n",
-     f"{N} (h : 2 <= n) (h0 : 1 <= n) : n + 1 < 2 ^ n", True),
-    ("renamed variables",
-     f"{N} (hn : 2 <= n) : n + 1 < 2 ^ n",
-     "(m : nat) (hm : 2 <= m) : m + 1 < 2 ^ m", True),
-    ("symmetric conclusion", f"{N} : 2 ^ (n + 1) = 2 * 2 ^ n", f"{N} : 2 * 2 ^ n = 2 ^ (n + 1)", True),
+    (
+        "curried",
+        f"{N} : 1 <= n /\\ n <= 5 -> n < 2 ^ n",
+        f"{N} : 1 <= n -> n <= 5 -> n < 2 ^ n",
+        True,
+    ),
+    (
+        "redundant hypothesis",
+        f"{N} (h : 2 <= n) : n + 1 < 2 ^ n",
+        f"{N} (h : 2 <= n) (h0 : 1 <= n) : n + 1 < 2 ^ n",
+        True,
+    ),
+    (
+        "renamed variables",
+        f"{N} (hn : 2 <= n) : n + 1 < 2 ^ n",
+        "(m : nat) (hm : 2 <= m) : m + 1 < 2 ^ m",
+        True,
+    ),
+    (
+        "symmetric conclusion",
+        f"{N} : 2 ^ (n + 1) = 2 * 2 ^ n",
+        f"{N} : 2 * 2 ^ n = 2 ^ (n + 1)",
+        True,
+    ),
     ("symmetric hypothesis", f"{N} (h : 2 ^ n = 8) : n = 3", f"{N} (h : 8 = 2 ^ n) : n = 3", True),
     ("binder vs forall", ": forall n : nat, n < 2 ^ n", f"{N} : n < 2 ^ n", True),
-    ("reals, < flipped", "(x : R) (h : 0 < x) : 1 < exp x", "(x : R) (h : x > 0) : exp x > 1", True),
-    ("integers, < flipped", "(x : Z) (h : 0 < x) : x < 2 ^ x", "(x : Z) (h : x > 0) : 2 ^ x > x", True),
+    (
+        "reals, < flipped",
+        "(x : R) (h : 0 < x) : 1 < exp x",
+        "(x : R) (h : x > 0) : exp x > 1",
+        True,
+    ),
+    (
+        "integers, < flipped",
+        "(x : Z) (h : 0 < x) : x < 2 ^ x",
+        "(x : Z) (h : x > 0) : 2 ^ x > x",
+        True,
+    ),
     ("dropped hypothesis", f"{N} (h : 2 <= n) : n + 1 < 2 ^ n", f"{N} : n + 1 < 2 ^ n", False),
-    ("weakened bound",
-     f"{N} (h : 3 <= n) : 2 * n + 1 < 2 ^ n",
-     f"{N} (h : 2 <= n) : 2 * n + 1 < 2 ^ n", False),
+    (
+        "weakened bound",
+        f"{N} (h : 3 <= n) : 2 * n + 1 < 2 ^ n",
+        f"{N} (h : 2 <= n) : 2 * n + 1 < 2 ^ n",
+        False,
+    ),
     ("changed bound", f"{N} : n + 1 <= 2 ^ n", f"{N} : n + 2 <= 2 ^ n", False),
     ("changed constant", f"{N} : n < 2 ^ n", f"{N} : n < 3 ^ n", False),
     ("reversed inequality", f"{N} : n < 2 ^ n", f"{N} : 2 ^ n < n", False),
     ("trivial candidate", f"{N} : n < 2 ^ n", "(x : nat) : x + 0 = x", False),
-    ("reals, dropped positivity",
-     "(x : R) (h : 0 < x) : 1 < exp x", "(x : R) : 1 < exp x", False),
-    ("changed type",
-     f"{N} : (n < 2 ^ n)%nat",
-     "(x : Z) (h : 0 <= x) : x < 2 ^ x", False),
-    ("hypothesis turned into conclusion",
-     f"{N} (h : 2 ^ n = 8) : n = 3", f"{N} (h : n = 3) : 2 ^ n = 8", False),
+    ("reals, dropped positivity", "(x : R) (h : 0 < x) : 1 < exp x", "(x : R) : 1 < exp x", False),
+    ("changed type", f"{N} : (n < 2 ^ n)%nat", "(x : Z) (h : 0 <= x) : x < 2 ^ x", False),
+    (
+        "hypothesis turned into conclusion",
+        f"{N} (h : 2 ^ n = 8) : n = 3",
+        f"{N} (h : n = 3) : 2 ^ n = 8",
+        False,
+    ),
 ]
 
 
@@ -95,9 +126,7 @@ def test_one_way_results_are_told_apart(results: dict) -> None:
 
 
 def test_ill_typed_candidate_is_not_compiled() -> None:
-    r = CoqBeq(timeout=60).compare(
-        thm("(n : nat) : n < 2 ^ n"), thm("(n : nat) : n < 2 ^ true")
-    )
+    r = CoqBeq(timeout=60).compare(thm("(n : nat) : n < 2 ^ n"), thm("(n : nat) : n < 2 ^ true"))
     assert not r.compiled and not r.beq
 
 

@@ -1,0 +1,149 @@
+"""Coq operator trees from a term as Coq prints it under `Set Printing All` (fully applied,
+no notations): an application is one node labelled by its head with the arguments as
+children, `forall` and `fun` are nodes with their binders, numerals are folded (`S (S O)`,
+`Zpos (xO xH)`, `IZR (Zpos xH)` become `2`, `2`, `1`), and bound names (variables, the
+anonymous `_` of a hypothesis) are free-cost. Parsing the printed text is pure; running coqc
+to print it lives in `comparison.coq_trees`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from lark import Lark, Transformer
+from lark.exceptions import LarkError
+
+from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
+
+GRAMMAR = r"""
+?start: term
+?term: "forall" binders "," term        -> forall
+     | "fun" binders "=>" term          -> fun
+     | app
+?app: app atom                          -> apply
+    | atom
+?atom: NAME                             -> name
+     | "@" NAME                         -> name
+     | "(" term ")"
+     | "_"                              -> hole
+binders: group+
+group: "(" bname+ ":" term ")"
+     | bname+ ":" term
+!bname: NAME | "_"
+NAME: /(?!(forall|fun)\b)[A-Za-z_][A-Za-z0-9_'.]*(@\{[^}]*\})?/
+%ignore /\s+/
+"""
+
+
+class CoqParseError(ValueError):
+    """The printed term uses syntax the grammar does not cover (match, let, ...)."""
+
+
+class _Build(Transformer):  # type: ignore[misc]
+    def name(self, items: list) -> OpTree:
+        return OpTree(str(items[0]).split("@{")[0])
+
+    def hole(self, _: list) -> OpTree:
+        return OpTree("_")
+
+    def apply(self, items: list) -> OpTree:
+        fun, arg = items
+        if isinstance(fun, _App):
+            return _App(fun.label, [*fun.children, arg])
+        if not fun.children:
+            return _App(fun.label, [arg])
+        return _App("@apply", [fun, arg])
+
+    def bname(self, items: list) -> str:
+        return str(items[0])
+
+    def group(self, items: list) -> list[tuple[str, OpTree]]:
+        *names, typ = items
+        return [(n, typ) for n in names]
+
+    def binders(self, items: list) -> list[tuple[str, OpTree]]:
+        return [b for g in items for b in g]
+
+    def _binder(self, label: str, binders: list, body: OpTree) -> OpTree:
+        kids = []
+        for name, typ in binders:
+            kind = HYPOTHESIS if name == "_" else VARIABLE
+            kids.append(OpTree(" _ : _ ", [OpTree(name, [], kind), typ]))
+        return OpTree(label, [*kids, body])
+
+    def forall(self, items: list) -> OpTree:
+        return self._binder("forall", items[0], items[1])
+
+    def fun(self, items: list) -> OpTree:
+        return self._binder("fun", items[0], items[1])
+
+
+class _App(OpTree):
+    __slots__ = ()
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(GRAMMAR, parser="lalr")
+
+
+_POSITIVE = {"xH", "xO", "xI"}
+
+
+def _number(node: OpTree) -> int | None:
+    """The integer a numeral term denotes, or None."""
+    label, kids = node.label, node.children
+    if label in ("O", "Z0", "N0") and not kids:
+        return 0
+    if label == "xH" and not kids:
+        return 1
+    if len(kids) == 1:
+        inner = _number(kids[0])
+        if inner is None:
+            return None
+        if label in ("S", "Nat.succ"):
+            return inner + 1
+        if label == "xO":
+            return 2 * inner
+        if label == "xI":
+            return 2 * inner + 1
+        if label in ("Zpos", "Npos", "IZR", "INR", "Z.of_nat", "inject_Z"):
+            return inner
+        if label == "Zneg":
+            return -inner
+    return None
+
+
+def _fold(node: OpTree) -> OpTree:
+    value = _number(node)
+    if value is not None and (node.children or node.label in ("O", "Z0", "xH")):
+        return OpTree(str(value))
+    if node.label == "Q2R" and len(node.children) == 1:
+        q = node.children[0]
+        if q.label.endswith("Qmake") and len(q.children) == 2:
+            a, b = _number(q.children[0]), _number(q.children[1])
+            if a is not None and b is not None:
+                return OpTree(f"{a}/{b}")
+    node.children = [_fold(c) for c in node.children]
+    return node
+
+
+def coq_tree(printed: str) -> OpTree:
+    """The operator tree of a term printed by `Check` under `Set Printing All` (the
+    `: Prop` line after it, if present, is ignored)."""
+    text = printed.split("\n     :")[0].strip()
+    try:
+        tree = _Build().transform(_parser().parse(text))
+    except LarkError as exc:
+        raise CoqParseError(str(exc).strip().splitlines()[0][:200]) from None
+    tree = _fold(tree)
+    bound: dict[str, str] = {}
+    for node in tree.nodes():
+        if node.label in ("forall", "fun"):
+            for b in node.children[:-1]:
+                name = b.children[0]
+                bound.setdefault(name.label, name.free or VARIABLE)
+    for node in tree.nodes():
+        if not node.children and node.label in bound:
+            node.free = bound[node.label]
+    return OpTree("theorem", [tree])
