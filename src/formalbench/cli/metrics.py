@@ -12,18 +12,15 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.core.errors import InputError
 
-metrics_app = typer.Typer(
-    name="metrics",
-    help="Scores over files of records (GTED of statement pairs).",
-    no_args_is_help=True,
-)
-app.add_typer(metrics_app, name="metrics")
+METRICS = ("gted",)
 
 
-@metrics_app.command("gted")
+@app.command("metrics")
 @user_errors
-def gted_command(
+def metrics_command(
+    metric: Annotated[str, typer.Argument(help="Which score: gted.")],
     pairs_file: Annotated[
         Path,
         typer.Argument(
@@ -37,7 +34,10 @@ def gted_command(
     ] = False,
     folds: Annotated[int, typer.Option(help="Folds of the threshold cross-validation.")] = 5,
 ) -> None:
-    """GTED (tree edit distance of operator trees, 0..1) of each pair, and a summary."""
+    """Scores over a file of records: `metrics gted PAIRS.jsonl` gives the GTED (tree edit
+    distance of operator trees, 0..1) of each statement pair and a summary."""
+    if metric not in METRICS:
+        raise InputError(f"metrics {metric!r}: expected one of {', '.join(METRICS)}")
     from formalbench.comparison.gted_pairs import read_pairs, score_pairs, summarize
 
     pairs = list(score_pairs(read_pairs(pairs_file), from_text=from_text))
