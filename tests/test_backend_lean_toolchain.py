@@ -26,6 +26,7 @@ from tests.shared_data import ROOT, needs_shared
 SHARED = ROOT
 MINIF2F_PROJECT = SHARED / "data" / "minif2f-lean4" / "lean4_files"
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_repl.py"
+RECORDINGS = ROOT / "fixtures" / "lean-repl"  # real REPL sessions the stand-in replays
 SECRETS = {"OPENAI_API_KEY": "sk-test", "GITHUB_PAT": "ghp-test", "MY_PASSWD": "hunter2"}
 
 
@@ -43,7 +44,7 @@ def no_lean(monkeypatch, tmp_path: Path) -> Path:
 def _shim(path: Path, *args: str) -> Path:
     """An executable at `path` that starts the stand-in with `args`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    quoted = " ".join(f'"{a}"' for a in (sys.executable, FAKE, *args))
+    quoted = " ".join(f'"{a}"' for a in (sys.executable, FAKE, "--fixtures", RECORDINGS, *args))
     path.write_text(f'#!/bin/sh\nexec {quoted} "$@"\n')
     path.chmod(0o755)
     return path
@@ -208,7 +209,7 @@ def test_repl_command_is_made_to_run_outside_its_folder(tmp_path: Path) -> None:
 
 @needs_shared
 def test_version_and_mismatch_from_the_minif2f_project() -> None:
-    command = [sys.executable, str(FAKE)]
+    command = [sys.executable, str(FAKE), "--fixtures", str(RECORDINGS)]
     with LeanBackend(project_dir=MINIF2F_PROJECT, repl_command=command) as lean:
         assert lean.lean_toolchain == "leanprover/lean4:v4.24.0"
         assert lean.library_revision == "f897ebcf72cd16f89ab4577d0c826cd14afaafc7"
