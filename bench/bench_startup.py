@@ -22,6 +22,7 @@ the load average is printed beside the figures because the machine may be shared
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import statistics
@@ -45,7 +46,6 @@ def make_run(root: Path) -> Path:
     """A finished 3-task eval run, written in-process (the eval cost is not measured)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_eval import ANSWER, InstantBackend, write_tasks  # type: ignore[import-not-found]
-
     from formalbench.cli.main import app
     from formalbench.llm.replay import ScriptedModel
     from formalbench.pipelines.evaluate import run_evaluation
@@ -56,10 +56,9 @@ def make_run(root: Path) -> Path:
     config = EvalConfig(dataset=str(data), solver="whole", samples=1)
     model = ScriptedModel(lambda call: ANSWER, spec="scripted")
     run_evaluation(config, run_dir, backend=InstantBackend(), model=model)
-    try:  # the report command writes report.html once; later runs find it up to date
+    # the report command writes report.html once; the timed runs find it up to date
+    with contextlib.suppress(SystemExit):
         app(["report", str(run_dir)], standalone_mode=False)
-    except SystemExit:
-        pass
     return run_dir
 
 

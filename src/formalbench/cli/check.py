@@ -125,9 +125,9 @@ def check(
     pairs: str | None = typer.Option(
         None,
         "--pairs",
-        help="A JSON Lines file, one pair a line: {\"id\", \"candidate\", \"original\"} as "
-        "paths relative to the file (or \"candidate_text\"/\"original_text\" inline), "
-        "optional \"kind\". One result line per pair, in order; a bad line gets an error "
+        help='A JSON Lines file, one pair a line: {"id", "candidate", "original"} as '
+        'paths relative to the file (or "candidate_text"/"original_text" inline), '
+        'optional "kind". One result line per pair, in order; a bad line gets an error '
         "result. Exit 0 when every pair passed, else 1. See docs/check-pairs.md.",
     ),
     workers: int | None = typer.Option(

@@ -147,7 +147,9 @@ def parse_line(raw: str, number: int, base: Path, backend: str | None) -> Pair |
         cand_path, cand_text = _side(entry, "candidate", base)
         orig_path, orig_text = _side(entry, "original", base)
         name = pick_backend(backend, cand_path, orig_path)
-        return Pair(number, ident, cand_path, orig_path, cand_text, orig_text, parse_kind(kind), name)
+        return Pair(
+            number, ident, cand_path, orig_path, cand_text, orig_text, parse_kind(kind), name
+        )
     except InputError as exc:
         where = entry if isinstance(entry, dict) else {}
         cand, orig = where.get("candidate"), where.get("original")
@@ -190,7 +192,12 @@ def _lines(handle: Any, base: Path, backend: str | None, label: str) -> Iterator
 
 
 def _head(item: Pair | BadLine) -> dict[str, Any]:
-    return {"line": item.line, "id": item.id, "candidate": item.candidate, "original": item.original}
+    return {
+        "line": item.line,
+        "id": item.id,
+        "candidate": item.candidate,
+        "original": item.original,
+    }
 
 
 def error_result(item: Pair | BadLine, message: str) -> dict[str, Any]:
@@ -198,9 +205,7 @@ def error_result(item: Pair | BadLine, message: str) -> dict[str, Any]:
     return {**_head(item), "passed": False, "error": message}
 
 
-async def _check_one(
-    pair: Pair, verifier: StrictVerifier, timeout: float | None
-) -> dict[str, Any]:
+async def _check_one(pair: Pair, verifier: StrictVerifier, timeout: float | None) -> dict[str, Any]:
     try:
         try:
             targets = verifier.targets(pair.original_text)
