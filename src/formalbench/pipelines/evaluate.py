@@ -258,10 +258,18 @@ async def _evaluate(
 
 
 def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> int:
+    """Attempts in flight: more than the assistant's slots, so that a check is always queued.
+
+    With exactly one attempt per slot (as before), a slot stood idle whenever its attempt
+    was between two checks: reading the probe, filling the holes, the verifier's text layer,
+    the store commit all run in this event loop, one attempt at a time, while the other
+    slot's coqc competed for the same cores; two workers reached a parallel efficiency of
+    only ~0.8 (bench/bench_eval.py coq). Twice the slots keeps the backend's pool fed.
+    """
     if config.concurrency is not None:
         return config.concurrency
     # A model-based solver spends most of an attempt waiting on the model: keep more in flight.
-    return backend_workers * (4 if solver.uses_model else 1)
+    return backend_workers * (4 if solver.uses_model else 2)
 
 
 async def _work(
