@@ -201,9 +201,15 @@ def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) ->
                 )
                 run_dir = Path(tmp) / f"w{w}c{c}"
                 backend = TimedBackend(make_backend("coq", workers=w, timeout=config.timeout))
+                cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+                kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 t0 = time.perf_counter()
                 result = run_evaluation(config, run_dir, backend=backend)
                 t1 = time.perf_counter()
+                cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+                kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                own = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+                kids = kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime
                 wall = t1 - t0
                 if w == 1 and base is None:
                     base = wall
@@ -215,6 +221,11 @@ def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) ->
                     f"{effic:>6}"
                 )
                 print(f"        slots: {idle_report(backend.spans, w, t0, t1)}")
+                longest = max((b - a for a, b in backend.spans), default=0.0)
+                print(
+                    f"        cpu: formalbench {own:.1f} s, coqc {kids:.1f} s; "
+                    f"longest check {longest:.1f} s"
+                )
                 print(f"        load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             t0 = time.perf_counter()
             run_evaluation(config, run_dir)
