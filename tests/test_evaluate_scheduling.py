@@ -2,9 +2,9 @@
 probe, then verification) never leave an assistant slot idle while attempts are pending.
 
 With one attempt in flight per slot, a slot idled each time its attempt was between two
-checks (reading the probe, the verifier's text layer, the store commit), which held two
-workers to a parallel efficiency of ~0.8. The run now keeps more attempts in flight than
-there are slots, and the backend's pool still bounds the checks that run at once."""
+checks (reading the probe, the verifier's text layer, the store commit). The run now keeps
+more attempts in flight than there are slots, and the backend's pool still bounds the
+checks that run at once."""
 
 from __future__ import annotations
 

@@ -261,10 +261,11 @@ def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> in
     """Attempts in flight: more than the assistant's slots, so that a check is always queued.
 
     With exactly one attempt per slot (as before), a slot stood idle whenever its attempt
-    was between two checks: reading the probe, filling the holes, the verifier's text layer,
-    the store commit all run in this event loop, one attempt at a time, while the other
-    slot's coqc competed for the same cores; two workers reached a parallel efficiency of
-    only ~0.8 (bench/bench_eval.py coq). Twice the slots keeps the backend's pool fed.
+    was between two checks (reading the probe, filling the holes, the verifier's text
+    layer, the store commit all run in this event loop, one attempt at a time). Twice the
+    slots keeps a check queued in the backend's pool, which still bounds how many run.
+    The other loss `bench/bench_eval.py coq` shows is the tail: the last long probe (all
+    tactics timing out) running alone while the other slot has nothing left to do.
     """
     if config.concurrency is not None:
         return config.concurrency
