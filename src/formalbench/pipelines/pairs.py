@@ -13,18 +13,20 @@ kind) gives an error result for that line; the batch goes on. See docs/check-pai
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formalbench.backends.registry import BACKENDS, backend_for_path, language_of
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import FormalbenchError, InputError
 from formalbench.core.records import TaskKind
+
+if TYPE_CHECKING:  # imported where used: a single `check` never loads asyncio
+    import asyncio
 
 #: The fields a line may have; a path field and its `_text` form exclude each other.
 FIELDS = {"id", "candidate", "candidate_text", "original", "original_text", "kind"}
@@ -237,6 +239,7 @@ async def check_pairs(
     `verifier_for(backend name)` gives the verifier of a backend (built once by the caller);
     an error building it is that line's error. The window bounds memory for huge files while
     keeping the backend's pool busy (it should exceed the backend's workers)."""
+    import asyncio
 
     async def resolved(result: dict[str, Any]) -> dict[str, Any]:
         return result
