@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from formalbench.backends.base import Backend
@@ -40,10 +41,14 @@ def run_pairs(
     first_paths: dict[str, str] = {}
 
     def with_kind(item: Any) -> Any:
-        if isinstance(item, Pair) and kind is not None and item.kind is None:
+        """The pair with --kind where its line names none; notes the first path per backend
+        (a Lean backend finds its Lake project from it)."""
+        if not isinstance(item, Pair):
+            return item
+        named = item.candidate or item.original
+        first_paths.setdefault(item.backend, str(Path(path).parent / named) if named else path)
+        if kind is not None and item.kind is None:
             return Pair(**{**item.__dict__, "kind": kind})
-        if isinstance(item, Pair):
-            first_paths.setdefault(item.backend, item.candidate or item.original or path)
         return item
 
     def verifier_for(name: str) -> StrictVerifier:
