@@ -24,9 +24,9 @@ checked and fails (disallowed_axiom), since axioms are read from the assistant, 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
@@ -48,6 +48,9 @@ from formalbench.core.records import (
     Verdict,
 )
 from formalbench.store.verdict_cache import VerdictCache, verdict_key
+
+if TYPE_CHECKING:
+    import asyncio
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
@@ -308,6 +311,8 @@ class StrictVerifier:
     ) -> Verdict:
         """`verify` for asyncio code: the compile runs on the backend's pool, and a candidate
         already being checked by another attempt is waited for, not checked twice."""
+        import asyncio  # here, not at the top: a one-off `check` never loads asyncio
+
         key = self._cache_key(original, candidate, kind)
         if key is None:
             return await self._averify(original, candidate, kind, timeout)
