@@ -34,6 +34,7 @@ from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
+from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
@@ -115,6 +116,8 @@ class StrictVerifier:
         findings, unchanged = preservation_findings(orig, cand, self.language, holes)
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
+        if self.language == Language.lean:
+            findings += odd_blank_findings(candidate) + hostile_findings(cand, forbidden, unchanged)
         kind = self.task_kind(original) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS:
             policy = self.policy
