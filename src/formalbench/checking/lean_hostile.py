@@ -15,12 +15,14 @@ candidate is refused rather than judged on a reading Lean does not share. Three 
   without the kernel (`addDecl` behind a tactic) or touch files. No proof needs them; they are
   refused wherever they stand in a command the candidate did not copy from the original (as
   the keyword of a command of their own, statement preservation judges them).
+* A dangling `open X in` / `set_option o v in` at the very end would scope over the queries
+  the checker appends (`#print axioms`, the identity queries): refused.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from formalbench.checking.decls import Decl
 from formalbench.checking.lexer import Token, tokenize, words
@@ -82,7 +84,9 @@ def _braced_code(tok: Token) -> list[Token]:
 
 
 def hostile_findings(
-    decls: Iterable[Decl], forbidden: Iterable[str], exempt: set[int] = frozenset()  # type: ignore[assignment]
+    decls: Sequence[Decl],
+    forbidden: Iterable[str],
+    exempt: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> list[Finding]:
     """Meta-programming words anywhere, and forbidden words inside string braces, in the
     commands not in `exempt` (those copied unchanged from the original)."""
@@ -111,4 +115,17 @@ def hostile_findings(
                         message=f"`{hit}` {where}: code run while elaborating is not allowed",
                     )
                 )
+    last = decls[-1] if decls else None
+    if last is not None and last.tokens[-1].text == "in" and last.index not in exempt:
+        tok = last.tokens[-1]
+        findings.append(
+            Finding(
+                reason=Reason.forbidden_construct,
+                subject="in",
+                line=tok.line,
+                column=tok.column,
+                message="the text ends with an `... in` prefix, which would scope over the "
+                "checker's own queries",
+            )
+        )
     return findings

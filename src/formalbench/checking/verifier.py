@@ -35,6 +35,7 @@ from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
+from formalbench.checking.lean_identity import LeanIdentity, achecked, checked
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
@@ -83,6 +84,11 @@ class StrictVerifier:
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
         self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
+        # Lean: the assistant decides statement identity too (checking/lean_identity.py).
+        lean = backend is not None and self.language == Language.lean
+        self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
+        if lean:
+            self._rules["identity"] = "lean-pp-all-1"
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
@@ -297,8 +303,10 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result = self.backend.check(candidate, targets=targets, timeout=timeout)
-            findings += self.assistant_findings(result, targets, original)
+            result, same = checked(
+                self._identity, self.backend, original, candidate, targets, timeout
+            )
+            findings += self.assistant_findings(result, targets, original) + same
         return self._keep(key, self._verdict(findings, result, t0))
 
     async def averify(
@@ -332,6 +340,8 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
-            findings += self.assistant_findings(result, targets, original)
+            result, same = await achecked(
+                self._identity, self.backend, original, candidate, targets, timeout
+            )
+            findings += self.assistant_findings(result, targets, original) + same
         return self._verdict(findings, result, t0)
