@@ -85,7 +85,7 @@ class StrictVerifier:
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
         self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
-        lean = backend is not None and self.language == Language.lean
+        lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
         if lean:
             self._rules["identity"] = "lean-pp-all-1"
