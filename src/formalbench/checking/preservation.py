@@ -102,8 +102,8 @@ def normalized(
         if text not in _IGNORED_MODIFIERS:
             out.append(_LEAN_SYNONYMS.get(text, text))
         i += 1
-    if decl.kind == "open" and decl.head == 0 and all(
-        t.kind == "ident" for t in toks[1:]
+    if (
+        decl.kind == "open" and decl.head == 0 and all(t.kind == "ident" for t in toks[1:])
     ):  # `open A B` opens both whatever the order: compare the names as a set
         out[1:] = sorted(out[1:])
     if alpha and stop is not None and stop < len(decl.tokens):
