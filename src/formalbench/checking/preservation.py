@@ -118,13 +118,14 @@ _LEAN_DECL_WORDS = words("theorem def abbrev instance example opaque irreducible
 
 def alpha_renamed(texts: list[str]) -> list[str]:
     """`texts` (a normalised signature) with the names of its leading binder groups replaced
-    by `⟪i⟫` in order of appearance, there and in every later token (`h.le` -> `⟪0⟫.le`)."""
+    by `⟪i⟫` in order of appearance, in every token after their group (`h.le` -> `⟪0⟫.le`);
+    a later binder of the same name takes over from there, as in Lean."""
     try:
         k = next(i for i, t in enumerate(texts) if t in _LEAN_DECL_WORDS)
     except StopIteration:
         return texts
     i = k + 1 if texts[k] == "example" else k + 2
-    renames: list[tuple[int, str]] = []  # (index after which it applies, name)
+    renames: list[tuple[int, int]] = []  # (index of the name, index after its group)
     while i < len(texts) and texts[i] in _BINDER_OPEN:
         close = _BINDER_OPEN[texts[i]]
         j = i + 1
@@ -137,13 +138,13 @@ def alpha_renamed(texts: list[str]) -> list[str]:
         names = group[: group.index(":")] if ":" in group else ([] if texts[i] == "[" else group)
         for n, name in enumerate(names):
             if name != "_" and (name[0].isalpha() or name[0] in "_«"):
-                renames.append((i + 1 + n, name))
+                renames.append((i + 1 + n, j + 1))
         i = j + 1
     out = list(texts)
-    for number, (at, name) in enumerate(renames):
-        new = f"⟪{number}⟫"
+    for number, (at, scope) in enumerate(renames):
+        name, new = out[at], f"⟪{number}⟫"
         out[at] = new
-        for m in range(at + 1, len(out)):
+        for m in range(scope, len(out)):
             if out[m] == name:
                 out[m] = new
             elif out[m].startswith(name + "."):
