@@ -21,7 +21,7 @@ from formalbench.checking.lean_identity import (
     with_queries,
 )
 from formalbench.checking.verifier import StrictVerifier
-from formalbench.core.records import CheckResult, Diagnostic, Reason, Severity
+from formalbench.core.records import CheckResult, Diagnostic, Language, Reason, Severity
 from tests.shared_data import FIXTURES, needs_shared
 
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_repl.py"
@@ -193,3 +193,22 @@ def test_a_candidate_that_does_not_compile_is_not_compared(lean) -> None:
     broken = SOLVED.replace("simp [f]", "simp [f] -- fake:error-here fake:type=t=False")
     verdict = verifier.verify(ORIGINAL, broken)
     assert verdict.reasons == [Reason.compile_error]
+
+
+def test_a_signature_changed_only_as_text_is_left_to_lean(lean) -> None:
+    """Redundant parentheses fail the token comparison; Lean (here the stand-in, told the
+    elaborated type is the original's) decides that the statement is the same."""
+    verifier = StrictVerifier(lean)
+    same = "∀_(x_:_ℕ)_(h_:_0_<_x),_f_x_≠_0"
+    candidate = SOLVED.replace(": f x ≠ 0", ": (f x ≠ 0)")
+    assert [f.reason for f in verifier.static_findings(ORIGINAL, candidate)] == [
+        Reason.statement_changed
+    ]
+    told = candidate.replace("simp [f]", f"simp [f] -- fake:type=t={same}")
+    verdict = verifier.verify(ORIGINAL, told)
+    assert verdict.passed, verdict.findings
+    # without Lean's word (the stand-in prints the text it sees) the finding stays
+    refused = verifier.verify(ORIGINAL, candidate)
+    assert refused.reasons == [Reason.statement_changed] and len(refused.findings) == 2
+    # and without a backend that answers queries, the text layer alone decides
+    assert not StrictVerifier(None, language=Language.lean).verify(ORIGINAL, told).passed

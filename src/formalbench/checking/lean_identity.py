@@ -22,7 +22,10 @@ the candidate's), Lean itself is asked:
    section variable gives a different text. An answer cut short (`⋯`, `[...]`) cannot be
    compared and is refused.
 
-The original's answers are kept per original text, so each task elaborates its original once
+A target whose signature differs from the original's only as text (redundant parentheses, a
+`↑` Lean would insert anyway, a notation spelled another way) is not refused by the text
+layer alone when this check can run: the candidate is compiled and Lean's answer decides
+(`deferred`, `settle_deferred`). The original's answers are kept per original text, so each task elaborates its original once
 per verifier. Any backend serves (REPL, `lean --json` per file, a Kimina server): only
 `check` is used. Where the original's answer is missing the candidate is refused with a
 message naming the original, since identity cannot then be decided.
@@ -256,6 +259,29 @@ def _first_difference(want: str, got: str, width: int = 60) -> str:
              min(len(want), len(got)))  # fmt: skip
     lo = max(0, k - width // 2)
     return f"expected `…{want[lo : k + width]}…`, found `…{got[lo : k + width]}…`"
+
+
+def deferred(finding: Finding, targets: Sequence[str]) -> bool:
+    """A text-layer finding that Lean decides instead: a target's signature that differs as
+    tokens (redundant parentheses, `↑`, another spelling) may still elaborate to the same
+    type. Such a candidate is compiled; `settle_deferred` keeps the finding unless Lean found
+    the types identical."""
+    return (
+        finding.reason == Reason.statement_changed
+        and finding.subject in targets
+        and finding.message.startswith("statement of ")
+    )
+
+
+def settle_deferred(
+    findings: list[Finding], targets: Sequence[str], result: CheckResult, same: list[Finding]
+) -> list[Finding]:
+    """`findings` without the deferred ones Lean settled: the candidate compiled and Lean
+    reports the target's elaborated type identical to the original's."""
+    if not result.compiled:
+        return findings
+    differs = {f.subject for f in same}
+    return [f for f in findings if not (deferred(f, targets) and f.subject not in differs)]
 
 
 class LeanIdentity:

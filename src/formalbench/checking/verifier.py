@@ -35,7 +35,13 @@ from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
-from formalbench.checking.lean_identity import LeanIdentity, achecked, checked
+from formalbench.checking.lean_identity import (
+    LeanIdentity,
+    achecked,
+    checked,
+    deferred,
+    settle_deferred,
+)
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
@@ -266,7 +272,10 @@ class StrictVerifier:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
         findings = self.static_findings(original, candidate, kind)
-        targets = self.targets(original) if self._compile_needed(findings) else None
+        hard = findings
+        if self._identity is not None:  # a changed target signature: Lean has the last word
+            hard = [f for f in findings if not deferred(f, self.targets(original))]
+        targets = self.targets(original) if self._compile_needed(hard) else None
         return t0, findings, targets
 
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
@@ -306,6 +315,7 @@ class StrictVerifier:
             result, same = checked(
                 self._identity, self.backend, original, candidate, targets, timeout
             )
+            findings = settle_deferred(findings, targets, result, same)
             findings += self.assistant_findings(result, targets, original) + same
         return self._keep(key, self._verdict(findings, result, t0))
 
@@ -343,5 +353,6 @@ class StrictVerifier:
             result, same = await achecked(
                 self._identity, self.backend, original, candidate, targets, timeout
             )
+            findings = settle_deferred(findings, targets, result, same)
             findings += self.assistant_findings(result, targets, original) + same
         return self._verdict(findings, result, t0)
