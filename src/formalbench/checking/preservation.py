@@ -25,7 +25,13 @@ Coq `Notation`/`Infix`/`Tactic Notation`, scope commands, `Arguments`, `Coercion
 what a statement means: Lean `import`s, `namespace`/`section`/`end` (a target moved into a
 namespace no longer has its name), `universe`, `open X in` / `set_option o v in` prefixes on a
 helper; Coq `Require [Import]` (candidates need `Lia`, `Lra`, ...), `Ltac`, `Hint`, `Section`.
-A context command inside a closed section is still refused: the rule is kept simple and strict.
+Lean scoping: a scoped command (`open`, `variable`, `include`, `omit`, `set_option`, and any
+`local`/`scoped` one) inside a `section`/`namespace` whose `end` comes before the next target
+(or, after the last target, that is closed at all) is allowed, since Lean drops it at `end`; a
+plain `instance`, `notation`, `attribute [instance]` or `macro` outlives `end` and stays
+refused. Also compared modulo what does not change a Lean statement: the names of a target's
+binders (`(h : P)` vs `(_h : P)`, renamed to their position), the module system's `public`,
+the order of an `open A B` list and of the imports (an original import must still be there).
 """
 
 from __future__ import annotations
