@@ -212,3 +212,14 @@ def test_a_signature_changed_only_as_text_is_left_to_lean(lean) -> None:
     assert refused.reasons == [Reason.statement_changed] and len(refused.findings) == 2
     # and without a backend that answers queries, the text layer alone decides
     assert not StrictVerifier(None, language=Language.lean).verify(ORIGINAL, told).passed
+
+
+def test_names_with_primes_and_guillemets_are_queried() -> None:
+    original = (
+        "theorem t' (x : ℕ) : x = x := by\n  sorry\ntheorem «odd name» : True := by\n  sorry\n"
+    )
+    queries = [s.query for s in subjects(original)]
+    assert queries[0].endswith("#check @_root_.t'")
+    assert queries[1] == "-- (no query for this name)"  # a blank in it: no query is sent
+    (f,) = compare(subjects(original)[1:], {}, {})
+    assert f.subject == "«odd name»" and f.reason == Reason.statement_changed
