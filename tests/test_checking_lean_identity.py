@@ -223,3 +223,23 @@ def test_names_with_primes_and_guillemets_are_queried() -> None:
     assert queries[1] == "-- (no query for this name)"  # a blank in it: no query is sent
     (f,) = compare(subjects(original)[1:], {}, {})
     assert f.subject == "«odd name»" and f.reason == Reason.statement_changed
+
+
+def test_identity_in_file_mode_through_lean_json(monkeypatch, tmp_path: Path) -> None:
+    """Per-file mode (`lean --json`, here the stand-in in that role) answers the same queries."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "lean"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" --fixtures "{tmp_path}" "$@"\n')
+    shim.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))
+    monkeypatch.chdir(tmp_path)
+    with LeanBackend(workers=1, timeout=20) as backend:
+        assert backend.mode == "file"
+        verifier = StrictVerifier(backend)
+        good = verifier.verify(ORIGINAL, SOLVED.replace("(h :", "(_h :"))
+        told = SOLVED.replace("simp [f]", "simp [f] -- fake:type=t=False")
+        bad = verifier.verify(ORIGINAL, told)
+    assert good.passed, good.findings
+    assert bad.reasons == [Reason.statement_changed]
