@@ -42,7 +42,7 @@ DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixt
 _PRINT = re.compile(r"^#print axioms (\S+)\s*$")
 # The verifier's identity queries (checking/lean_identity.py): pp options, then one command.
 _QUERY = re.compile(
-    r"^(?P<opts>(?:set_option \S+ \S+ in )*)#(?P<cmd>check @|print )(?P<name>\S+)\s*$"
+    r"^(?P<opts>(?:set_option \S+ \S+ in )*)#(?P<cmd>check @|print )(?P<name>_root_\.\S+)\s*$"
 )
 _DECL = r"(?:^|\n)[ \t]*(?:@\[[^\]]*\][ \t]*)*(?:(?:private|protected|public|noncomputable)[ \t]+)*(?P<kw>theorem|lemma|def|abbrev|instance|structure)[ \t]+{name}(?![\w.'])"
 _HOLD: list[bytearray] = []  # memory grown on request stays referenced here
