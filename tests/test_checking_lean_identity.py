@@ -243,3 +243,30 @@ def test_identity_in_file_mode_through_lean_json(monkeypatch, tmp_path: Path) ->
         bad = verifier.verify(ORIGINAL, told)
     assert good.passed, good.findings
     assert bad.reasons == [Reason.statement_changed]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["open Real", "variable (y : ℕ)", "set_option autoImplicit true",
+     "instance : Add ℕ := ⟨fun a _ => a⟩", "attribute [local instance] Classical.propDecidable"],
+)  # fmt: skip
+def test_context_commands_before_the_target_are_left_to_lean(lean, command: str) -> None:
+    verifier = StrictVerifier(lean)
+    candidate = SOLVED.replace("theorem t", command + "\n\ntheorem t")
+    assert not StrictVerifier(None, language=Language.lean).verify(ORIGINAL, candidate).passed
+    verdict = verifier.verify(ORIGINAL, candidate)
+    assert verdict.passed, verdict.findings
+    changed = candidate.replace("simp [f]", "simp [f] -- fake:type=t=∀_(y_:_ℕ),_False")
+    verdict = verifier.verify(ORIGINAL, changed)
+    assert verdict.reasons == [Reason.statement_changed] and len(verdict.findings) == 2
+
+
+@pytest.mark.parametrize(
+    "command",
+    ['notation "ℕ" => ℤ', "set_option pp.all false", "macro \"foo\" : term => `(1)",
+     "attribute [app_unexpander Nat.succ] Nat.add"],
+)  # fmt: skip
+def test_commands_that_can_change_our_queries_stay_refused(lean, command: str) -> None:
+    candidate = SOLVED.replace("theorem t", command + "\n\ntheorem t")
+    verdict = StrictVerifier(lean).verify(ORIGINAL, candidate)
+    assert not verdict.passed and Reason.statement_changed in verdict.reasons

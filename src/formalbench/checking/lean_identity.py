@@ -23,9 +23,10 @@ the candidate's), Lean itself is asked:
    compared and is refused.
 
 A target whose signature differs from the original's only as text (redundant parentheses, a
-`↑` Lean would insert anyway, a notation spelled another way) is not refused by the text
-layer alone when this check can run: the candidate is compiled and Lean's answer decides
-(`deferred`, `settle_deferred`). The original's answers are kept per original text, so each task elaborates its original once
+`↑` Lean would insert anyway, a notation spelled another way), and a context command added
+before a target whose effect Lean's answer shows (`open`, `variable`, an instance ...), are not
+refused by the text layer alone when this check can run: the candidate is compiled and Lean's
+answers decide (`deferred`, `settle_deferred`). The original's answers are kept per original text, so each task elaborates its original once
 per verifier. Any backend serves (REPL, `lean --json` per file, a Kimina server): only
 `check` is used. Where the original's answer is missing the candidate is refused with a
 message naming the original, since identity cannot then be decided.
@@ -266,26 +267,45 @@ def _first_difference(want: str, got: str, width: int = 60) -> str:
 
 
 def deferred(finding: Finding, targets: Sequence[str]) -> bool:
-    """A text-layer finding that Lean decides instead: a target's signature that differs as
-    tokens (redundant parentheses, `↑`, another spelling) may still elaborate to the same
-    type. Such a candidate is compiled; `settle_deferred` keeps the finding unless Lean found
-    the types identical."""
+    """A text-layer finding that Lean decides instead (see the module docstring): a target
+    signature that differs as tokens (redundant parentheses, `↑`, another spelling), or a
+    context command added before a target whose every effect on a statement shows in Lean's
+    `pp.all` answer (`open`, `export`, `variable`, `include`, `omit`, a non-`pp` `set_option`,
+    an unnamed `instance`, `attribute [instance]`). Notations, macros, elaborators and `pp`
+    options stay refused: they can change how our queries parse or print."""
+    if finding.reason != Reason.statement_changed:
+        return False
+    if finding.subject in targets and finding.message.startswith("statement of "):
+        return True
+    label = (finding.subject or "").strip("`")
     return (
-        finding.reason == Reason.statement_changed
-        and finding.subject in targets
-        and finding.message.startswith("statement of ")
+        finding.message.startswith("adds `")
+        and "before target" in finding.message
+        and (label.split(" ", 1)[0] in _CONTEXT_WORDS or label.startswith(_INSTANCE_ATTRS))
+        and not label.startswith("set_option pp.")
     )
+
+
+_CONTEXT_WORDS = frozenset({"open", "export", "variable", "include", "omit", "set_option"})
+_INSTANCE_ATTRS = ("instance :", "attribute [ instance ]", "attribute [ local instance ]")
 
 
 def settle_deferred(
     findings: list[Finding], targets: Sequence[str], result: CheckResult, same: list[Finding]
 ) -> list[Finding]:
-    """`findings` without the deferred ones Lean settled: the candidate compiled and Lean
-    reports the target's elaborated type identical to the original's."""
+    """`findings` without the deferred ones Lean settled: the candidate compiled, and Lean
+    reports the target's elaborated type identical to the original's (for an added context
+    command: every subject's)."""
     if not result.compiled:
         return findings
     differs = {f.subject for f in same}
-    return [f for f in findings if not (deferred(f, targets) and f.subject not in differs)]
+
+    def settled(f: Finding) -> bool:
+        if not deferred(f, targets):
+            return False
+        return not same if f.message.startswith("adds `") else f.subject not in differs
+
+    return [f for f in findings if not settled(f)]
 
 
 class LeanIdentity:

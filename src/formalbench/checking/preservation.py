@@ -32,6 +32,8 @@ plain `instance`, `notation`, `attribute [instance]` or `macro` outlives `end` a
 refused. Also compared modulo what does not change a Lean statement: the names of a target's
 binders (`(h : P)` vs `(_h : P)`, renamed to their position), the module system's `public`,
 the order of an `open A B` list and of the imports (an original import must still be there).
+Where a Lean backend can run the identity check (checking/lean_identity.py), a changed target
+signature and some context commands before a target are left to Lean's answer (`deferred`).
 """
 
 from __future__ import annotations
@@ -69,9 +71,13 @@ _COQ_CONTEXT = words(
 
 
 def harmless_option(decl: Decl) -> bool:
-    """A `set_option` for a resource limit, a linter or tracing: it cannot change meaning."""
+    """A `set_option` for a resource limit, a linter or tracing: it cannot change meaning. A
+    top-level `pp.*` option is not one: it would change how Lean prints the answers the
+    identity check compares (as an `... in` prefix of one command it stays harmless)."""
     toks = decl.tokens
-    return decl.kind == "set_option" and len(toks) > 1 and _harmless_name(toks[1].text)
+    if decl.kind != "set_option" or len(toks) < 2 or not _harmless_name(toks[1].text):
+        return False
+    return not plain_name(toks[1].text).startswith("pp.") or toks[-1].text == "in"
 
 
 def _harmless_name(name: str) -> bool:
