@@ -34,11 +34,14 @@ META_WORDS = words(
     "#eval #eval! run_tac run_cmd run_elab run_meta elab elab_rules macro macro_rules syntax declare_syntax_cat initialize builtin_initialize addDecl addAndCompile evalExpr IO.FS IO.Process IO.appPath System.FilePath"
 )
 _META_PREFIXES = ("IO.FS.", "IO.Process.", "Lean.Environment.addDecl", "Lean.addDecl")
+_ODD_BLANK = re.compile(r"[^\S \t\r\n]")  # a blank to Python that is none of Lean's
 _BRACES = re.compile(r"(?<!\\)\{([^{}\"]*)\}")
 
 
 def odd_blank_findings(text: str) -> list[Finding]:
     """A finding for the first blank between tokens that Lean does not take for one."""
+    if not _ODD_BLANK.search(text):
+        return []  # the usual case: no lexing needed
     tokens = tokenize(text, Language.lean, comments=True)
     last = 0
     for tok in [*tokens, None]:

@@ -152,15 +152,23 @@ def alpha_renamed(texts: list[str]) -> list[str]:
             if name != "_" and (name[0].isalpha() or name[0] in "_«"):
                 renames.append((i + 1 + n, j + 1))
         i = j + 1
+    if not renames:
+        return texts
     out = list(texts)
-    for number, (at, scope) in enumerate(renames):
-        name, new = out[at], f"⟪{number}⟫"
-        out[at] = new
-        for m in range(scope, len(out)):
-            if out[m] == name:
-                out[m] = new
-            elif out[m].startswith(name + "."):
-                out[m] = new + out[m][len(name) :]
+    names = {at: (texts[at], f"⟪{n}⟫") for n, (at, _) in enumerate(renames)}
+    starts: dict[int, list[tuple[str, str]]] = {}
+    for at, scope in renames:
+        starts.setdefault(scope, []).append(names[at])
+    active: dict[str, str] = {}  # name -> its replacement from here on (one pass, in order)
+    for m, text in enumerate(texts):
+        for name, new in starts.get(m, ()):
+            active[name] = new
+        if m in names:
+            out[m] = names[m][1]
+        elif text in active:
+            out[m] = active[text]
+        elif "." in text and (head := text.split(".", 1)[0]) in active:
+            out[m] = active[head] + text[len(head) :]
     return out
 
 
