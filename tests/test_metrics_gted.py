@@ -123,3 +123,13 @@ def test_unparseable_text_raises_one_error_kind() -> None:
     for bad in ("theorem t : (a + := sorry", "def f := 1", "theorem t : a ⊞⊞ b := sorry"):
         with pytest.raises(LeanParseError):
             lean_tree(bad)
+
+
+def test_beq_at_k_is_pass_at_k_over_judged_candidates() -> None:
+    from formalbench.metrics.beq import beq_at_k, beq_table
+
+    results = {"a": [True, False, False, False], "b": [False] * 4, "c": [True] * 4}
+    assert beq_at_k(results, 1) == pytest.approx((0.25 + 0 + 1) / 3)
+    assert beq_at_k(results, 4) == pytest.approx(2 / 3)
+    table = beq_table(results)
+    assert table["beq_count"] == 2 and set(table) == {"beq@1", "beq@2", "beq@4", "beq_count"}
