@@ -30,6 +30,7 @@ from collections.abc import Sequence
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
@@ -81,7 +82,11 @@ class StrictVerifier:
         self.language = Language(lang)
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
+        # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
+        self.identity = kernel_identity_for(backend, self.language)
         self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
+        if self.identity is not None:
+            self._rules["identity"] = "kernel"
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
@@ -112,7 +117,9 @@ class StrictVerifier:
         """Every problem the text layer finds, in the order: statements, constructs, values.
         `kind` None reads it off the original (`task_kind`); a given kind is obeyed."""
         orig, cand, holes = self._parse(original, candidate)
-        findings, unchanged = preservation_findings(orig, cand, self.language, holes)
+        findings, unchanged = preservation_findings(
+            orig, cand, self.language, holes, kernel_checked=self.identity is not None
+        )
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         kind = self.task_kind(original) if kind is None else TaskKind(kind)
@@ -294,9 +301,23 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result = self.backend.check(candidate, targets=targets, timeout=timeout)
-            findings += self.assistant_findings(result, targets, original)
+            result, more = self._assistant(original, candidate, targets, timeout)
+            findings += more
         return self._keep(key, self._verdict(findings, result, t0))
+
+    def _assistant(
+        self, original: str, candidate: str, targets: list[str], timeout: float | None
+    ) -> tuple[CheckResult, list[Finding]]:
+        """The assistant's check of the candidate and its findings (blocking)."""
+        assert self.backend is not None
+        if self.identity is None:
+            result = self.backend.check(candidate, targets=targets, timeout=timeout)
+            return result, self.assistant_findings(result, targets, original)
+        result, split, identity = self.identity.check(original, candidate, targets, timeout)
+        findings = self.assistant_findings(result, targets, original)
+        if split is not None and split.compiled and result.compiled:
+            findings += self._axiom_findings(split, targets, original)
+        return result, findings + identity
 
     async def averify(
         self,
@@ -329,6 +350,14 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
-            findings += self.assistant_findings(result, targets, original)
+            if self.identity is None:
+                result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
+                findings += self.assistant_findings(result, targets, original)
+            else:
+                loop = asyncio.get_running_loop()
+                result, more = await loop.run_in_executor(
+                    self.backend._pool(),
+                    lambda: self._assistant(original, candidate, targets, timeout),
+                )
+                findings += more
         return self._verdict(findings, result, t0)
