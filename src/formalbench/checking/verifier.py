@@ -301,11 +301,11 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result, more = self._assistant(original, candidate, targets, timeout)
+            result, more = self.assistant_layer(original, candidate, targets, timeout)
             findings += more
         return self._keep(key, self._verdict(findings, result, t0))
 
-    def _assistant(
+    def assistant_layer(
         self, original: str, candidate: str, targets: list[str], timeout: float | None
     ) -> tuple[CheckResult, list[Finding]]:
         """The assistant's check of the candidate and its findings (blocking)."""
@@ -357,7 +357,7 @@ class StrictVerifier:
                 loop = asyncio.get_running_loop()
                 result, more = await loop.run_in_executor(
                     self.backend._pool(),
-                    lambda: self._assistant(original, candidate, targets, timeout),
+                    lambda: self.assistant_layer(original, candidate, targets, timeout),
                 )
                 findings += more
         return self._verdict(findings, result, t0)
