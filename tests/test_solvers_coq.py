@@ -18,16 +18,19 @@ from formalbench.llm.replay import ScriptedCall, ScriptedModel
 from formalbench.metrics.taxonomy import ErrorCategory, classify
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.agent import parse_action
+from tests.shared_data import DATA, SKIP_REASON
 
 pytestmark = [
     pytest.mark.coq,
     pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc"),
 ]
 
-COQ_TEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq" / "test"
+COQ_TEST = DATA / "minif2f-coq" / "test"
 
 
 def coq_task(name: str) -> Task:
+    if not COQ_TEST.is_dir():
+        pytest.skip(SKIP_REASON)
     return Task(id=name, language=Language.coq, formal=(COQ_TEST / f"{name}.v").read_text())
 
 
@@ -101,6 +104,32 @@ def test_portfolio_falls_back_when_the_verifier_rejects_the_winner(
         "hole 1 (mathd_numbertheory_342): admit left out: the verifier rejected it",
         "hole 1 (mathd_numbertheory_342): reflexivity",
     ]
+
+
+def test_portfolio_leaves_out_a_tactic_that_overflows_the_stack(verifier: StrictVerifier) -> None:
+    # the first tactic overflows coqc's stack, which no `first`/`try` catches: it is left out
+    # and the hole probed again, so the tactic after it still gets its turn
+    text = (
+        "Fixpoint deep (n : nat) : nat := match n with 0 => 0 | S m => S (deep m) end.\n"
+        "Definition big := Nat.iter 1000000 S 0.\n"
+        "Theorem t : deep 0 = 0.\nProof.\nAdmitted.\n"
+    )
+    task = Task(id="overflow", language=Language.coq, formal=text)
+    overflow = "let x := eval lazy in (deep big) in idtac"
+    attempt = solve(
+        "portfolio",
+        verifier,
+        task,
+        tactics={"coq": [overflow, "reflexivity"]},
+        prefixes={"coq": [""]},
+        tactic_timeout=60,  # wall-clock: the overflow must come first on a busy machine
+    )
+    assert attempt.verdict is not None and attempt.verdict.passed, attempt.verdict
+    assert attempt.params["left_out"] == [
+        {"hole": 1, "tactic": overflow, "why": "it overflowed the stack"}
+    ]
+    assert attempt.params["probes"] == 2
+    assert attempt.raw_output.splitlines()[-1] == "hole 1 (t): reflexivity"
 
 
 # ---- whole ---------------------------------------------------------------------------
