@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -24,9 +23,10 @@ from formalbench.metrics.taxonomy import (
     classify_message,
     taxonomy_counts,
 )
+from tests.shared_data import ROOT, needs_shared
 
 C = ErrorCategory
-FIXTURES = Path(__file__).resolve().parents[1] / ".." / "shared" / "fixtures" / "lean-repl"
+FIXTURES = ROOT / "fixtures" / "lean-repl"
 
 
 def repl_messages() -> list[tuple[str, str, str]]:
@@ -44,6 +44,7 @@ def repl_messages() -> list[tuple[str, str, str]]:
     return found
 
 
+@needs_shared
 def test_fixture_messages_are_classified():
     msgs = repl_messages()
     assert len(msgs) > 20
