@@ -43,9 +43,7 @@ MINIF2F = ROOT / "data" / "minif2f-coq"
 @needs_shared
 def test_a_helper_that_shadows_a_statement_name_compiles_but_the_kernel_refuses_it() -> None:
     original = (MINIF2F / "test/mathd_numbertheory_495.v").read_text()
-    candidate = fill_holes(
-        original, Language.coq, ["intros. unfold Nat.lcm. repeat constructor."]
-    )
+    candidate = fill_holes(original, Language.coq, ["intros. unfold Nat.lcm. repeat constructor."])
     at = candidate.index("Theorem")
     added = "Module Nat.\nDefinition gcd (a b : nat) := 0.\nDefinition lcm (a b : nat) := 200.\n"
     candidate = candidate[:at] + added + "End Nat.\n" + candidate[at:]

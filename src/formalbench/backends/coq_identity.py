@@ -146,7 +146,10 @@ class CoqIdentity:
                 shutil.copy(build.folder / f"{CONTEXT_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
             result = self.backend.check(
-                prefix + split_source(candidate, context, replay), targets=targets, timeout=left, workdir=work
+                prefix + split_source(candidate, context, replay),
+                targets=targets,
+                timeout=left,
+                workdir=work,
             )
             report = IdentityReport(result)
             if not result.compiled:

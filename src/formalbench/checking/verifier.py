@@ -30,8 +30,8 @@ from collections.abc import Sequence
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
-from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.construction import construction_findings, task_kind
+from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
