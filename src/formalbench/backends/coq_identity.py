@@ -119,7 +119,11 @@ class CoqIdentity:
                 for junk in work.glob("*.v*"):
                     if junk.suffix != ".vo":
                         junk.unlink()
-                os.replace(work, folder)
+                try:
+                    os.replace(work, folder)
+                except OSError:  # another process built it meanwhile: use theirs
+                    if not (folder / f"{ORIGINAL_MODULE}.vo").exists():
+                        raise
             finally:
                 shutil.rmtree(work, ignore_errors=True)
             return OriginalBuild(folder)
