@@ -14,8 +14,8 @@ its first target, its text up to the end of the last one (closed at top level) i
 *context*: the candidate must contain exactly that text (commands it adds before it, such as
 a `Require`, stay before it), and both sides are compiled on
 top of it as one library. A context that ends inside a section or module still open at the
-first target cannot be cut out; such a task is checked by the text layer alone (reported as
-a diagnostic-free fallback, see `context_of`).
+first target cannot be cut out; such a task keeps the text layer's verdict alone (see
+`context_of`, which raises `Unsplittable`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ assistant's reasons (an evaluation that wants the full error taxonomy of each at
 except for a candidate with a command that reaches outside the throw-away directory
 (`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
 
+Coq with a real coqc backend: whether each target still states what the original states, in
+the original's context, is decided by the kernel (`coq_identity`): the text layer stays a
+cheap pre-filter, and leaves to the kernel what context commands and shadowing helpers do.
+
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
 axiom named `Candidate.*` is declared in the checked file itself (an `Axiom`, or a theorem
