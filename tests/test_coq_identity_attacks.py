@@ -136,6 +136,12 @@ GENUINE = {
         "Module H.\nLemma z : forall k, k + 0 = k. Proof. auto. Qed.\nEnd H.\n"
         "Theorem t : forall n : nat, n + 0 = n.\nProof. exact H.z. Qed.\n",
     ),
+    "a value to construct and a theorem about it": (
+        "Definition answer : nat.\nProof.\nAdmitted.\n"
+        "Theorem t : answer + 1 = 3.\nProof.\nAdmitted.\n",
+        "Definition answer : nat.\nProof.\nexact 2.\nDefined.\n"
+        "Theorem t : answer + 1 = 3.\nProof. reflexivity. Qed.\n",
+    ),
     "Reals and Coquelicot imports": (
         "Require Import Reals Coquelicot.Coquelicot.\nOpen Scope R_scope.\n"
         "Theorem t : forall x : R, Rabs x >= 0.\nProof.\nAdmitted.\n",

@@ -15,7 +15,8 @@ its first target, its text up to the end of the last one (closed at top level) i
 a `Require`, stay before it), and both sides are compiled on
 top of it as one library. A context that ends inside a section or module still open at the
 first target cannot be cut out; such a task keeps the text layer's verdict alone (see
-`context_of`, which raises `Unsplittable`).
+`context_of`, which raises `Unsplittable`), as does a task with a value to construct (a
+`Definition` hole: `_value_holes`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,18 @@ def context_of(original: str) -> tuple[str, str] | None:
     return original[:cut], "".join(r + "\n" for r in replay[:kept])
 
 
+_PLAIN = ("", "")  # marker: this task keeps the text layer's verdict alone
+
+
+def _value_holes(original: str) -> bool:
+    """Whether a target is a value to construct (`Definition f : T. Admitted.`): a later
+    statement about `f` speaks of `Original.f` on one side and of the candidate's `f` on the
+    other, so comparing the two types would refuse every answer; such tasks (evaluation,
+    algorithm) keep the text layer's comparison and the construction checks."""
+    decls, holes = hole_decls(original, Language.coq)
+    return any(decls[i].kind != "Theorem" for i in holes)
+
+
 class KernelIdentity:
     """Runs the kernel identity check for a Coq backend and turns it into findings."""
 
@@ -90,6 +103,8 @@ class KernelIdentity:
         try:
             split = context_of(original)
         except Unsplittable:
+            split = _PLAIN
+        if split is _PLAIN or _value_holes(original):
             return self.backend.check(candidate, targets=targets, timeout=timeout), None, []
         context, replay = split if split is not None else (None, "")
         if context is not None and context in candidate:
