@@ -4,14 +4,21 @@ python bench/bench_eval.py harness [--attempts 10000]
     the whole pipeline (dataset, solver, verifier text layer, store, progress) with a
     replay model and an instant stand-in backend: throughput, harness time per attempt,
     and resident memory sampled every 10% of the run (flat = no growth with attempts).
-python bench/bench_eval.py coq [--limit N] [--workers 1 2]
+python bench/bench_eval.py coq [--limit N] [--workers 1 2] [--concurrency C ...]
     the embedded default (portfolio + real coqc) on ../shared/data/minif2f-coq: wall time,
-    tasks/min, pass@1 at each worker count, then the rerun of the finished run.
+    tasks/min, pass@1 at each worker count, then the rerun of the finished run. Each run also
+    prints its parallel efficiency (wall at 1 worker / (w x wall at w)) and where the
+    assistant's slots stood idle: `busy` = seconds of checks / (w x wall), `start` = seconds
+    before the first check, `tail` = seconds at the end with fewer than w checks left, and
+    `gaps` = other slot-seconds with a slot idle while attempts were still pending.
+    `--concurrency` runs each worker count once per value (attempts in flight; default: the
+    pipeline's own choice), to compare scheduling against the same tasks.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import tempfile
@@ -28,7 +35,9 @@ from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
 from formalbench.pipelines.run_files import load_summary
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+SHARED = Path(
+    os.environ.get("FORMALBENCH_TEST_DATA") or Path(__file__).resolve().parents[1].parent / "shared"
+)
 ANSWER = "```coq\nProof.\n  reflexivity.\nQed.\n```"
 
 
@@ -122,25 +131,102 @@ def harness(attempts: int) -> None:
     )
 
 
-def coq(limit: int | None, workers: list[int]) -> None:
+class TimedBackend(Backend):
+    """Delegates to a real backend and records when each check ran (bench only)."""
+
+    def __init__(self, inner: Backend) -> None:
+        super().__init__(workers=inner.workers, timeout=inner.timeout)
+        self.inner = inner
+        self.name, self.language = inner.name, inner.language
+        self.spans: list[tuple[float, float]] = []
+
+    def check(
+        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+    ) -> CheckResult:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.check(source, targets=targets, timeout=timeout)
+        finally:
+            self.spans.append((t0, time.perf_counter()))
+
+    def version(self) -> str:
+        return self.inner.version()
+
+    def preflight(self, timeout: float = 10.0) -> None:
+        self.inner.preflight(timeout)
+
+    def close(self) -> None:
+        super().close()
+        self.inner.close()
+
+
+def idle_report(spans: list[tuple[float, float]], workers: int, t0: float, t1: float) -> str:
+    """Where the w slots of the assistant stood idle between t0 and t1 (see the docstring)."""
+    if not spans:
+        return "no checks"
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    segments, running, prev = [], 0, events[0][0]
+    for at, step in events:
+        segments.append((prev, at, running))
+        running += step
+        prev = at
+    end_full = max((b for a, b, n in segments if n >= workers), default=events[0][0])
+    gaps = sum((b - a) * max(0, workers - n) for a, b, n in segments if b <= end_full)
+    busy = sum(b - a for a, b in spans) / (workers * (t1 - t0))
+    return (
+        f"busy {busy:.2f}, start {events[0][0] - t0:.1f} s, tail {t1 - end_full:.1f} s, "
+        f"gaps {gaps:.1f} slot-s over {len(spans)} checks"
+    )
+
+
+def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) -> None:
+    from formalbench.backends.registry import make_backend
+
     data = SHARED / "data" / "minif2f-coq"
     if not data.is_dir():
         sys.exit(f"no dataset at {data}")
     print(f"embedded default (portfolio, coqc) on {data}" + (f", first {limit}" if limit else ""))
-    print(f"{'workers':>7} {'tasks':>6} {'solved':>6} {'pass@1':>7} {'wall s':>8} {'tasks/min':>9}")
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(
+        f"{'workers':>7} {'conc':>5} {'tasks':>6} {'solved':>6} {'pass@1':>7} {'wall s':>8} "
+        f"{'tasks/min':>9} {'effic.':>6}"
+    )
+    base: float | None = None
     with tempfile.TemporaryDirectory() as tmp:
         for w in workers:
-            chosen = Selection(sample=limit) if limit else Selection()
-            config = EvalConfig(dataset=str(data), workers=w, on_error="skip", selection=chosen)
-            run_dir = Path(tmp) / f"w{w}"
-            t0 = time.perf_counter()
-            result = run_evaluation(config, run_dir)
-            wall = time.perf_counter() - t0
-            s = load_summary(run_dir)
-            print(
-                f"{w:>7} {result.tasks:>6} {len(s.solved):>6} {s.pass_at_k['1']:>7.3f} "
-                f"{wall:>8.1f} {60 * result.tasks / wall:>9.1f}"
-            )
+            for c in concurrency:
+                chosen = Selection(sample=limit) if limit else Selection()
+                config = EvalConfig(
+                    dataset=str(data), workers=w, on_error="skip", selection=chosen, concurrency=c
+                )
+                run_dir = Path(tmp) / f"w{w}c{c}"
+                backend = TimedBackend(make_backend("coq", workers=w, timeout=config.timeout))
+                cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+                kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                t0 = time.perf_counter()
+                result = run_evaluation(config, run_dir, backend=backend)
+                t1 = time.perf_counter()
+                cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+                kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                own = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+                kids = kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime
+                wall = t1 - t0
+                if w == 1 and base is None:
+                    base = wall
+                effic = f"{base / (w * wall):.2f}" if base is not None else "-"
+                s = load_summary(run_dir)
+                print(
+                    f"{w:>7} {c or 'auto':>5} {result.tasks:>6} {len(s.solved):>6} "
+                    f"{s.pass_at_k['1']:>7.3f} {wall:>8.1f} {60 * result.tasks / wall:>9.1f} "
+                    f"{effic:>6}"
+                )
+                print(f"        slots: {idle_report(backend.spans, w, t0, t1)}")
+                longest = max((b - a for a, b in backend.spans), default=0.0)
+                print(
+                    f"        cpu: formalbench {own:.1f} s, coqc {kids:.1f} s; "
+                    f"longest check {longest:.1f} s"
+                )
+                print(f"        load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             t0 = time.perf_counter()
             run_evaluation(config, run_dir)
             rerun = time.perf_counter() - t0
@@ -157,11 +243,12 @@ def main() -> None:
     c = sub.add_parser("coq")
     c.add_argument("--limit", type=int, default=None)
     c.add_argument("--workers", type=int, nargs="+", default=[1, 2])
+    c.add_argument("--concurrency", type=int, nargs="+", default=[None], help="attempts in flight")
     args = parser.parse_args()
     if args.what == "harness":
         harness(args.attempts)
     else:
-        coq(args.limit, args.workers)
+        coq(args.limit, args.workers, args.concurrency)
 
 
 if __name__ == "__main__":

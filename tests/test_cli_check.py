@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from formalbench.cli.main import app
-from tests.shared_data import ROOT, needs_shared
+from tests.shared_data import DATA, needs_shared
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "formalbench" / "datasets" / "examples"
 CHECK = EXAMPLES / "check"
@@ -117,7 +117,7 @@ def test_real_process_entry_point() -> None:
     )
 
 
-PUTNAM = ROOT / "data" / "putnambench-lean4"
+PUTNAM = DATA / "putnambench-lean4"
 
 
 @needs_shared
@@ -141,3 +141,94 @@ def test_construction_rules_apply_without_kind(tmp_path: Path) -> None:
     plain = run(str(CHECK / "candidate.lean"), "--against", str(CHECK / "original.lean"),
                 "--static-only", "--json")  # fmt: skip
     assert json.loads(plain.stdout)["kind"] == "proof"
+
+
+def write_pairs(folder: Path, lines: list[str]) -> Path:
+    for name in ("candidate.v", "candidate_weakened.v", "original.v", "candidate.lean"):
+        shutil.copy(CHECK / name, folder / name)
+    pairs = folder / "pairs.jsonl"
+    pairs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return pairs
+
+
+PAIR_LINES = [
+    '{"id": "good", "candidate": "candidate.v", "original": "original.v"}',
+    '{"id": "weak", "candidate": "candidate_weakened.v", "original": "original.v"}',
+    "not json",
+    "",
+    '{"id": "missing", "candidate": "nothere.v", "original": "original.v"}',
+    '{"id": 7, "candidate_text": "Lemma x : True. Proof. exact I. Qed.",'
+    ' "original_text": "Lemma x : True. Proof. Admitted."}',
+    '{"id": "typo", "candidate": "candidate.v", "orignal": "original.v"}',
+    '{"id": "nohole", "candidate": "candidate.v", "original": "candidate.v"}',
+]
+
+
+def test_pairs_static_only_one_result_per_line_in_order(tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path, PAIR_LINES)
+    result = run("--pairs", str(pairs), "--static-only", "--json", "--backend", "coq")
+    assert result.exit_code == 1, result.output  # some pairs failed: exit 1, not an abort
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["id"] for r in rows] == ["good", "weak", "line 3", "missing", "7", "typo", "nohole"]
+    assert [r["line"] for r in rows] == [1, 2, 3, 5, 6, 7, 8]
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["good"]["passed"] is True and by_id["good"]["static_only"] is True
+    assert by_id["weak"]["reasons"] == ["statement_changed"]
+    assert by_id["7"]["passed"] is True and by_id["7"]["targets"] == ["x"]
+    assert "not a JSON object" in by_id["line 3"]["error"]
+    assert by_id["missing"]["error"] == f"candidate '{tmp_path / 'nothere.v'}': no such file"
+    assert "orignal" in by_id["typo"]["error"]
+    assert "no named declaration with a hole" in by_id["nohole"]["error"]
+    assert all(r["passed"] is False for r in rows if "error" in r)
+
+
+def test_pairs_text_output_and_usage_errors(tmp_path: Path) -> None:
+    pairs = write_pairs(tmp_path, PAIR_LINES[:2] + ['{"candidate_text": "x", "original": "o.v"}'])
+    text = run("--pairs", str(pairs), "--static-only")
+    assert text.exit_code == 1
+    assert text.stdout.splitlines()[:2] == ["PASSED good", "FAILED weak: statement_changed"]
+    assert (
+        text.stdout.splitlines()[2] == f"ERROR  line 3: original '{tmp_path / 'o.v'}': no such file"
+    )
+    only_good = write_pairs(tmp_path, PAIR_LINES[:1])
+    assert run("--pairs", str(only_good), "--static-only").exit_code == 0
+    both = run(str(CHECK / "candidate.v"), "--pairs", str(pairs))
+    assert both.exit_code == 2 and "--pairs replaces CANDIDATE" in both.output
+    absent = run("--pairs", str(tmp_path / "none.jsonl"), "--static-only")
+    assert absent.exit_code == 2 and "no such file" in absent.output
+    assert run("--against", str(CHECK / "original.v")).exit_code == 2
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
+def test_pairs_with_real_coqc_and_a_verdict_cache(tmp_path: Path) -> None:
+    lines = [PAIR_LINES[0], PAIR_LINES[1], PAIR_LINES[0].replace('"good"', '"again"')]
+    lines.append(
+        '{"id": "wrong", "candidate_text": "Lemma x : 1 = 2. Proof. reflexivity. Qed.",'
+        ' "original_text": "Lemma x : 1 = 2. Proof. Admitted."}'
+    )
+    pairs = write_pairs(tmp_path, lines)
+    cache = tmp_path / "verdicts.sqlite"
+    args = ["--pairs", str(pairs), "--json", "--backend", "coq", "--workers", "2"]
+    first = run(*args, "--cache", str(cache))
+    assert first.exit_code == 1, first.output
+    rows = [json.loads(line) for line in first.stdout.splitlines()]
+    assert [(r["id"], r["passed"]) for r in rows] == [
+        ("good", True),
+        ("weak", False),
+        ("again", True),
+        ("wrong", False),
+    ]
+    assert rows[0]["backend"] == "coq" and rows[0]["static_only"] is False
+    assert rows[3]["reasons"] == ["compile_error"]
+    import sqlite3
+
+    with sqlite3.connect(cache) as conn:
+        kept = conn.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
+    assert kept == 3  # one per distinct pair: "again" is the same pair as "good"
+    second = run(*args, "--cache", str(cache))
+    assert [json.loads(line)["passed"] for line in second.stdout.splitlines()] == [
+        True,
+        False,
+        True,
+        False,
+    ]

@@ -192,3 +192,20 @@ def test_per_task_rows_show_tokens_of_each_task(summary):
     plain = Console(record=True, width=160, color_system=None)
     print_report(summary, plain)
     assert "Tasks" not in plain.export_text()
+
+
+def test_an_up_to_date_page_is_not_redrawn(summary, tmp_path):
+    """`formalbench report` on a finished run keeps report.html when the summary is the same
+    (drawing it needs matplotlib, seconds of import); a changed summary redraws it."""
+    path = write_html(summary, tmp_path / "report.html", title="t")
+    first = path.read_text(encoding="utf-8")
+    assert first.rstrip().endswith("-->") and "formalbench-report" in first.splitlines()[-1]
+    path.write_text(first.replace("<title>", "<title>KEPT "), encoding="utf-8")
+    write_html(summary, path, title="t")
+    assert "KEPT " in path.read_text(encoding="utf-8")  # same stamp: not rendered again
+    write_html(summary, path, title="another title")
+    assert "KEPT " not in path.read_text(encoding="utf-8")
+    changed = summary.model_copy(update={"evaluated": summary.evaluated + 1})
+    path.write_text(first.replace("<title>", "<title>KEPT "), encoding="utf-8")
+    write_html(changed, path, title="t")
+    assert "KEPT " not in path.read_text(encoding="utf-8")

@@ -9,7 +9,9 @@ own environment numbers and refuses unknown ones like the REPL ("Unknown environ
 
 `#print axioms NAME` lines at the end of a cmd are answered with an information message
 (configurable: --axioms, or `fake:axioms=a,b` in the cmd; "none" for no axioms); a NAME that
-does not occur in the rest of the cmd gets an "unknown constant" error.
+does not occur in the rest of the cmd gets an "unknown constant" error. The verifier's identity
+queries (`set_option pp.all true in ... #check @_root_.NAME` / `#print _root_.NAME`) at the end
+are answered with the declaration's signature made into a type (see `_query_answer`).
 
 Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep=S`,
 `fake:crash` (stack-overflow message on stderr, then abort), `fake:grow=MB` (keeps MB of
@@ -41,6 +43,11 @@ DEFAULT_FIXTURES = (
     Path(os.environ.get("FORMALBENCH_TEST_DATA", "/nonexistent")) / "fixtures" / "lean-repl"
 )
 _PRINT = re.compile(r"^#print axioms (\S+)\s*$")
+# The verifier's identity queries (checking/lean_identity.py): pp options, then one command.
+_QUERY = re.compile(
+    r"^(?P<opts>(?:set_option \S+ \S+ in )*)#(?P<cmd>check @|print )(?P<name>_root_\.\S+)\s*$"
+)
+_DECL = r"(?:^|\n)[ \t]*(?:@\[[^\]]*\][ \t]*)*(?:(?:private|protected|public|noncomputable)[ \t]+)*(?P<kw>theorem|lemma|def|abbrev|instance|structure)[ \t]+{name}(?![\w.'])"
 _HOLD: list[bytearray] = []  # memory grown on request stays referenced here
 
 
@@ -106,9 +113,15 @@ class Replayer:
             return {"message": "Unknown environment."}
         lines = request["cmd"].split("\n")
         targets: list[tuple[int, str]] = []
-        while lines and (not lines[-1].strip() or _PRINT.match(lines[-1])):
-            if match := _PRINT.match(lines.pop()):
+        queries: list[tuple[int, re.Match[str]]] = []
+        while lines and (
+            not lines[-1].strip() or _PRINT.match(lines[-1]) or _QUERY.match(lines[-1])
+        ):
+            text = lines.pop()
+            if match := _PRINT.match(text):
                 targets.insert(0, (len(lines) + 1, match[1].removeprefix("_root_.")))
+            elif query := _QUERY.match(text):
+                queries.insert(0, (len(lines) + 1, query))
         base = "\n".join(lines)
         lead = 0  # leading blank and `--` comment lines only move the recorded positions down
         while lead < len(lines) and (not lines[lead].strip() or lines[lead].startswith("--")):
@@ -141,11 +154,59 @@ class Replayer:
                 listed = ", ".join(axioms.split(","))
                 text, severity = f"'{name}' depends on axioms: [{listed}]", "info"
             messages.append({"severity": severity, "pos": at, "endPos": end, "data": text})
+        for number, query in queries:
+            messages.append(_query_answer(base, number, query))
         if not messages:
             del reply["messages"]
         reply["env"] = self.envs
         self.envs += 1
         return reply
+
+
+def _signature(text: str) -> tuple[str, str]:
+    """(binders, type) of a declaration's text after its name, up to its `:=` (layout dropped)."""
+    depth, cut = 0, len(text)
+    for i, ch in enumerate(text):
+        depth += ch in "([{⟨"
+        depth -= ch in ")]}⟩"
+        if depth == 0 and text.startswith(":=", i):
+            cut = i
+            break
+    sig = " ".join(text[:cut].split())
+    depth = 0
+    for i, ch in enumerate(sig):
+        depth += ch in "([{⟨"
+        depth -= ch in ")]}⟩"
+        if depth == 0 and ch == ":" and not sig.startswith(":=", i):
+            return sig[:i].strip(), sig[i + 1 :].strip()
+    return sig, ""
+
+
+def _query_answer(base: str, number: int, query: re.Match[str]) -> dict[str, Any]:
+    """The answer to an identity query, shaped as the REPL's `#check`/`#print` info messages.
+
+    The stand-in cannot elaborate, so the type it prints is the declaration's own text made
+    into a `∀` (the last declaration of that name before the query); tests that need another
+    answer put `fake:type=NAME=TEXT` (underscores for blanks) in the cmd."""
+    name = query["name"].removeprefix("_root_.")
+    column = len(query["opts"])
+    at, end = {"line": number, "column": column}, {"line": number, "column": column + 6}
+    forced = {k: v for k, _, v in (m.partition("=") for m in
+              re.findall(r"fake:type=(\S+)", base))}  # fmt: skip
+    short = name.rsplit(".", 1)[-1]
+    found = list(re.finditer(_DECL.format(name=re.escape(short)), base))
+    if not found:
+        text = f"Unknown identifier `{query['name']}`"
+        return {"severity": "error", "pos": at, "endPos": end, "data": text}
+    decl = found[-1]
+    binders, type_ = _signature(base[decl.end() :])
+    if name in forced:
+        binders, type_ = "", forced[name].replace("_", " ")
+    if query["cmd"].startswith("check"):
+        data = f"@{name} : " + (f"∀ {binders}, {type_}" if binders else type_)
+    else:
+        data = f"{decl['kw']} {name} {binders} : {type_}".replace("  ", " ")
+    return {"severity": "info", "pos": at, "endPos": end, "data": data}
 
 
 def _misbehave(marks: dict[str, str], out: Any, crash_stream: Any = None) -> None:

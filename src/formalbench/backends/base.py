@@ -11,7 +11,6 @@ once (`check_many`, `acheck`).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -82,6 +81,8 @@ class Backend(ABC):
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
     ) -> CheckResult:
         """`check` for asyncio code: runs on the bounded pool, so model calls go on meanwhile."""
+        import asyncio  # here, not at the top: `check --static-only` never loads asyncio
+
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._pool(), lambda: self.check(source, targets=targets, timeout=timeout)

@@ -2,7 +2,13 @@
 
 Ray is the existing engine for spreading work over machines; nothing here schedules by hand.
 Each Ray actor owns one backend instance (so a Lean REPL stays warm inside it) and serves one
-check at a time; `RayBackend.check` hands requests to the actors in turn, and Ray queues them.
+check at a time. `RayBackend.check` hands each request to an idle actor, and waits for one
+when all are busy: a slow check holds only its own actor, never the checks queued behind it
+(handing requests out in turn, as this module once did, queued a request on a busy actor
+while another stood idle). The idle actors sit in a thread-safe queue rather than in
+`ray.util.ActorPool`, because the callers are threads (check_many, the evaluation's
+workers) that each wait for their own result, and ActorPool's `get_next` is neither
+thread-safe nor tied to a caller.
 The same code runs on a laptop (a local Ray started on demand) and on a cluster (`address`).
 
 A backend that cannot start on a worker (no Lean toolchain there, a bad option) would kill
@@ -14,8 +20,7 @@ sees the same one-line error, with the same exit code, as without Ray, before a 
 
 from __future__ import annotations
 
-import itertools
-import threading
+import queue
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,8 +96,9 @@ class RayBackend(Backend):
         self.language = language
         actor = ray.remote(num_cpus=1)(_CheckWorker)
         self._actors = [actor.remote(name, dict(options or {})) for _ in range(self.workers)]
-        self._turn = itertools.cycle(range(len(self._actors)))
-        self._lock = threading.Lock()
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        for handle in self._actors:
+            self._idle.put(handle)
         self._version: str | None = None
         try:
             errors = self._call(lambda: ray.get([a.ping.remote() for a in self._actors]))
@@ -124,14 +130,18 @@ class RayBackend(Backend):
     def check(
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
     ) -> CheckResult:
-        with self._lock:
-            actor = self._actors[next(self._turn)]
+        actor = self._idle.get()  # an idle actor; blocks while every actor is busy
+        if actor is None:  # closed: pass the mark on to the next waiting caller
+            self._idle.put(None)
+            raise RayWorkerError(f"backend {self.name} is closed")
         try:
             return self._call(
                 lambda: _ray().get(actor.check.remote(source, list(targets), timeout))
             )
         except RayWorkerError as exc:  # the worker died under this check: a result, not a stop
             return CheckResult(backend=self.name, status=CheckStatus.crash, detail=str(exc))
+        finally:
+            self._idle.put(actor)
 
     def version(self) -> str:
         if self._version is None:
@@ -144,3 +154,4 @@ class RayBackend(Backend):
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
+        self._idle.put(None)  # wakes a caller still waiting for an actor

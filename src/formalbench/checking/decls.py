@@ -7,9 +7,13 @@ and its body (proof or value) begins.
 Lean has no command terminator, so a command starts at a command keyword. Keywords that only
 ever begin commands (`theorem`, `def`, `namespace`, ...) start one wherever they stand at
 bracket depth 0; keywords that also exist as tactics or terms (`open`, `set_option`,
-`attribute`, ...) start one only at column 0, where a tactic never stands. Modifiers and
-attributes (`@[simp] private noncomputable`) and `open X in` / `set_option o v in` prefixes
-stay with the command they introduce. Coq commands are sentences ended by `.`; a statement
+`attribute`, `module`, ...) start one at column 0 and also as the first word of a line at depth
+0, since Lean needs no column 0 (an indented `attribute [instance] f` after a proof ends the
+proof and is a command), except `open`/`set_option` with an `in` later on that line (the tactic
+forms); a `#command` opening a line is always one. Modifiers and attributes (`@[simp] private
+noncomputable`, the module system's `public`, `@[expose] public section`) and `open X in` /
+`set_option o v in` prefixes stay with the command they introduce. A statement's own `:=`
+(`let`/`have`/`letI`/`haveI`) and the arms of a `match` in it do not end the signature. Coq commands are sentences ended by `.`; a statement
 and the proof sentences after it (up to `Qed`/`Defined`/`Admitted`/`Abort`, or up to the next
 top-level command for a proof left open) form one declaration.
 """
@@ -27,7 +31,7 @@ CLOSE_BRACKETS = frozenset(")]}⟩⦄⟧⟯⁆")
 LEAN_NAMED = words(
     "theorem lemma def abbrev instance structure class inductive coinductive axiom opaque irreducible_def alias"
 )
-LEAN_MODIFIERS = words("private protected noncomputable unsafe partial nonrec local scoped")
+LEAN_MODIFIERS = words("private protected public noncomputable unsafe partial nonrec local scoped")
 _LEAN_UNAMBIGUOUS = (
     LEAN_NAMED
     | LEAN_MODIFIERS
@@ -35,7 +39,10 @@ _LEAN_UNAMBIGUOUS = (
         "example namespace section end universe import notation notation3 binder_predicate infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat mutual variable initialize builtin_initialize run_cmd run_elab run_meta unif_hint add_decl_doc register_simp_attr"
     )
 )
-_LEAN_COLUMN0 = words("open set_option attribute export include omit")
+_LEAN_COLUMN0 = words("open set_option attribute export include omit module")
+# Command words that are also tactics (`open Foo in tac`, `set_option o v in tac`): on a line
+# of its own inside a proof such a word starts a command only when no `in` follows it there.
+_LEAN_ALSO_TACTIC = words("open set_option")
 _LEAN_IN_PREFIX = words("open set_option attribute include omit")
 _LEAN_SYNONYMS = {"lemma": "theorem"}
 
@@ -97,7 +104,11 @@ def split_decls(text: str, language: Language, tokens: list[Token] | None = None
 
 
 # --- Lean ---------------------------------------------------------------------------------
-def _lean_starts(tok: Token, prev: Token | None, depth: int) -> bool:
+def _lean_starts(
+    tok: Token, prev: Token | None, depth: int, line_start: bool = False, in_follows: bool = False
+) -> bool:
+    """Whether `tok` opens a new command. `line_start`: it is the first token of its line;
+    `in_follows`: an `in` stands later on that line (a tactic-scoped `open ... in`)."""
     text = tok.text
     if prev is not None and prev.text in ("deriving", "class"):
         return False
@@ -105,11 +116,18 @@ def _lean_starts(tok: Token, prev: Token | None, depth: int) -> bool:
         return depth == 0 or tok.column == 0
     if tok.kind != "ident":
         return False
-    if text.startswith("#") or text == "deriving":
+    if text == "deriving":
         return tok.column == 0
+    if text.startswith("#"):  # Lean reads a `#command` that opens a line as a command
+        return tok.column == 0 or (depth == 0 and line_start)
     if text in _LEAN_UNAMBIGUOUS:
         return depth == 0 or tok.column == 0
-    return text in _LEAN_COLUMN0 and tok.column == 0
+    if text not in _LEAN_COLUMN0:
+        return False
+    if tok.column == 0:
+        return True
+    # Lean needs no column 0: an indented `attribute [instance] f` after a proof is a command.
+    return depth == 0 and line_start and (text not in _LEAN_ALSO_TACTIC or not in_follows)
 
 
 def _split_lean(tokens: list[Token]) -> list[Decl]:
@@ -120,8 +138,10 @@ def _split_lean(tokens: list[Token]) -> list[Decl]:
     in_prefix = False  # an `open X in` style prefix just ended
     depth = 0
     prev: Token | None = None
+    in_lines = {t.line for t in tokens if t.text == "in"}
     for tok in tokens:
-        if cur and _lean_starts(tok, prev, depth):
+        line_start = prev is None or prev.line != tok.line
+        if cur and _lean_starts(tok, prev, depth, line_start, tok.line in in_lines):
             if prefix_only or in_prefix:
                 head = len(cur)
             else:
@@ -186,6 +206,7 @@ def _lean_body_start(toks: list[Token], head: int) -> int:
         return len(toks)
     depth = 0
     pending_let = 0
+    matches = 0  # a `match` in the statement: its line-leading arms are still the statement
     for j in range(head + 1, len(toks)):
         text = toks[j].text
         if text in OPEN_BRACKETS:
@@ -194,15 +215,21 @@ def _lean_body_start(toks: list[Token], head: int) -> int:
             depth = max(0, depth - 1)
         elif depth:
             continue
-        elif text in ("let", "have"):
+        elif text in _LEAN_LET_WORDS:
             pending_let += 1
+        elif text == "match":
+            matches += 1
         elif text == ":=":
             if not pending_let:
                 return j
             pending_let -= 1
-        elif text == "where" or (text == "|" and _match_arm(toks, j)):
+        elif text == "where" or (text == "|" and not matches and _match_arm(toks, j)):
             return j
     return len(toks)
+
+
+# Words of a statement whose own `:=` does not end it (`letI inst := ...; P`).
+_LEAN_LET_WORDS = words("let have letI haveI let_fun")
 
 
 def _match_arm(toks: list[Token], j: int) -> bool:

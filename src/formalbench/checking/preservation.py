@@ -25,7 +25,15 @@ Coq `Notation`/`Infix`/`Tactic Notation`, scope commands, `Arguments`, `Coercion
 what a statement means: Lean `import`s, `namespace`/`section`/`end` (a target moved into a
 namespace no longer has its name), `universe`, `open X in` / `set_option o v in` prefixes on a
 helper; Coq `Require [Import]` (candidates need `Lia`, `Lra`, ...), `Ltac`, `Hint`, `Section`.
-A context command inside a closed section is still refused: the rule is kept simple and strict.
+Lean scoping: a scoped command (`open`, `variable`, `include`, `omit`, `set_option`, and any
+`local`/`scoped` one) inside a `section`/`namespace` whose `end` comes before the next target
+(or, after the last target, that is closed at all) is allowed, since Lean drops it at `end`; a
+plain `instance`, `notation`, `attribute [instance]` or `macro` outlives `end` and stays
+refused. Also compared modulo what does not change a Lean statement: the names of a target's
+binders (`(h : P)` vs `(_h : P)`, renamed to their position), the module system's `public`,
+the order of an `open A B` list and of the imports (an original import must still be there).
+Where a Lean backend can run the identity check (checking/lean_identity.py), a changed target
+signature and some context commands before a target are left to Lean's answer (`deferred`).
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from formalbench.checking.decls import Decl
+from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, Decl
 from formalbench.checking.lexer import plain_name, words
 from formalbench.checking.shadowing import shadow_findings
 from formalbench.core.records import Finding, Language, Reason
@@ -46,6 +54,7 @@ _COQ_SYNONYMS = {
     k: "Theorem"
     for k in ["Lemma", "Fact", "Remark", "Corollary", "Proposition", "Property", "Example"]
 }
+_IGNORED_MODIFIERS = words("noncomputable public")  # neither changes what is stated
 _HARMLESS_OPTIONS = words(
     "maxHeartbeats maxRecDepth synthInstance.maxHeartbeats synthInstance.maxSize diagnostics diagnostics.threshold profiler profiler.threshold exponentiation.threshold"
 )
@@ -62,9 +71,13 @@ _COQ_CONTEXT = words(
 
 
 def harmless_option(decl: Decl) -> bool:
-    """A `set_option` for a resource limit, a linter or tracing: it cannot change meaning."""
+    """A `set_option` for a resource limit, a linter or tracing: it cannot change meaning. A
+    top-level `pp.*` option is not one: it would change how Lean prints the answers the
+    identity check compares (as an `... in` prefix of one command it stays harmless)."""
     toks = decl.tokens
-    return decl.kind == "set_option" and len(toks) > 1 and _harmless_name(toks[1].text)
+    if decl.kind != "set_option" or len(toks) < 2 or not _harmless_name(toks[1].text):
+        return False
+    return not plain_name(toks[1].text).startswith("pp.") or toks[-1].text == "in"
 
 
 def _harmless_name(name: str) -> bool:
@@ -72,8 +85,11 @@ def _harmless_name(name: str) -> bool:
     return name in _HARMLESS_OPTIONS or name.startswith(_HARMLESS_OPTION_PREFIXES)
 
 
-def normalized(decl: Decl, language: Language, *, stop: int | None = None) -> list[str]:
-    """The comparable token texts of `decl.tokens[:stop]` (see the module docstring)."""
+def normalized(
+    decl: Decl, language: Language, *, stop: int | None = None, alpha: bool = True
+) -> list[str]:
+    """The comparable token texts of `decl.tokens[:stop]` (see the module docstring); a
+    signature (`stop` before the end) has its binder names renamed unless `alpha` is false."""
     toks = decl.tokens[: len(decl.tokens) if stop is None else stop]
     if language == Language.coq:
         return [_COQ_SYNONYMS.get(t.text, t.text) for t in toks]
@@ -95,9 +111,64 @@ def normalized(decl: Decl, language: Language, *, stop: int | None = None) -> li
                 j += 1
             i = j + 1
             continue
-        if text != "noncomputable":
+        if text not in _IGNORED_MODIFIERS:
             out.append(_LEAN_SYNONYMS.get(text, text))
         i += 1
+    if (
+        decl.kind == "open" and decl.head == 0 and all(t.kind == "ident" for t in toks[1:])
+    ):  # `open A B` opens both whatever the order: compare the names as a set
+        out[1:] = sorted(out[1:])
+    if alpha and stop is not None and stop < len(decl.tokens):
+        out = alpha_renamed(out)
+    return out
+
+
+# A binder name of a signature becomes its position: `(h : P)` and `(_h : P)` state the same.
+_BINDER_OPEN = {"(": ")", "{": "}", "[": "]", "⦃": "⦄", "{{": "}}"}
+_LEAN_DECL_WORDS = words("theorem def abbrev instance example opaque irreducible_def")
+
+
+def alpha_renamed(texts: list[str]) -> list[str]:
+    """`texts` (a normalised signature) with the names of its leading binder groups replaced
+    by `⟪i⟫` in order of appearance, in every token after their group (`h.le` -> `⟪0⟫.le`);
+    a later binder of the same name takes over from there, as in Lean."""
+    try:
+        k = next(i for i, t in enumerate(texts) if t in _LEAN_DECL_WORDS)
+    except StopIteration:
+        return texts
+    i = k + 1 if texts[k] == "example" else k + 2
+    renames: list[tuple[int, int]] = []  # (index of the name, index after its group)
+    while i < len(texts) and texts[i] in _BINDER_OPEN:
+        close = _BINDER_OPEN[texts[i]]
+        j = i + 1
+        depth = 0
+        while j < len(texts) and not (depth == 0 and texts[j] == close):
+            depth += texts[j] in OPEN_BRACKETS
+            depth -= texts[j] in CLOSE_BRACKETS
+            j += 1
+        group = texts[i + 1 : j]
+        names = group[: group.index(":")] if ":" in group else ([] if texts[i] == "[" else group)
+        for n, name in enumerate(names):
+            if name != "_" and (name[0].isalpha() or name[0] in "_«"):
+                renames.append((i + 1 + n, j + 1))
+        i = j + 1
+    if not renames:
+        return texts
+    out = list(texts)
+    names = {at: (texts[at], f"⟪{n}⟫") for n, (at, _) in enumerate(renames)}
+    starts: dict[int, list[tuple[str, str]]] = {}
+    for at, scope in renames:
+        starts.setdefault(scope, []).append(names[at])
+    active: dict[str, str] = {}  # name -> its replacement from here on (one pass, in order)
+    for m, text in enumerate(texts):
+        for name, new in starts.get(m, ()):
+            active[name] = new
+        if m in names:
+            out[m] = names[m][1]
+        elif text in active:
+            out[m] = active[text]
+        elif "." in text and (head := text.split(".", 1)[0]) in active:
+            out[m] = active[head] + text[len(head) :]
     return out
 
 
@@ -119,6 +190,7 @@ def attributes(decl: Decl) -> set[str]:
         "private",
         "protected",
         "noncomputable",
+        "public",
         "unsafe",
         "partial",
         "nonrec",
@@ -140,6 +212,50 @@ def context_changing(decl: Decl, language: Language) -> bool:
     if decl.kind in _LEAN_CONTEXT or decl.kind.startswith("#eval"):
         return True
     return bool(attributes(decl) & RISKY_ATTRIBUTES)
+
+
+def scoped_command(decl: Decl) -> bool:
+    """A Lean command whose effect ends with its `section`/`namespace`: `open`, `variable`,
+    `include`, `omit`, `set_option`, and `local`/`scoped` ones (`local notation`,
+    `attribute [local instance] f`). A plain `instance`, `notation`, `attribute [instance]`
+    or `macro` stays in force after `end`, so it is not one."""
+    if decl.kind in _SCOPED_KINDS:
+        return True
+    if decl.kind == "attribute":
+        toks = decl.tokens
+        groups = [i for i, t in enumerate(toks) if t.text == "["]
+        return bool(groups) and all(
+            i + 1 < len(toks) and toks[i + 1].text in ("local", "scoped") for i in groups
+        )
+    return any(t.text in ("local", "scoped") for t in decl.tokens[: decl.head])
+
+
+_SCOPED_KINDS = words("open variable include omit set_option")
+
+
+def _closing_ends(decls: list[Decl]) -> dict[int, int]:
+    """Command index -> index of the `end` that closes its innermost `section`/`namespace`
+    (commands outside any, or in one never closed, are left out)."""
+    stack: list[list[int]] = []
+    out: dict[int, int] = {}
+    for d in decls:
+        if d.kind in ("section", "namespace"):
+            stack.append([])
+            continue
+        if d.kind == "end" and stack:
+            for i in stack.pop():
+                out[i] = d.index
+            continue
+        if stack:
+            stack[-1].append(d.index)
+    return out
+
+
+def _named_diff(r: Decl, c: Decl, is_target: bool, language: Language) -> str:
+    """`token_diff` of two commands with their own binder names (easier to read)."""
+    want = normalized(r, language, stop=r.body_start if is_target else None, alpha=False)
+    got = normalized(c, language, stop=c.body_start if is_target else None, alpha=False)
+    return token_diff(want, got)
 
 
 def token_diff(expected: Sequence[str], found: Sequence[str], context: int = 3) -> str:
@@ -216,10 +332,11 @@ def preservation_findings(
                 )
                 continue
         else:
+            pool = candidate if r.kind == "import" else candidate[pos + 1 :]  # any order
             c = next(
                 (
                     c
-                    for c in candidate[pos + 1 :]
+                    for c in pool
                     if c.index not in matched
                     and normalized(c, language, stop=c.body_start if is_target else None) == want
                 ),
@@ -247,7 +364,7 @@ def preservation_findings(
                     subject=r.name,
                     line=head.line,
                     column=head.column,
-                    message=f"{part} of {_label(r)} changed: {token_diff(want, got)}",
+                    message=f"{part} of {_label(r)} changed: {_named_diff(r, c, is_target, language)}",
                 )
             )
         elif language == Language.lean and (attributes(c) - attributes(r)) & RISKY_ATTRIBUTES:
@@ -260,7 +377,7 @@ def preservation_findings(
                     message=f"{_label(r)} gets attributes that change elaboration",
                 )
             )
-        if c.index < pos:
+        if c.index < pos and r.kind != "import":
             findings.append(
                 Finding(
                     reason=Reason.statement_changed,
@@ -274,11 +391,17 @@ def preservation_findings(
     target_positions = sorted(i for i, r in matched.items() if r.index in holes)
     given = {tuple(normalized(r, language)) for r in original}
     refused: set[int] = set()
+    closes = _closing_ends(candidate) if language == Language.lean else {}
     for c in candidate:
         if c.index in matched or not context_changing(c, language):
             continue
         if tuple(normalized(c, language)) in given:
             continue  # the original has it too (after its last target)
+        end = closes.get(c.index)
+        if end is not None and scoped_command(c):
+            later = [i for i in target_positions if i > c.index]
+            if not later or end < later[0]:
+                continue  # its section or namespace closes before the next target
         before = next((_label(matched[i]) for i in target_positions if i > c.index), None)
         if kernel and (before is not None or _query_safe(c)):
             continue

@@ -28,9 +28,9 @@ checked and fails (disallowed_axiom), since axioms are read from the assistant, 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
@@ -39,6 +39,14 @@ from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
+from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
+from formalbench.checking.lean_identity import (
+    LeanIdentity,
+    achecked,
+    checked,
+    deferred,
+    settle_deferred,
+)
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
@@ -53,6 +61,9 @@ from formalbench.core.records import (
     Verdict,
 )
 from formalbench.store.verdict_cache import VerdictCache, verdict_key
+
+if TYPE_CHECKING:
+    import asyncio
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
@@ -87,10 +98,15 @@ class StrictVerifier:
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
         # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
-        self.identity = kernel_identity_for(backend, self.language)
+        self.coq_identity = kernel_identity_for(backend, self.language)
         self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
-        if self.identity is not None:
+        if self.coq_identity is not None:
             self._rules["identity"] = "kernel"
+        # Lean: the assistant decides statement identity too (checking/lean_identity.py).
+        lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
+        self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
+        if lean:
+            self._rules["identity"] = "lean-pp-all-1"
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
@@ -122,10 +138,12 @@ class StrictVerifier:
         `kind` None reads it off the original (`task_kind`); a given kind is obeyed."""
         orig, cand, holes = self._parse(original, candidate)
         findings, unchanged = preservation_findings(
-            orig, cand, self.language, holes, kernel_checked=self.identity is not None
+            orig, cand, self.language, holes, kernel_checked=self.coq_identity is not None
         )
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
+        if self.language == Language.lean:
+            findings += odd_blank_findings(candidate) + hostile_findings(cand, forbidden, unchanged)
         kind = self.task_kind(original) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS:
             policy = self.policy
@@ -268,7 +286,10 @@ class StrictVerifier:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
         findings = self.static_findings(original, candidate, kind)
-        targets = self.targets(original) if self._compile_needed(findings) else None
+        hard = findings
+        if self._identity is not None:  # a changed target signature: Lean has the last word
+            hard = [f for f in findings if not deferred(f, self.targets(original))]
+        targets = self.targets(original) if self._compile_needed(hard) else None
         return t0, findings, targets
 
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
@@ -305,8 +326,16 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result, more = self.assistant_layer(original, candidate, targets, timeout)
-            findings += more
+            if self.coq_identity is not None:
+                result, more = self.assistant_layer(original, candidate, targets, timeout)
+                findings += more
+            else:
+                result, same = checked(
+                    self._identity, self.backend, original, candidate, targets, timeout
+                )
+                if self.language == Language.lean:  # Coq text findings are never deferred
+                    findings = settle_deferred(findings, targets, result, same)
+                findings += self.assistant_findings(result, targets, original) + same
         return self._keep(key, self._verdict(findings, result, t0))
 
     def assistant_layer(
@@ -314,10 +343,10 @@ class StrictVerifier:
     ) -> tuple[CheckResult, list[Finding]]:
         """The assistant's check of the candidate and its findings (blocking)."""
         assert self.backend is not None
-        if self.identity is None:
+        if self.coq_identity is None:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
             return result, self.assistant_findings(result, targets, original)
-        result, split, identity = self.identity.check(original, candidate, targets, timeout)
+        result, split, identity = self.coq_identity.check(original, candidate, targets, timeout)
         findings = self.assistant_findings(result, targets, original)
         if split is not None and split.compiled and result.compiled:
             findings += self._axiom_findings(split, targets, original)
@@ -333,6 +362,8 @@ class StrictVerifier:
     ) -> Verdict:
         """`verify` for asyncio code: the compile runs on the backend's pool, and a candidate
         already being checked by another attempt is waited for, not checked twice."""
+        import asyncio  # here, not at the top: a one-off `check` never loads asyncio
+
         key = self._cache_key(original, candidate, kind)
         if key is None:
             return await self._averify(original, candidate, kind, timeout)
@@ -354,14 +385,20 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            if self.identity is None:
-                result = await self.backend.acheck(candidate, targets=targets, timeout=timeout)
-                findings += self.assistant_findings(result, targets, original)
-            else:
+            if self.coq_identity is not None:
+                import asyncio  # loaded lazily, as in `averify`
+
                 loop = asyncio.get_running_loop()
                 result, more = await loop.run_in_executor(
                     self.backend._pool(),
                     lambda: self.assistant_layer(original, candidate, targets, timeout),
                 )
                 findings += more
+            else:
+                result, same = await achecked(
+                    self._identity, self.backend, original, candidate, targets, timeout
+                )
+                if self.language == Language.lean:  # Coq text findings are never deferred
+                    findings = settle_deferred(findings, targets, result, same)
+                findings += self.assistant_findings(result, targets, original) + same
         return self._verdict(findings, result, t0)

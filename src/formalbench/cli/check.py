@@ -12,6 +12,7 @@ evaluation task, so the construction rules (no choice, no `partial`, value fille
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,49 +21,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from formalbench.backends.registry import BACKENDS, backend_for_path, language_of, make_backend
+from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind, Verdict
+from formalbench.pipelines.pairs import parse_kind, pick_backend, read_source
+
+__all__ = ["check", "read_source"]
 
 
-def read_source(path: str | Path, role: str) -> str:
-    """The text of a source file, or an InputError naming the file and what is wrong."""
-    p = Path(path)
-    label = f"{role} {str(path)!r}"
-    if not p.exists():
-        raise InputError(f"{label}: no such file")
-    if p.is_dir():
-        raise InputError(f"{label}: is a directory, not a source file")
+def _parse_kind(kind: str) -> TaskKind | None:
+    """The --kind value: a TaskKind, or None for `auto` (read off the original)."""
     try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
-    if b"\x00" in data:
-        raise InputError(f"{label}: is a binary file, not source text")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: is not valid UTF-8 (bad byte at offset {exc.start})") from None
-    if not text.strip():
-        raise InputError(f"{label}: is empty")
-    return text.removeprefix("\ufeff")
-
-
-def _pick_backend(backend: str | None, candidate: str, original: str) -> str:
-    if backend is not None:
-        language_of(backend)  # validates the name
-        return backend.strip().lower()
-    for path in (candidate, original):
-        try:
-            return backend_for_path(path)
-        except InputError:
-            continue
-    raise InputError(
-        f"cannot tell the proof assistant of {candidate!r} from its suffix (.lean or .v); "
-        f"give --backend ({', '.join(BACKENDS)})"
-    )
+        return parse_kind(kind)
+    except InputError as exc:
+        raise InputError(f"--{exc}") from None
 
 
 def _options(
@@ -88,17 +62,6 @@ def _options(
             raise InputError("--backend kimina needs --kimina-url (the server address)")
         return {"url": kimina_url}
     return {}
-
-
-def _parse_kind(kind: str) -> TaskKind | None:
-    """The --kind value: a TaskKind, or None for `auto` (read off the original)."""
-    if kind.strip().lower() == "auto":
-        return None
-    try:
-        return TaskKind(kind.strip().lower())
-    except ValueError:
-        choices = ", ".join(["auto", *(k.value for k in TaskKind)])
-        raise InputError(f"--kind {kind!r} is not one of {choices}") from None
 
 
 def _render(
@@ -132,8 +95,13 @@ def _render(
 @app.command("check")
 @user_errors
 def check(
-    candidate: str = typer.Argument(..., help="The file to verify (a filled-in proof)."),
-    against: str = typer.Option(..., "--against", help="The original task file with its holes."),
+    ctx: typer.Context,
+    candidate: str | None = typer.Argument(
+        None, help="The file to verify (a filled-in proof); not with --pairs."
+    ),
+    against: str | None = typer.Option(
+        None, "--against", help="The original task file with its holes."
+    ),
     backend: str | None = typer.Option(
         None, "--backend", help="coq, lean or kimina (default: from the suffix)."
     ),
@@ -141,7 +109,7 @@ def check(
         False, "--static-only", help="Text checks only; no assistant."
     ),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the assistant."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (per pair)."),
     kind: str = typer.Option(
         "auto",
         "--kind",
@@ -154,18 +122,65 @@ def check(
     kimina_url: str | None = typer.Option(
         None, "--kimina-url", help="Server for --backend kimina."
     ),
+    pairs: str | None = typer.Option(
+        None,
+        "--pairs",
+        help='A JSON Lines file, one pair a line: {"id", "candidate", "original"} as '
+        'paths relative to the file (or "candidate_text"/"original_text" inline), '
+        'optional "kind". One result line per pair, in order; a bad line gets an error '
+        "result. Exit 0 when every pair passed, else 1. See docs/check-pairs.md.",
+    ),
+    workers: int | None = typer.Option(
+        None, "--workers", help="Checks at once with --pairs (default: the CPU count)."
+    ),
+    cache: str | None = typer.Option(
+        None,
+        "--cache",
+        help="A verdict cache (SQLite file, created if absent): a pair already judged under "
+        "the same assistant and rules is not checked again.",
+    ),
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
     task_kind = _parse_kind(kind)
     if timeout is not None and not timeout > 0:
         raise InputError(f"--timeout {timeout}: must be a positive number of seconds")
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers {workers}: must be at least 1")
+    if pairs is not None:
+        if candidate is not None or against is not None:
+            raise InputError("--pairs replaces CANDIDATE and --against; give one or the other")
+        from formalbench.cli.check_pairs import run_pairs
+
+        passed = run_pairs(
+            pairs,
+            backend=backend,
+            static_only=static_only,
+            timeout=timeout,
+            json_out=json_out,
+            kind=task_kind,
+            options=lambda name, first: _options(name, lean_project, kimina_url, first),
+            workers=workers,
+            cache=cache,
+        )
+        raise typer.Exit(0 if passed else 1)
+    if candidate is None or against is None:
+        missing = "CANDIDATE" if candidate is None else "--against"
+        errors = sys.modules[typer.BadParameter.__module__]
+        raise errors.MissingParameter(
+            ctx=ctx,
+            param_hint=f"'{missing}'",
+            param_type="argument" if candidate is None else "option",
+        )
     cand_text = read_source(candidate, "candidate")
     orig_text = read_source(against, "original")
-    name = _pick_backend(backend, candidate, against)
+    name = pick_backend(backend, candidate, against)
     options = _options(name, lean_project, kimina_url, candidate)
+    if workers is not None:
+        options["workers"] = workers
     checker = None if static_only else make_backend(name, **options)
+    verdict_cache = _open_cache(cache) if checker is not None else None
     try:
-        verifier = StrictVerifier(checker, language=language_of(name))
+        verifier = StrictVerifier(checker, language=language_of(name), cache=verdict_cache)
         try:
             targets = verifier.targets(orig_text)
         except InputError as exc:
@@ -176,6 +191,8 @@ def check(
     finally:
         if checker is not None:
             checker.close()
+        if verdict_cache is not None:
+            verdict_cache.close()
     if json_out:
         payload = {
             "candidate": candidate,
@@ -188,3 +205,21 @@ def check(
     else:
         _render(Console(highlight=False, soft_wrap=True), verdict, candidate, targets, task_kind)
     raise typer.Exit(0 if verdict.passed else 1)
+
+
+def _open_cache(path: str | None) -> Any:
+    """The verdict cache at `path` (None: no cache); a path that cannot hold one is an
+    InputError naming it."""
+    if path is None:
+        return None
+    import sqlite3
+
+    from formalbench.store.verdict_cache import VerdictCache
+
+    target = Path(path)
+    if target.is_dir():
+        raise InputError(f"--cache {path!r}: is a directory; give a file path")
+    try:
+        return VerdictCache(target)
+    except (OSError, sqlite3.Error) as exc:  # not a database, a folder that cannot be made
+        raise InputError(f"--cache {path!r}: cannot open a verdict cache ({exc})") from None

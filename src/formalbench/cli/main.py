@@ -4,6 +4,10 @@ Errors the user can act on (`FormalbenchError`) become one line on stderr and ex
 nothing below this layer prints. Usage errors that click finds while parsing the command line
 (an unknown option, `--timeout abc`) get the same one-line form instead of typer's boxed
 panel: `FormalbenchGroup.main` runs click in non-standalone mode and prints them itself.
+
+Sub-commands load lazily: `formalbench check` imports only the check module, never the
+evaluation pipeline, the model SDKs or matplotlib, so a one-millisecond check does not pay
+seconds of imports (see bench/bench_startup.py). `--help` imports them all to list them.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from functools import wraps
 from typing import Any, TypeVar
 
 import typer
+import typer.main
 from rich.console import Console
 from typer.core import TyperGroup
 
@@ -46,8 +51,40 @@ INTERRUPTED_EXIT_CODE = 130
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
+# Sub-command name -> the module under formalbench.cli that registers it on `app`.
+LAZY_COMMANDS = {
+    "check": "check",
+    "eval": "evaluate",
+    "report": "report",
+    "formalize": "formalize",
+    "review": "review",
+}
+
+
 class FormalbenchGroup(TyperGroup):
-    """The command group, with click's own errors printed as one line (exit 2)."""
+    """The command group, with click's own errors printed as one line (exit 2), whose
+    sub-commands are imported only when they are looked up (see LAZY_COMMANDS)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = [name for name in LAZY_COMMANDS if self.get_command(ctx, name) is not None]
+        return names + [name for name in super().list_commands(ctx) if name not in names]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None or cmd_name not in LAZY_COMMANDS:
+            return found
+        if not _load(LAZY_COMMANDS[cmd_name]):
+            return None
+        for info in app.registered_commands:
+            if info.name == cmd_name:
+                command = typer.main.get_command_from_info(
+                    info,
+                    pretty_exceptions_short=app.pretty_exceptions_short,
+                    rich_markup_mode=app.rich_markup_mode,
+                )
+                self.add_command(command, cmd_name)
+                return command
+        return None
 
     def main(  # type: ignore[override]
         self,
@@ -109,19 +146,23 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _register() -> None:
-    """Import the sub-command modules; each adds its command to `app`."""
+@app.callback()
+def _root() -> None:
+    """Build and evaluate formal-mathematics benchmarks under a strict verifier."""
+
+
+def _load(module: str) -> bool:
+    """Import the sub-command module `module` (it adds its command to `app`); False when it
+    does not exist (a command still being written is simply absent)."""
     import importlib
 
-    for module in ("check", "evaluate", "report", "formalize", "review"):
-        try:
-            importlib.import_module(f"formalbench.cli.{module}")
-        except ModuleNotFoundError as exc:  # a command still being written is simply absent
-            if exc.name != f"formalbench.cli.{module}":
-                raise
-
-
-_register()
+    try:
+        importlib.import_module(f"formalbench.cli.{module}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"formalbench.cli.{module}":
+            raise
+        return False
+    return True
 
 
 def main() -> None:  # pragma: no cover - thin wrapper for `python -m formalbench`

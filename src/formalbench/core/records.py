@@ -60,7 +60,7 @@ class TaskKind(StrEnum):
 class Record(BaseModel):
     """Base of all records: unknown fields are kept out, values are validated on assignment."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, defer_build=True)
 
 
 class Diagnostic(Record):

@@ -21,9 +21,7 @@ import dataclasses
 import os
 import weakref
 from collections.abc import Sequence
-from typing import Any
-
-import openai
+from typing import TYPE_CHECKING, Any
 
 from formalbench.core.errors import InputError
 from formalbench.core.records import TokenUsage
@@ -36,6 +34,9 @@ from formalbench.llm.retry import (
     call_with_retries,
     classify_sdk_error,
 )
+
+if TYPE_CHECKING:  # the SDK itself is imported when a client is built (it is slow to import)
+    import openai
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -111,6 +112,8 @@ class OpenAIChatModel(ChatModel):
         return redact(text, self._key)
 
     def _client(self) -> openai.AsyncOpenAI:
+        import openai
+
         if self._key is None and self._key_required:
             raise ModelCallError(
                 f"{self.label}: no API key; set the environment variable {self.key_env}"
@@ -132,6 +135,8 @@ class OpenAIChatModel(ChatModel):
         return client
 
     def _classify(self, exc: BaseException) -> CallFailure | None:
+        import openai
+
         failure = classify_sdk_error(exc, openai)
         if isinstance(exc, openai.AuthenticationError) and failure is not None:
             failure = dataclasses.replace(
@@ -215,6 +220,8 @@ class OpenAIChatModel(ChatModel):
         Asks GET /models (cheap, no tokens spent); servers without that route get a one-token
         chat request instead. Where the list is given, the model must be in it.
         """
+        import openai
+
         client = self._client().with_options(timeout=timeout, max_retries=0)
         try:
             async with asyncio.timeout(timeout):

@@ -258,10 +258,19 @@ async def _evaluate(
 
 
 def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> int:
+    """Attempts in flight: more than the assistant's slots, so that a check is always queued.
+
+    With exactly one attempt per slot (as before), a slot stood idle whenever its attempt
+    was between two checks (reading the probe, filling the holes, the verifier's text
+    layer, the store commit all run in this event loop, one attempt at a time). Twice the
+    slots keeps a check queued in the backend's pool, which still bounds how many run.
+    The other loss `bench/bench_eval.py coq` shows is the tail: the last long probe (all
+    tactics timing out) running alone while the other slot has nothing left to do.
+    """
     if config.concurrency is not None:
         return config.concurrency
     # A model-based solver spends most of an attempt waiting on the model: keep more in flight.
-    return backend_workers * (4 if solver.uses_model else 1)
+    return backend_workers * (4 if solver.uses_model else 2)
 
 
 async def _work(

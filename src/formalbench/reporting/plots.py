@@ -6,15 +6,15 @@ the page needs no font and no external file. Each plot gets its own `svg.hashsal
 that element ids of several plots inlined in one page do not collide, and no date is
 written, so the same summary gives the same bytes. Labels from the data are escaped by
 matplotlib's SVG writer.
+
+matplotlib (with numpy) takes a second or more to import, so it is imported inside the
+drawing functions: `formalbench report` and `check` only pay for it when a plot is drawn.
 """
 
 from __future__ import annotations
 
 import io
-
-import matplotlib
-from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, NullLocator, PercentFormatter
+from typing import TYPE_CHECKING
 
 from formalbench.metrics.summary import RunSummary
 from formalbench.reporting.fmt import category_title, clip
@@ -24,11 +24,17 @@ _LABEL_CHARS = 32
 _BAR = "#4c72b0"
 _FAIL = "#c44e52"
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 def passk_curve(summary: RunSummary) -> str | None:
     """pass@k against k (log scale in k), in percent; None when nothing was evaluated."""
     if not summary.pass_at_k:
         return None
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, NullLocator, PercentFormatter
+
     ks = summary.ks
     values = [100 * summary.pass_at_k[str(k)] for k in ks]
     fig = Figure(figsize=(6.4, 3.8))
@@ -56,6 +62,9 @@ def category_bars(summary: RunSummary) -> str | None:
     tables = [t for t in summary.categories if t.rows]
     if not tables:
         return None
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, PercentFormatter
+
     heights = [min(len(t.rows), _MAX_BARS) for t in tables]
     fig = Figure(figsize=(7.2, sum(0.32 * h + 1.1 for h in heights)))
     axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=[h + 2 for h in heights])
@@ -87,6 +96,8 @@ def taxonomy_bars(summary: RunSummary) -> str | None:
     """Failed attempts per primary error category, with their share of all failures."""
     if not summary.taxonomy:
         return None
+    from matplotlib.figure import Figure
+
     items = sorted(summary.taxonomy.items(), key=lambda kv: kv[1])
     total = summary.failed_attempts
     fig = Figure(figsize=(7.2, 0.4 * len(items) + 1.4))
@@ -111,6 +122,8 @@ def _samples(n: int) -> str:
 
 def _svg(fig: Figure, name: str) -> str:
     """The figure as an `<svg>` element, without the XML prolog (it is inlined in HTML)."""
+    import matplotlib
+
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"formalbench-{name}", "svg.fonttype": "path"}):
         fig.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")

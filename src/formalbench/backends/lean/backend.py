@@ -48,6 +48,9 @@ class LeanBackend(Backend):
     """Lean 4 checks; see the module docstring. Thread-safe; `workers` REPL processes at most."""
 
     name = "lean"
+    # Lean commands appended to a checked text are elaborated and answered on their lines:
+    # the verifier uses that to have Lean decide statement identity (checking/lean_identity).
+    answers_queries = True
     language = Language.lean
 
     def __init__(

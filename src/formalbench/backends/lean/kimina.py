@@ -55,6 +55,9 @@ class KiminaBackend(Backend):
     """Lean checks on a remote Kimina Lean Server (see the module docstring)."""
 
     name = "kimina"
+    # Lean commands appended to a checked text are elaborated and answered on their lines:
+    # the verifier uses that to have Lean decide statement identity (checking/lean_identity).
+    answers_queries = True
     language = Language.lean
 
     def __init__(
