@@ -106,6 +106,32 @@ def test_portfolio_falls_back_when_the_verifier_rejects_the_winner(
     ]
 
 
+def test_portfolio_leaves_out_a_tactic_that_overflows_the_stack(verifier: StrictVerifier) -> None:
+    # the first tactic overflows coqc's stack, which no `first`/`try` catches: it is left out
+    # and the hole probed again, so the tactic after it still gets its turn
+    text = (
+        "Fixpoint deep (n : nat) : nat := match n with 0 => 0 | S m => S (deep m) end.\n"
+        "Definition big := Nat.iter 1000000 S 0.\n"
+        "Theorem t : deep 0 = 0.\nProof.\nAdmitted.\n"
+    )
+    task = Task(id="overflow", language=Language.coq, formal=text)
+    overflow = "let x := eval lazy in (deep big) in idtac"
+    attempt = solve(
+        "portfolio",
+        verifier,
+        task,
+        tactics={"coq": [overflow, "reflexivity"]},
+        prefixes={"coq": [""]},
+        tactic_timeout=60,  # wall-clock: the overflow must come first on a busy machine
+    )
+    assert attempt.verdict is not None and attempt.verdict.passed, attempt.verdict
+    assert attempt.params["left_out"] == [
+        {"hole": 1, "tactic": overflow, "why": "it overflowed the stack"}
+    ]
+    assert attempt.params["probes"] == 2
+    assert attempt.raw_output.splitlines()[-1] == "hole 1 (t): reflexivity"
+
+
 # ---- whole ---------------------------------------------------------------------------
 
 

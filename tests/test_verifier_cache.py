@@ -31,10 +31,15 @@ class CountingCoq(CoqBackend):
         self.calls = 0
 
     def check(
-        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+        self,
+        source: str,
+        *,
+        targets: Sequence[str] = (),
+        timeout: float | None = None,
+        **where: object,
     ) -> CheckResult:
         self.calls += 1
-        return super().check(source, targets=targets, timeout=timeout)
+        return super().check(source, targets=targets, timeout=timeout, **where)  # type: ignore[arg-type]
 
 
 def test_same_candidate_is_checked_once_and_the_verdict_is_the_same(tmp_path: Path) -> None:

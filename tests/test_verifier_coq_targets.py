@@ -37,36 +37,41 @@ def test_load_and_redirect_are_forbidden_in_coq_candidates() -> None:
         assert Reason.forbidden_construct in verdict.reasons, command
 
 
-DATA = ROOT / "data" / "minif2f-coq"
+MINIF2F = ROOT / "data" / "minif2f-coq"
 
 
 @needs_shared
-@pytest.mark.parametrize(
-    "task, added, proof",
-    [
-        (
-            "test/mathd_numbertheory_495.v",
-            "Module Nat.\nDefinition gcd (a b : nat) := 0.\nDefinition lcm (a b : nat) := 200.\n"
-            "End Nat.",
-            "intros. unfold Nat.lcm. repeat constructor.",
-        ),
-        ("valid/mathd_numbertheory_739.v", "Definition fact (n : nat) := 0.", "reflexivity."),
-    ],
-)
-def test_a_helper_that_shadows_a_statement_name_compiles_but_fails(
-    task: str, added: str, proof: str
-) -> None:
-    original = (DATA / task).read_text()
-    candidate = fill_holes(original, Language.coq, [proof])
+def test_a_helper_that_shadows_a_statement_name_compiles_but_the_kernel_refuses_it() -> None:
+    original = (MINIF2F / "test/mathd_numbertheory_495.v").read_text()
+    candidate = fill_holes(original, Language.coq, ["intros. unfold Nat.lcm. repeat constructor."])
     at = candidate.index("Theorem")
-    candidate = candidate[:at] + added + "\n" + candidate[at:]
+    added = "Module Nat.\nDefinition gcd (a b : nat) := 0.\nDefinition lcm (a b : nat) := 200.\n"
+    candidate = candidate[:at] + added + "End Nat.\n" + candidate[at:]
     with CoqBackend(workers=1, timeout=60) as backend:
-        verifier = StrictVerifier(backend, compile_always=True)
-        verdict = verifier.verify(original, candidate)
-    # coqc accepts the proof of the shadowed statement: only the text layer can refuse it
+        verdict = StrictVerifier(backend, compile_always=True).verify(original, candidate)
+    # coqc accepts the proof of the shadowed statement; the kernel identity check refuses it
     assert not any(d.severity == Severity.error for d in verdict.diagnostics), verdict.findings
     assert verdict.reasons == [Reason.statement_changed], verdict.findings
-    assert not verdict.passed
+    assert any("kernel check" in f.message for f in verdict.findings), verdict.findings
+    # the text layer alone refuses it too (the cheap pre-filter when there is no coqc)
+    static = StrictVerifier(None, language=Language.coq).verify(original, candidate)
+    assert static.reasons == [Reason.statement_changed]
+
+
+@needs_shared
+def test_a_shadowing_helper_whose_proof_still_proves_the_statement_passes() -> None:
+    """`fact := 0` makes the candidate prove `0 mod 10 = 0`, which the kernel converts to
+    the original `fact 9 mod 10 = 0`: a real proof of the task, so it passes (the text
+    layer alone refuses it, erring towards refusal)."""
+    original = (MINIF2F / "valid/mathd_numbertheory_739.v").read_text()
+    candidate = fill_holes(original, Language.coq, ["reflexivity."])
+    at = candidate.index("Theorem")
+    candidate = candidate[:at] + "Definition fact (n : nat) := 0.\n" + candidate[at:]
+    with CoqBackend(workers=1, timeout=60) as backend:
+        verdict = StrictVerifier(backend).verify(original, candidate)
+    assert verdict.passed, verdict.findings
+    static = StrictVerifier(None, language=Language.coq).verify(original, candidate)
+    assert static.reasons == [Reason.statement_changed]
 
 
 def test_extraction_is_refused_and_never_run(tmp_path: Path) -> None:

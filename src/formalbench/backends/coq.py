@@ -97,8 +97,15 @@ class CoqBackend(Backend):
             return self._version
 
     def check(
-        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+        self,
+        source: str,
+        *,
+        targets: Sequence[str] = (),
+        timeout: float | None = None,
+        workdir: Path | None = None,
     ) -> CheckResult:
+        """`workdir` (used by `coq_identity`): compile there, next to the `.vo` files it
+        holds, and leave `Candidate.vo` behind; by default a throw-away directory."""
         if not isinstance(source, str):
             raise InputError(f"Coq source must be text, got {type(source).__name__}")
         for target in targets:
@@ -124,7 +131,7 @@ class CoqBackend(Backend):
             asked = queries
             script = QueryScript(queries, first_line=body.count("\n") + 1)
             text = body + script.text if queries else body
-            outcome = self._run(text, limit - (time.perf_counter() - started))
+            outcome = self._run(text, limit - (time.perf_counter() - started), workdir)
             result = self._read(outcome, source_map, SourceMap(text), script, pending)
             if result.status != CheckStatus.ok or result.errors or not pending.queries():
                 break
@@ -135,16 +142,24 @@ class CoqBackend(Backend):
         result.diagnostics.extend(pending.failed)
         return result
 
-    def _run(self, text: str, timeout: float) -> ProcessOutcome:
+    def _run(self, text: str, timeout: float, workdir: Path | None = None) -> ProcessOutcome:
         if timeout <= 0:  # the check's time went on earlier runs: nothing to start
             return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
+        if workdir is not None:
+            return self.compile(workdir, LOCAL_MODULE, text, timeout, ["-time"])
         with tempfile.TemporaryDirectory(prefix="formalbench-coq-") as work:
-            path = Path(work) / f"{LOCAL_MODULE}.v"
-            path.write_bytes(text.encode("utf-8"))
-            argv = [self.coqc, "-q", "-time", *self.args, path.name]
-            return run_limited(
-                argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
-            )
+            return self.compile(Path(work), LOCAL_MODULE, text, timeout, ["-time"])
+
+    def compile(
+        self, work: Path, module: str, text: str, timeout: float, extra: Sequence[str] = ()
+    ) -> ProcessOutcome:
+        """Write `text` as `<module>.v` in `work` and compile it there with coqc (limits on)."""
+        path = work / f"{module}.v"
+        path.write_bytes(text.encode("utf-8"))
+        argv = [self.coqc, "-q", *extra, *self.args, path.name]
+        return run_limited(
+            argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
+        )
 
     def _read(
         self,

@@ -12,6 +12,10 @@ assistant's reasons (an evaluation that wants the full error taxonomy of each at
 except for a candidate with a command that reaches outside the throw-away directory
 (`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
 
+Coq with a real coqc backend: whether each target still states what the original states, in
+the original's context, is decided by the kernel (`coq_identity`): the text layer stays a
+cheap pre-filter, and leaves to the kernel what context commands and shadowing helpers do.
+
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
 axiom named `Candidate.*` is declared in the checked file itself (an `Axiom`, or a theorem
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
+from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
@@ -92,7 +97,11 @@ class StrictVerifier:
         self.language = Language(lang)
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
+        # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
+        self.coq_identity = kernel_identity_for(backend, self.language)
         self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
+        if self.coq_identity is not None:
+            self._rules["identity"] = "kernel"
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
@@ -128,7 +137,9 @@ class StrictVerifier:
         """Every problem the text layer finds, in the order: statements, constructs, values.
         `kind` None reads it off the original (`task_kind`); a given kind is obeyed."""
         orig, cand, holes = self._parse(original, candidate)
-        findings, unchanged = preservation_findings(orig, cand, self.language, holes)
+        findings, unchanged = preservation_findings(
+            orig, cand, self.language, holes, kernel_checked=self.coq_identity is not None
+        )
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         if self.language == Language.lean:
@@ -315,12 +326,31 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result, same = checked(
-                self._identity, self.backend, original, candidate, targets, timeout
-            )
-            findings = settle_deferred(findings, targets, result, same)
-            findings += self.assistant_findings(result, targets, original) + same
+            if self.coq_identity is not None:
+                result, more = self.assistant_layer(original, candidate, targets, timeout)
+                findings += more
+            else:
+                result, same = checked(
+                    self._identity, self.backend, original, candidate, targets, timeout
+                )
+                if self.language == Language.lean:  # Coq text findings are never deferred
+                    findings = settle_deferred(findings, targets, result, same)
+                findings += self.assistant_findings(result, targets, original) + same
         return self._keep(key, self._verdict(findings, result, t0))
+
+    def assistant_layer(
+        self, original: str, candidate: str, targets: list[str], timeout: float | None
+    ) -> tuple[CheckResult, list[Finding]]:
+        """The assistant's check of the candidate and its findings (blocking)."""
+        assert self.backend is not None
+        if self.coq_identity is None:
+            result = self.backend.check(candidate, targets=targets, timeout=timeout)
+            return result, self.assistant_findings(result, targets, original)
+        result, split, identity = self.coq_identity.check(original, candidate, targets, timeout)
+        findings = self.assistant_findings(result, targets, original)
+        if split is not None and split.compiled and result.compiled:
+            findings += self._axiom_findings(split, targets, original)
+        return result, findings + identity
 
     async def averify(
         self,
@@ -355,9 +385,20 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            result, same = await achecked(
-                self._identity, self.backend, original, candidate, targets, timeout
-            )
-            findings = settle_deferred(findings, targets, result, same)
-            findings += self.assistant_findings(result, targets, original) + same
+            if self.coq_identity is not None:
+                import asyncio  # loaded lazily, as in `averify`
+
+                loop = asyncio.get_running_loop()
+                result, more = await loop.run_in_executor(
+                    self.backend._pool(),
+                    lambda: self.assistant_layer(original, candidate, targets, timeout),
+                )
+                findings += more
+            else:
+                result, same = await achecked(
+                    self._identity, self.backend, original, candidate, targets, timeout
+                )
+                if self.language == Language.lean:  # Coq text findings are never deferred
+                    findings = settle_deferred(findings, targets, result, same)
+                findings += self.assistant_findings(result, targets, original) + same
         return self._verdict(findings, result, t0)

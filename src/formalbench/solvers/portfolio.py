@@ -12,8 +12,9 @@ tries them all, each under its own time limit, and reports which one closed the 
 - Lean: the winner is named by an info message; Lean goes on after an error, so one probe
   covers every hole. Each try runs under `set_option maxHeartbeats` (heartbeats stand in for
   seconds: Lean has no wall-clock tactic timeout). A try that runs out of heartbeats or of
-  recursion depth is not caught by `first` and aborts the proof: that tactic is left out
-  and the hole is probed again with the rest (`probe`).
+  recursion depth (Lean) or overflows the stack (Coq) is not caught by `first`/`try` and
+  aborts the proof: that tactic is left out and the hole is probed again with the rest
+  (`probe`); `params["left_out"]` records, per hole and tactic, what happened.
 
 The scripts and the reading of the answers are in `solvers.probe`. The winners then go, as
 plain tactics (no `first`, no timeout), into the task's text, and that candidate is checked
@@ -106,6 +107,8 @@ class PortfolioSolver(Solver):
             draft.params["probes"] = search.probes
             if fallbacks:
                 draft.params["fallbacks"] = fallbacks
+            if search.left_out:
+                draft.params["left_out"] = search.left_out
             draft.outputs.append("\n".join(search.log))
 
     def _probe_timeout(self, tries: int) -> float:
@@ -179,6 +182,7 @@ class _Search:
         self.skip: list[set[int]] = [set() for _ in holes]
         self.probes = 0
         self.log: list[str] = []
+        self.left_out: list[dict[str, object]] = []  # {hole, tactic, why}, in order
 
     def fills(self) -> list[str]:
         return [self.solver._with_requires(self.language, self.tactics[k]) for k in self.winners]
@@ -189,8 +193,12 @@ class _Search:
     def reject(self, j: int, why: str) -> None:
         """Leave hole j's winner out and search again from hole j."""
         k = self.winners[j]
-        self.skip[j].add(k)
         del self.winners[j:]
+        self._leave_out(j, k, why)
+
+    def _leave_out(self, j: int, k: int, why: str) -> None:
+        self.skip[j].add(k)
+        self.left_out.append({"hole": j + 1, "tactic": self.tactics[k], "why": why})
         self.log.append(f"hole {j + 1} ({self.holes[j].decl}): {self.tactics[k]} left out: {why}")
 
     async def run(self) -> CheckResult | None:
@@ -224,12 +232,13 @@ class _Search:
             if report.wins.get(nxt, -1) is None or (stuck and not blown):
                 self.log.append(f"hole {nxt + 1} ({holes[nxt].decl}): no tactic closed it")
                 return result
+            why = (
+                "it overflowed the stack"
+                if language == Language.coq
+                else "it hit Lean's heartbeat or recursion limit"
+            )
             for j, k in sorted(blown.items()):
-                self.skip[j].add(k)
-                self.log.append(
-                    f"hole {j + 1} ({holes[j].decl}): {self.tactics[k]} left out: it hit "
-                    "Lean's heartbeat or recursion limit"
-                )
+                self._leave_out(j, k, why)
         return None
 
 

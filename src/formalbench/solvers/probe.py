@@ -5,13 +5,18 @@ Each try is a branch of `first` that ends by naming itself with a marker `formal
 <hole> <tactic index>` (the index into the portfolio's full list, so it stays the same when
 some tactics are left out of a later probe):
 
-- Coq: `first [ assert_succeeds (solve [timeout T (tac_k)]); fail 100 "marker" | ...
-  | fail 100 "marker hole none" ]`. The winning branch raises an error of high level that
-  `first` does not catch, so coqc stops there and its error names the winner.
+- Coq: one sentence a line, `try (assert_succeeds (solve [timeout T (tac_k)]); fail 100
+  "marker").` for each tactic, then `fail 100 "marker hole none".`. The winning try raises an
+  error of high level that `try` does not catch, so coqc stops there and its error names the
+  winner; a losing one fails at level 0, `try` catches it and the goal is left as it was.
+  One sentence per tactic rather than one `first [...]`: Coq's `Stack overflow` is not a
+  tactic failure, no `first`/`try` catches it, and it stops coqc at the sentence that ran;
+  inside one `first` it would end the whole probe without saying which branch overflowed,
+  where on its own line it names the tactic to leave out of the next probe.
 - Lean: `first | ((set_option maxHeartbeats B in (tac_k)); done; trace "marker") | ...
   | fail "marker hole none"`, one branch a line. The winner is named by an info message.
 
-Lean's `first` (like `try`) does not catch the exceptions of the heartbeat and recursion
+Lean's `first` (like `try`) likewise does not catch the exceptions of the heartbeat and recursion
 limits (leanprover/lean4#2775; since lean4#11490 `try` lets them through on purpose): a
 tactic that runs out of heartbeats aborts the whole proof block instead of passing to the
 next branch. Lean places that error at the syntax it was elaborating when it gave up
@@ -34,10 +39,14 @@ from formalbench.core.records import CheckResult, Language, Severity
 MARK = "formalbench_portfolio"
 WIN = re.compile(rf"{MARK} (\d+) (\d+|none)")
 HEARTBEATS_PER_SECOND = 50_000  # rough: Lean's default 200000 is a few seconds of work
-# Lean's texts for the limits that `first` cannot catch (Lean.Exception, Core.throwMaxHeartbeat)
+# The limits that `first`/`try` cannot catch: Lean's texts (Lean.Exception,
+# Core.throwMaxHeartbeat) and Coq's stack overflow
 _BLOWN = re.compile(
-    r"\(deterministic\) timeout|maximum number of heartbeats|maximum recursion depth", re.I
+    r"\(deterministic\) timeout|maximum number of heartbeats|maximum recursion depth"
+    r"|^stack overflow\.?$",
+    re.I,
 )
+_BRANCH_MARKS = ("set_option maxHeartbeats", "assert_succeeds")
 
 
 def probe_script(
@@ -47,12 +56,13 @@ def probe_script(
     about `limit` seconds, and names the first that closes it."""
     tries = [(k, t) for k, t in enumerate(tactics) if k not in skip]
     if language == Language.coq:
-        branches = [
-            f'assert_succeeds (solve [timeout {limit} ({t})]); fail 100 "{MARK} {hole} {k}"'
+        lines = [
+            f"try (assert_succeeds (solve [timeout {limit} ({' '.join(t.split())})]); "
+            f'fail 100 "{MARK} {hole} {k}").'
             for k, t in tries
         ]
-        branches.append(f'fail 100 "{MARK} {hole} none"')
-        return "first [ " + "\n  | ".join(branches) + " ]."
+        lines.append(f'fail 100 "{MARK} {hole} none".')
+        return "\n".join(lines)
     beats = limit * HEARTBEATS_PER_SECOND
     lines = ["first"]
     lines += [
@@ -74,7 +84,7 @@ class ProbeReport:
     """What one probe found, hole by hole (holes are numbered in the task's text order)."""
 
     wins: dict[int, int | None] = field(default_factory=dict)  # tactic index; None: none closed
-    blown: dict[int, int] = field(default_factory=dict)  # tactic index that hit a Lean limit
+    blown: dict[int, int] = field(default_factory=dict)  # tactic index that hit a limit
     blown_messages: list[str] = field(default_factory=list)  # limit errors of no known branch
 
 
@@ -101,6 +111,6 @@ def _branch_at(lines: list[str], line: int | None) -> tuple[int, int] | None:
     if line is None or not 0 < line <= len(lines):
         return None
     m = WIN.search(lines[line - 1])
-    if m is None or m.group(2) == "none" or "set_option maxHeartbeats" not in lines[line - 1]:
+    if m is None or m.group(2) == "none" or not any(b in lines[line - 1] for b in _BRANCH_MARKS):
         return None
     return int(m.group(1)), int(m.group(2))
