@@ -46,7 +46,7 @@ _PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
         re.compile(
             r"cannot find a physical path bound to logical path|cannot find library .* in loadpath"
             r"|unknown (package|module prefix)|unknown module\b"
-            r"|object file .* of module .* does not exist|cannot find module",
+            r"|object file .* of module .* does not exist",
             re.I,
         ),
     ),
@@ -67,7 +67,8 @@ _PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
         re.compile(
             r"unknown (identifier|constant|namespace|declaration)"
             r"|invalid field .* the environment does not contain"
-            r"|was not found in the current environment|unable to locate",
+            r"|was not found in the current environment|unable to locate"
+            r"|cannot find module",  # Coq's `Import M` of a module that is not loaded
             re.I,
         ),
     ),
