@@ -40,7 +40,12 @@ from formalbench.pipelines.preflight import (
     version_mismatches,
 )
 from formalbench.pipelines.run_config import EvalConfig
-from formalbench.pipelines.run_dir import RunLock, check_run_dir, claim_run_dir
+from formalbench.pipelines.run_dir import (
+    RunLock,
+    check_run_dir,
+    claim_run_dir,
+    full_disk_errors,
+)
 from formalbench.pipelines.run_files import RunFiles, write_run_log
 from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
 from formalbench.store.response_cache import ResponseCache
@@ -237,7 +242,7 @@ async def _evaluate(
         verdicts = VerdictCache(files.verdicts)
         verifier = StrictVerifier(backend, cache=verdicts)
         solver = make_solver(config.solver, verifier, model, settings)
-        with verdicts, RunStore(files.store) as store:
+        with full_disk_errors(files.root), verdicts, RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))
             store.add_tasks(run_id, tasks)
             if config.retry_errors:

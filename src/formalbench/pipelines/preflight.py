@@ -51,15 +51,13 @@ def admitted_original(task: Task) -> str:
     return _QED.sub("Admitted.", filled)
 
 
-def _why(result: CheckResult, timeout: float) -> str | None:
-    """Why `result` says the original does not compile here, or None when it compiled."""
-    if result.status == CheckStatus.timeout:
-        return f"checking it took longer than {timeout:g}s"
-    if result.status != CheckStatus.ok:
-        return f"the proof assistant stopped ({result.status.value}: {result.detail or ''})"
-    if result.errors:
-        return " ".join(result.errors[0].message.split())
-    return None
+def _why(result: CheckResult) -> str | None:
+    """Why `result` says the original does not compile here, or None. Only a run that the
+    assistant finished counts: a crash, a kill for memory or a timeout may not happen again,
+    so those tasks are attempted (and such attempts are `--retry-errors`' to redo)."""
+    if result.status != CheckStatus.ok or not result.errors:
+        return None
+    return " ".join(result.errors[0].message.split())
 
 
 async def check_originals(
@@ -73,7 +71,7 @@ async def check_originals(
     results = await asyncio.gather(*(one(t) for t in tasks))
     failed: dict[str, tuple[str, list[Diagnostic]]] = {}
     for task, result in zip(tasks, results, strict=True):
-        why = _why(result, timeout)
+        why = _why(result)
         if why is not None:
             failed[task.id] = (why, result.errors[:_SHOWN_ERRORS])
     return failed

@@ -21,7 +21,10 @@ import errno
 import fcntl
 import json
 import os
+import sqlite3
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,8 @@ LOCK_NAME = "run.lock"
 # The store file that says which kind of run a folder holds.
 KIND_MARKERS = {"eval": "run.sqlite", "formalize": "formalize.sqlite"}
 _COMMANDS = {"eval": "formalbench eval", "formalize": "formalbench formalize"}
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -107,10 +112,42 @@ def claim_run_dir(root: Path, kind: str) -> RunLock:
     return RunLock(root).acquire()
 
 
+@contextmanager
+def full_disk_errors(root: Path) -> Iterator[None]:
+    """Turn a full (or read-only) disk met in the middle of a run into one line: what was
+    committed stays, and the run resumes once there is space (SQLite reports it as
+    `database or disk is full`, other writes as ENOSPC)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "disk is full" not in text and "readonly" not in text and "disk i/o" not in text:
+            raise
+        raise InputError(
+            f"--run-dir {root}: the store cannot be written ({exc}); what was recorded is "
+            "kept: free space and rerun the same command to resume"
+        ) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            raise
+        raise InputError(
+            f"--run-dir {root}: {describe_os_error(exc)}; what was recorded is kept: "
+            "free space and rerun the same command to resume"
+        ) from None
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `path` whole or not at all: a temporary file beside it, then `os.replace`."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        mode = path.stat().st_mode & 0o777
+    except OSError:
+        mode = 0o666 & ~_UMASK  # what `open` would have given a new file
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write it ({describe_os_error(exc)})") from None
+    try:
+        os.fchmod(fd, mode)  # mkstemp makes 0600; the file keeps the mode a plain write gives
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()

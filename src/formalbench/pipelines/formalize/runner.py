@@ -54,6 +54,7 @@ from formalbench.pipelines.run_dir import (
     RunLock,
     check_run_dir,
     claim_run_dir,
+    full_disk_errors,
     read_json_object,
     write_json_atomic,
 )
@@ -157,7 +158,7 @@ async def _run(
         backend.preflight()  # an unreachable verification server is one error, up front
         lock = claim_run_dir(files.root, "formalize")  # held until the run ends
         models = _models(config, files, meter, models)
-        with FormalizeStore(files.store) as store:
+        with full_disk_errors(files.root), FormalizeStore(files.store) as store:
             stored = store.config()
             if stored is not None:
                 check_resumable(stored.get("identity", {}), config, files.root)
