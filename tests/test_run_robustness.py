@@ -6,6 +6,7 @@ tests that need one skip otherwise).
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -36,6 +37,7 @@ from formalbench.pipelines import run_dir as rd
 from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.preflight import (
     admitted_original,
+    check_originals,
     refuse_version_mismatch,
     version_mismatches,
 )
@@ -337,6 +339,37 @@ def test_admitted_original_compiles_every_kind_of_coq_hole() -> None:
         finally:
             backend.close()
         assert result.compiled, result.errors
+
+
+class CountingCoq(CoqBackend):
+    """Real coqc, counting the checks it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__(workers=2, timeout=60)
+        self.calls = 0
+
+    def check(self, source, *, targets=(), timeout=None):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        return super().check(source, targets=targets, timeout=timeout)
+
+
+@needs_coqc
+def test_preflight_compiles_coq_originals_together_and_redoes_a_failed_batch() -> None:
+    good = [
+        Task(id="a", language=Language.coq, header="Require Import Arith.\n", formal=EASY),
+        Task(id="b", language=Language.coq, header="Require Import Lia.\n", formal=EASY),
+        Task(id="c", language=Language.coq, formal="Lemma c : True.\nProof.\n"),
+    ]
+    backend = CountingCoq()
+    try:
+        assert asyncio.run(check_originals(backend, good, 60)) == {}
+        assert backend.calls == 1  # one file for the three, though their headers differ
+        missing = Task(id="needs_lib", language=Language.coq, formal=MISSING)
+        failed = asyncio.run(check_originals(backend, [*good, missing], 60))
+    finally:
+        backend.close()
+    assert list(failed) == ["needs_lib"] and "NoSuchLib" in failed["needs_lib"][0]
+    assert backend.calls == 1 + 1 + 4  # the failed batch, then each task alone
 
 
 def test_typed_errors_are_retried_by_kind_and_old_strings_too(tmp_path: Path) -> None:
