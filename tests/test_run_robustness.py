@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
 from formalbench.cli.main import app
 from formalbench.core.errors import InputError
 from formalbench.core.records import (
     Attempt,
     AttemptError,
+    CheckResult,
     ErrorKind,
     Language,
     Task,
@@ -426,3 +428,40 @@ def test_lean_version_mismatch_names_both_versions() -> None:
     message = str(info.value)
     assert "v4.9.0" in message and "v4.24.0" in message and "--allow-version-mismatch" in message
     assert version_mismatches(CoqBackend.__new__(CoqBackend), tasks) == []  # cannot say
+
+
+class LeanProject(Backend):
+    """A Lean backend at the process boundary: every check compiles (no Lean toolchain here),
+    while `mismatch` is the real comparison of backends.lean.toolchain against a project on
+    Lean v4.24.0."""
+
+    name = "lean"
+    language = Language.lean
+
+    def check(self, source, *, targets=(), timeout=None):  # type: ignore[no-untyped-def]
+        return CheckResult(backend=self.name, axioms={t: [] for t in targets})
+
+    def version(self) -> str:
+        return "lean leanprover/lean4:v4.24.0"
+
+    def mismatch(self, toolchain: str | None, library_revision: str | None) -> str | None:
+        return _Project().mismatch(toolchain, library_revision)
+
+
+def test_a_run_on_another_lean_version_is_refused_before_it_starts(tmp_path: Path) -> None:
+    task = Task(
+        id="old_task",
+        language=Language.lean,
+        formal="theorem old_task : 1 + 1 = 2 := by\n  sorry\n",
+        toolchain="leanprover/lean4:v4.9.0",
+    )
+    data = tmp_path / "d.jsonl"
+    data.write_text(task.model_dump_json() + "\n")
+    config = EvalConfig(dataset=str(data), tactics=["rfl"])
+    with pytest.raises(InputError, match=r"v4\.9\.0 \(this project has .*v4\.24\.0\)"):
+        run_evaluation(config, tmp_path / "run", backend=LeanProject(workers=1))
+    assert not (tmp_path / "run").exists()
+    allowed = config.model_copy(update={"allow_version_mismatch": True})
+    result = run_evaluation(allowed, tmp_path / "run", backend=LeanProject(workers=1))
+    assert result.new_attempts == 1
+    assert any("--allow-version-mismatch: the task was made for" in n for n in result.notes)
