@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.shared_data import REQUIRE_VAR, SHARED, SKIP_REASON
+# Before tests.shared_data is imported: default the data folder to shared/ beside the checkout,
+# and export it so that the subprocesses tests start see the same folder.
+_BESIDE = Path(__file__).resolve().parents[2] / "shared"
+if not os.environ.get("FORMALBENCH_TEST_DATA") and (_BESIDE / "data").is_dir():
+    os.environ["FORMALBENCH_TEST_DATA"] = str(_BESIDE)
+
+from tests.shared_data import REQUIRE_VAR, SHARED, SKIP_REASON  # noqa: E402
 
 
 def pytest_configure(config: pytest.Config) -> None:

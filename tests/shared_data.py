@@ -1,8 +1,8 @@
 """Where the tests find the public benchmark data (`shared/` of the project's workplace).
 
 One place resolves it, so that a plain clone without the data still runs every other test:
-``FORMALBENCH_TEST_DATA`` names the folder (the one holding ``data/`` and ``fixtures/``), else
-``../shared`` beside the checkout is used. Tests that need it use :data:`needs_shared` (or the
+``FORMALBENCH_TEST_DATA`` names the folder (the one holding ``data/`` and ``fixtures/``); where it
+is unset, ``conftest.py`` sets it to the shared folder beside the checkout when that exists. Tests that need it use :data:`needs_shared` (or the
 ``shared`` fixture of ``conftest.py``); when the folder is absent they skip with one reason, and
 ``FORMALBENCH_REQUIRE_DATA=1`` (set by ``.ci/run``) turns that skip into a failure.
 """
@@ -23,9 +23,11 @@ SKIP_REASON = (
 
 
 def _resolve() -> Path | None:
+    # conftest.py fills in the default (shared/ beside the checkout) before collection.
     named = os.environ.get(ENV_VAR)
-    candidate = Path(named) if named else Path(__file__).resolve().parents[1] / ".." / "shared"
-    return candidate.resolve() if (candidate / "data").is_dir() else None
+    if not named:
+        return None
+    return Path(named).resolve() if (Path(named) / "data").is_dir() else None
 
 
 SHARED: Path | None = _resolve()

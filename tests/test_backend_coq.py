@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from formalbench.backends.base import CheckRequest
 from formalbench.backends.coq import LOCAL_MODULE, CoqBackend
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus
+from tests.shared_data import ROOT, needs_shared
 
-MINIF2F = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq"
+MINIF2F = ROOT / "data" / "minif2f-coq"
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 pytestmark = pytest.mark.coq
@@ -97,6 +97,7 @@ def test_utf8_columns_count_characters_not_bytes(coq: CoqBackend) -> None:
     assert (token.column, token.end_column) == (18, 19) and "Undefined token" in token.message
 
 
+@needs_shared
 @needs_coq
 def test_real_minif2f_utf8_file_with_an_injected_error(coq: CoqBackend) -> None:
     source = (MINIF2F / "test" / "imo_1964_p2.v").read_text(encoding="utf-8")
@@ -107,6 +108,7 @@ def test_real_minif2f_utf8_file_with_an_injected_error(coq: CoqBackend) -> None:
     assert "²" in line and (error.line, error.column) == (line_no, line.index("* d") + 2)
 
 
+@needs_shared
 @needs_coq
 def test_minif2f_admitted_statement_and_open_proof(coq: CoqBackend) -> None:
     source = (MINIF2F / "test" / "aime_1983_p1.v").read_text(encoding="utf-8")

@@ -27,8 +27,9 @@ from formalbench.backends.lean.repl_protocol import (
 )
 from formalbench.core.errors import InputError
 from formalbench.core.records import Diagnostic, Severity
+from tests.shared_data import ROOT, needs_shared
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = ROOT
 REPL_FIXTURES = SHARED / "fixtures" / "lean-repl"
 LEAN_JSON = SHARED / "fixtures" / "lean-json" / "examples.jsonl"
 MINIF2F = SHARED / "data" / "minif2f-lean4"
@@ -43,11 +44,13 @@ def _session(request_file: Path) -> tuple[list[dict], list[dict]]:
     )
 
 
+@needs_shared
 def test_fixture_folder_has_every_recorded_session() -> None:
     assert len(PAIRS) >= 25
     assert any(p.parent.name == "Mathlib" for p in PAIRS)
 
 
+@needs_shared
 @pytest.mark.parametrize("request_file", PAIRS, ids=lambda p: str(p.relative_to(REPL_FIXTURES)))
 def test_recorded_session_parses_request_for_reply(request_file: Path) -> None:
     requests, replies = _session(request_file)
@@ -76,6 +79,7 @@ def test_recorded_session_parses_request_for_reply(request_file: Path) -> None:
             assert isinstance(reply.get("env"), int)
 
 
+@needs_shared
 @pytest.mark.parametrize("request_file", PAIRS[:8], ids=lambda p: p.name)
 def test_reply_reader_reassembles_replies_from_small_chunks(request_file: Path) -> None:
     raw = request_file.with_name(request_file.stem + ".expected.out").read_bytes()
@@ -97,6 +101,7 @@ def test_reply_reader_skips_text_that_is_not_a_reply() -> None:
     assert "Processing" in "".join(reader.noise)
 
 
+@needs_shared
 def test_raw_line_break_in_a_request_glues_the_lines_like_the_repl() -> None:
     requests, replies = _session(REPL_FIXTURES / "invalid_line_break.in")
     assert requests[0]["cmd"] == "theorem foo : 1 = 1 := bysorry"
@@ -105,6 +110,7 @@ def test_raw_line_break_in_a_request_glues_the_lines_like_the_repl() -> None:
     assert split_requests(wire.decode())[0]["cmd"] == "theorem foo : 1 = 1 := by\nsorry"
 
 
+@needs_shared
 def test_tactic_sorry_becomes_hole_and_tagged_warning() -> None:
     _, replies = _session(REPL_FIXTURES / "tactic_sorry.in")
     (hole,) = reply_holes(replies[0])
@@ -114,6 +120,7 @@ def test_tactic_sorry_becomes_hole_and_tagged_warning() -> None:
     assert warning.severity == Severity.warning and warning.kind == SORRY_KIND
 
 
+@needs_shared
 def test_error_replies_are_recognised() -> None:
     _, unknown = _session(REPL_FIXTURES / "unknown_environment.in")
     assert reply_error(unknown[0]) == "Unknown environment."
@@ -122,6 +129,7 @@ def test_error_replies_are_recognised() -> None:
     assert reply_error(mathlib[4]).startswith("Lean error:")
 
 
+@needs_shared
 def test_lean_json_lines_with_noise_and_both_severity_words() -> None:
     lines = LEAN_JSON.read_text(encoding="utf-8").splitlines()
     # the fixture README says non-JSON lines share the stream; interleave one as documented
@@ -140,6 +148,7 @@ def test_lean_json_lines_with_noise_and_both_severity_words() -> None:
     assert parse_axioms_message(axioms.message) == ("tfl_main", ["sorryAx"])
 
 
+@needs_shared
 def test_lean_json_older_toolchain_shape() -> None:
     # Older toolchains (fixture README): no `kind`, `endPos` null, quote-style sorry wording.
     old = json.loads(LEAN_JSON.read_text(encoding="utf-8").splitlines()[0])
@@ -150,6 +159,7 @@ def test_lean_json_older_toolchain_shape() -> None:
     assert diag.kind == SORRY_KIND and diag.end_line is None and diag.line == 3
 
 
+@needs_shared
 def test_minif2f_header_split_and_shared_key() -> None:
     record = json.loads((MINIF2F / "minif2f_deepseek_v15.jsonl").open().readline())
     source = record["header"] + record["formal_statement"] + "  sorry"

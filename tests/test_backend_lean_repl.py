@@ -17,14 +17,16 @@ from formalbench.backends.lean.pool import ReplPool
 from formalbench.backends.lean.repl_check import check_in_pool
 from formalbench.core.errors import BackendError
 from formalbench.core.records import CheckStatus, Severity
+from tests.shared_data import FIXTURES, needs_shared
 
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_repl.py"
+RECORDINGS = FIXTURES / "lean-repl"  # real REPL sessions the stand-in replays
 HEADER = "import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 400000\n\nopen Real\n"
 RECORDED_BODY = "theorem foo (x : Int) : x = x := by\n  have h : x = 1 := by sorry"  # have_by_sorry
 
 
 def fake(log: Path, *flags: str) -> list[str]:
-    return [sys.executable, str(FAKE), "--log", str(log), *flags]
+    return [sys.executable, str(FAKE), "--fixtures", str(RECORDINGS), "--log", str(log), *flags]
 
 
 def requests_of(log: Path) -> list[dict]:
@@ -40,6 +42,7 @@ def log(tmp_path: Path) -> Path:
     return tmp_path / "repl.log"
 
 
+@needs_shared
 def test_recorded_reply_is_moved_to_source_lines_with_holes_and_axioms(log: Path) -> None:
     source = HEADER + "\n-- the candidate\n" + RECORDED_BODY
     with LeanBackend(repl_command=fake(log), workers=1) as lean:
@@ -222,11 +225,12 @@ def test_unstartable_repl_is_a_clear_error(tmp_path: Path) -> None:
         lean.check("def a := 1")
 
 
+@needs_shared
 def test_file_mode_through_a_lean_on_path(monkeypatch, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "lean"  # points `lean` at the stand-in in its `lean --json` role
-    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" --fixtures "{RECORDINGS}" "$@"\n')
     shim.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("ELAN_HOME", str(tmp_path / "elan"))

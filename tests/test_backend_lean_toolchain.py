@@ -21,10 +21,12 @@ from formalbench.backends.lean.toolchain import (
 )
 from formalbench.core.errors import BackendError, InputError, ToolchainMissingError
 from formalbench.core.records import CheckStatus
+from tests.shared_data import ROOT, needs_shared
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = ROOT
 MINIF2F_PROJECT = SHARED / "data" / "minif2f-lean4" / "lean4_files"
 FAKE = Path(__file__).resolve().parent / "standins" / "fake_repl.py"
+RECORDINGS = ROOT / "fixtures" / "lean-repl"  # real REPL sessions the stand-in replays
 SECRETS = {"OPENAI_API_KEY": "sk-test", "GITHUB_PAT": "ghp-test", "MY_PASSWD": "hunter2"}
 
 
@@ -42,7 +44,7 @@ def no_lean(monkeypatch, tmp_path: Path) -> Path:
 def _shim(path: Path, *args: str) -> Path:
     """An executable at `path` that starts the stand-in with `args`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    quoted = " ".join(f'"{a}"' for a in (sys.executable, FAKE, *args))
+    quoted = " ".join(f'"{a}"' for a in (sys.executable, FAKE, "--fixtures", RECORDINGS, *args))
     path.write_text(f'#!/bin/sh\nexec {quoted} "$@"\n')
     path.chmod(0o755)
     return path
@@ -106,6 +108,7 @@ def test_missing_toolchain_is_one_actionable_line(no_lean: Path) -> None:
         LeanBackend(project_dir=no_lean / "nowhere")
 
 
+@needs_shared
 def test_elan_bin_folder_is_searched(no_lean: Path) -> None:
     elan_bin = no_lean / "elan" / "bin"
     elan_bin.mkdir(parents=True)
@@ -116,6 +119,7 @@ def test_elan_bin_folder_is_searched(no_lean: Path) -> None:
     lean.close()
 
 
+@needs_shared
 def test_mode_follows_the_project(no_lean: Path) -> None:
     _fake_lake(no_lean / "bin")
     plain = _project(no_lean, with_repl=False)
@@ -135,6 +139,7 @@ def test_mode_follows_the_project(no_lean: Path) -> None:
         LeanBackend(project_dir=with_repl, mode="fast")  # type: ignore[arg-type]
 
 
+@needs_shared
 @pytest.mark.parametrize("mode", ["repl", "file"])
 def test_checks_run_outside_the_project_with_lakes_search_path(
     no_lean: Path, monkeypatch, mode: str
@@ -168,6 +173,7 @@ def test_checks_run_outside_the_project_with_lakes_search_path(
     assert calls == [f"{project} env printenv"]  # read once, in the project
 
 
+@needs_shared
 def test_lake_that_cannot_load_the_project_is_a_clear_error(no_lean: Path) -> None:
     _fake_lake(no_lean / "bin", fail=True)
     project = _project(no_lean, with_repl=True)
@@ -182,6 +188,7 @@ def test_printenv_output_is_parsed_with_multiline_values() -> None:
     assert parse_printenv(text) == {"A": "1", "MULTI": "first\nsecond line", "B": "x=y"}
 
 
+@needs_shared
 def test_repl_command_is_made_to_run_outside_its_folder(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     (project / "tools").mkdir(parents=True)
@@ -200,8 +207,9 @@ def test_repl_command_is_made_to_run_outside_its_folder(tmp_path: Path) -> None:
     assert Path(_whoami(result)["cwd"]).resolve() != project.resolve()
 
 
+@needs_shared
 def test_version_and_mismatch_from_the_minif2f_project() -> None:
-    command = [sys.executable, str(FAKE)]
+    command = [sys.executable, str(FAKE), "--fixtures", str(RECORDINGS)]
     with LeanBackend(project_dir=MINIF2F_PROJECT, repl_command=command) as lean:
         assert lean.lean_toolchain == "leanprover/lean4:v4.24.0"
         assert lean.library_revision == "f897ebcf72cd16f89ab4577d0c826cd14afaafc7"
@@ -217,6 +225,7 @@ def test_version_and_mismatch_from_the_minif2f_project() -> None:
         assert unknown.mismatch("leanprover/lean4:v4.9.0", "abc1234") is None
 
 
+@needs_shared
 def test_project_found_from_a_file_and_version_sentence(tmp_path: Path) -> None:
     task_file = next((MINIF2F_PROJECT / "MiniF2F" / "Test").glob("*.lean"))
     assert find_project(task_file) == MINIF2F_PROJECT.resolve()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from formalbench.checking.construction import task_kind
@@ -11,10 +9,11 @@ from formalbench.checking.holes import fill_holes
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Finding, Language, Reason, TaskKind
+from tests.shared_data import ROOT, needs_shared, read_or_empty
 
-PUTNAM = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "putnambench-lean4"
+PUTNAM = ROOT / "data" / "putnambench-lean4"
 LEAN, COQ = Language.lean, Language.coq
-ORIGINAL = (PUTNAM / "lean4" / "src" / "putnam_2016_b1.lean").read_text(encoding="utf-8")
+ORIGINAL = read_or_empty(PUTNAM / "lean4" / "src" / "putnam_2016_b1.lean")
 
 
 def check(candidate: str, kind: TaskKind = TaskKind.evaluation, original: str = ORIGINAL,
@@ -30,10 +29,12 @@ def with_value(value: str, before: str = "") -> str:
     return filled[:at] + before + filled[at:]
 
 
+@needs_shared
 def test_honest_value_passes() -> None:
     assert check(with_value("Real.exp 1 - 1")) == []
 
 
+@needs_shared
 def test_choice_on_an_existence_proof_is_non_constructive() -> None:
     for value, constant in (
         ("Classical.choose (⟨0, rfl⟩ : ∃ x : ℝ, x = 0)", "Classical.choose"),
@@ -45,12 +46,14 @@ def test_choice_on_an_existence_proof_is_non_constructive() -> None:
         assert found[0].line == 5 and "putnam_2016_b1_solution" in found[0].message
 
 
+@needs_shared
 def test_dot_notation_on_a_hypothesis() -> None:
     helper = "theorem ex_zero : ∃ x : ℝ, x = 0 := ⟨0, rfl⟩\n"
     found = check(with_value("let h := ex_zero; h.choose", before=helper))
     assert [f.reason for f in found] == [Reason.non_constructive]
 
 
+@needs_shared
 def test_choice_hidden_in_a_helper_is_followed() -> None:
     helpers = (
         "noncomputable def pick (h : ∃ x : ℝ, x = 0) : ℝ := Classical.choose h\n"
@@ -61,18 +64,21 @@ def test_choice_hidden_in_a_helper_is_followed() -> None:
     assert "through `pick`" in found[0].message
 
 
+@needs_shared
 def test_unused_helper_with_choice_is_fine_and_proof_tasks_allow_choice() -> None:
     unused = "noncomputable def pick (h : ∃ x : ℝ, x = 0) : ℝ := Classical.choose h\n"
     assert check(with_value("Real.exp 1 - 1", before=unused)) == []
     assert check(with_value("Classical.choose (⟨0, rfl⟩ : ∃ x : ℝ, x = 0)"), TaskKind.proof) == []
 
 
+@needs_shared
 def test_partial_helper_is_forbidden() -> None:
     helper = "partial def loop (n : ℕ) : ℕ := loop n\n"
     found = check(with_value("(loop 0 : ℝ)", before=helper))
     assert [(f.reason, f.subject) for f in found] == [(Reason.forbidden_construct, "partial")]
 
 
+@needs_shared
 def test_unfilled_value_is_reported_even_when_sorry_is_allowed() -> None:
     candidate = fill_holes(ORIGINAL, LEAN, ["simp"])  # fills the solution with `by simp`...
     candidate = candidate.replace(": ℝ := by simp", ": ℝ := sorry", 1)  # ...then undoes it
@@ -82,6 +88,7 @@ def test_unfilled_value_is_reported_even_when_sorry_is_allowed() -> None:
     assert "not filled" in f.message
 
 
+@needs_shared
 def test_value_taking_the_property_as_a_parameter_changes_the_statement() -> None:
     candidate = with_value("Real.exp 1 - 1").replace(
         "putnam_2016_b1_solution : ℝ", "putnam_2016_b1_solution (h : ∃ s : ℝ, s = 0) : ℝ"
@@ -89,6 +96,7 @@ def test_value_taking_the_property_as_a_parameter_changes_the_statement() -> Non
     assert {f.reason for f in check(candidate)} == {Reason.statement_changed}
 
 
+@needs_shared
 def test_coq_definition_chosen_by_epsilon() -> None:
     original = (
         "Require Import Classical.\nDefinition answer : nat.\nAdmitted.\n"
@@ -110,6 +118,7 @@ def answer_task(value: str, header: str = "") -> tuple[str, str]:
     return original, fill_holes(original, LEAN, ["exact " + value, "rfl"])
 
 
+@needs_shared
 @pytest.mark.parametrize(
     "value, header",
     [
@@ -127,6 +136,7 @@ def test_binomial_coefficients_and_look_alikes_are_not_choice(value: str, header
     assert check(candidate, original=original) == []
 
 
+@needs_shared
 @pytest.mark.parametrize(
     "value, header",
     [
@@ -147,6 +157,7 @@ def test_every_spelling_of_a_choice_is_non_constructive(value: str, header: str)
     assert [f.reason for f in found] == [Reason.non_constructive], found
 
 
+@needs_shared
 def test_dot_choice_applied_to_an_argument_counts_when_the_receiver_is_an_existence() -> None:
     helper = (
         "noncomputable def pickf (h : ∃ f : ℕ → ℕ, f 0 = 6) (n : ℕ) : ℕ := h.choose n\n"
@@ -158,6 +169,7 @@ def test_dot_choice_applied_to_an_argument_counts_when_the_receiver_is_an_existe
     assert [(f.reason, f.subject) for f in found] == [(Reason.non_constructive, "h.choose")]
 
 
+@needs_shared
 def test_task_kind_is_read_off_the_original() -> None:
     verifier = StrictVerifier(None, language=LEAN)
     assert verifier.task_kind(ORIGINAL) == TaskKind.evaluation
@@ -173,6 +185,7 @@ def test_task_kind_is_read_off_the_original() -> None:
     assert verifier.static_findings(ORIGINAL, chosen, TaskKind.proof) == []
 
 
+@needs_shared
 def test_partial_is_a_policy_entry() -> None:
     helper = "partial def loop (n : ℕ) : ℕ := loop n\n"
     candidate = with_value("(loop 0 : ℝ)", before=helper)

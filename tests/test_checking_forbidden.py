@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Language, Reason
+from tests.shared_data import ROOT, needs_shared
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = ROOT / "data"
 LEAN, COQ = Language.lean, Language.coq
 
 ORIGINAL = "import Mathlib\n\ntheorem t (n : ℕ) : n + 0 = n := by\n  sorry\n"
@@ -112,6 +111,7 @@ def test_coq_added_postulates(command: str) -> None:
     assert len(found) == (2 if command == "Hypothesis" else 1)
 
 
+@needs_shared
 def test_coq_task_postulates_are_part_of_the_statement() -> None:
     """miniF2F-Coq amc12a_2016_p3 declares `Parameter Rfloor` and `Axiom Rfloor_spec`."""
     original = (DATA / "minif2f-coq" / "valid" / "amc12a_2016_p3.v").read_text()

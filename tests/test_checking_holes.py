@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -11,8 +10,9 @@ from formalbench.checking.holes import fill_holes, find_holes, target_names
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
 from formalbench.core.records import Language, TaskKind
+from tests.shared_data import ROOT, needs_shared
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = ROOT
 DATA = SHARED / "data"
 LEAN, COQ = Language.lean, Language.coq
 
@@ -23,6 +23,7 @@ def repl_commands(name: str) -> list[str]:
     return [json.loads(block)["cmd"] for block in raw.split("\n\n") if '"cmd"' in block]
 
 
+@needs_shared
 def test_recorded_repl_inputs_term_and_tactic_sorry() -> None:
     term, tactic = repl_commands("term_sorry")[0], repl_commands("tactic_sorry")[0]
     assert [h.mode for h in find_holes(term, LEAN)] == ["term"]
@@ -117,6 +118,7 @@ def test_coq_admitted_stays_while_an_admit_is_left() -> None:
     assert once.endswith("Admitted.\n") and len(find_holes(once, COQ)) == 1
 
 
+@needs_shared
 def test_coq_open_proof_real_file_keeps_one_proof_line() -> None:
     src = (DATA / "minif2f-coq" / "test" / "aime_1983_p3.v").read_text(encoding="utf-8")
     out = fill_holes(src, COQ, ["intros f roots Hf Hroots Hnodup.\nadmit."])
@@ -133,6 +135,7 @@ def test_fill_errors() -> None:
     assert len(find_holes(out, LEAN)) == 1
 
 
+@needs_shared
 def test_putnam_solution_targets() -> None:
     src = (DATA / "putnambench-lean4" / "lean4" / "src" / "putnam_2016_b1.lean").read_text()
     assert target_names(src, LEAN) == ["putnam_2016_b1_solution", "putnam_2016_b1"]
@@ -159,6 +162,7 @@ def _shipped_tasks() -> list[tuple[str, Language, str]]:
 BROKEN_UPSTREAM = ("Ireland_Rosen_exercise_2_4", "Ireland_Rosen_exercise_4_11")
 
 
+@needs_shared
 def test_every_shipped_task_can_be_filled_and_passes_the_text_layer() -> None:
     items = _shipped_tasks()
     assert len(items) > 2800  # the merged PutnamBench JSONL repeats the .lean files

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from formalbench.checking.lexer import strip_comments, tokenize
 from formalbench.core.records import Language
+from tests.shared_data import ROOT, needs_shared
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+DATA = ROOT / "data"
 LEAN, COQ = Language.lean, Language.coq
 
 
@@ -96,6 +95,7 @@ def test_positions_are_one_based_lines_zero_based_columns() -> None:
     assert all(src[t.offset : t.end] == t.text for t in toks)
 
 
+@needs_shared
 def test_every_token_of_real_files_points_at_its_text() -> None:
     files = sorted((DATA / "putnambench-lean4" / "lean4" / "src").glob("*.lean"))[:150]
     files += sorted((DATA / "minif2f-coq" / "test").glob("*.v"))[:150]

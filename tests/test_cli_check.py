@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from formalbench.cli.main import app
+from tests.shared_data import ROOT, needs_shared
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "formalbench" / "datasets" / "examples"
 CHECK = EXAMPLES / "check"
@@ -116,9 +117,10 @@ def test_real_process_entry_point() -> None:
     )
 
 
-PUTNAM = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "putnambench-lean4"
+PUTNAM = ROOT / "data" / "putnambench-lean4"
 
 
+@needs_shared
 def test_construction_rules_apply_without_kind(tmp_path: Path) -> None:
     """putnam_2016_b1 leaves `putnam_2016_b1_solution` open: an evaluation task by default."""
     original = PUTNAM / "lean4" / "src" / "putnam_2016_b1.lean"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import queue
@@ -159,4 +160,8 @@ def test_browser_tests_fail_instead_of_skipping_when_required(required: bool):
         assert "FORMALBENCH_REQUIRE_BROWSER=1 requires the browser tests" in done.stdout
     else:
         assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout
-        assert "no chromium at /nonexistent/chromium" in done.stdout
+        # The first missing piece is named: the package where Playwright is absent, else chromium.
+        if importlib.util.find_spec("playwright") is None:
+            assert "the playwright package is not installed" in done.stdout
+        else:
+            assert "no chromium at /nonexistent/chromium" in done.stdout

@@ -17,8 +17,7 @@ from formalbench.datasets.build_examples import build_example_coq, build_example
 from formalbench.datasets.schema import SCHEMA_PATH, render_task_schema, task_json_schema
 from formalbench.datasets.shipped import EXAMPLES_DIR
 from formalbench.datasets.text import has_hole
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+from tests.shared_data import DATA, needs_shared
 
 
 def test_list_datasets_names_counts_and_alias():
@@ -50,7 +49,7 @@ def test_examples_are_well_formed():
     assert (EXAMPLES_DIR / "NOTICE").read_text().count("Licence") >= 4
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="shared data not beside the repo")
+@needs_shared
 def test_shipped_examples_equal_a_fresh_build_from_the_public_samples():
     for name, built in (
         ("example-coq", build_example_coq(DATA)),

@@ -11,12 +11,10 @@ from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Task, TaskKind
 from formalbench.datasets import load_tasks
 from formalbench.datasets.text import has_hole
-
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
-needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared data not beside the repo")
+from tests.shared_data import DATA, needs_shared
 
 
-@needs_data
+@needs_shared
 def test_minif2f_jsonl_gets_holes_informal_and_splits():
     loaded = load_tasks(DATA / "minif2f-lean4" / "minif2f_deepseek_v15.jsonl")
     assert loaded.format == "statements" and not loaded.problems
@@ -33,7 +31,7 @@ def test_minif2f_jsonl_gets_holes_informal_and_splits():
     assert task.metadata["goal"].endswith("⊢ x = 26")
 
 
-@needs_data
+@needs_shared
 def test_proofnet_both_ports():
     old = load_tasks(DATA / "proofnet-lean4" / "proofnet_deepseek_v15.jsonl")
     assert len(old) == 371 and old.tasks[0].source == "ProofNet"
@@ -52,7 +50,7 @@ def test_proofnet_both_ports():
     assert "Cauchy-Riemann" in task.metadata["informal_proof"]
 
 
-@needs_data
+@needs_shared
 def test_putnam_merged_solution_abbrev_is_a_construction_task():
     loaded = load_tasks(DATA / "putnambench-lean4" / "putnambench_lean4_merged.jsonl")
     assert loaded.format == "putnambench" and len(loaded) == 672
@@ -69,7 +67,7 @@ def test_putnam_merged_solution_abbrev_is_a_construction_task():
     assert plain.kind == TaskKind.proof and plain.informal.solution is None
 
 
-@needs_data
+@needs_shared
 def test_coq_folder_header_split_and_open_proofs_get_admitted():
     loaded = load_tasks(DATA / "minif2f-coq")
     assert loaded.format == "source-files" and len(loaded) == 488
@@ -84,7 +82,7 @@ def test_coq_folder_header_split_and_open_proofs_get_admitted():
     assert same.source_text == source  # header + formal is the file when nothing was added
 
 
-@needs_data
+@needs_shared
 def test_lean_folders_take_toolchain_and_skip_aggregators():
     minif2f = load_tasks(DATA / "minif2f-lean4" / "lean4_files")
     assert len(minif2f) == 488  # MiniF2F/Test.lean and lakefile.lean are not tasks

@@ -31,11 +31,12 @@ from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.store.runs import RunStore
+from tests.shared_data import ROOT, needs_shared
 from tests.standins.openai_server import Reply, StandinServer
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = ROOT
 EASY = "Theorem easy_add : forall n m : nat, n + m = m + n.\nProof.\nAdmitted.\n"
 FALSE = "Theorem never : forall P Q : Prop, P -> Q.\nProof.\nAdmitted.\n"
 REFL = "Theorem two : 1 + 1 = 2.\nProof.\nAdmitted.\n"
@@ -189,6 +190,7 @@ def test_bad_options_are_one_clear_error(tmp_path: Path, args: list[str], messag
     assert not (tmp_path / "r").exists()  # refused before the run folder is made
 
 
+@needs_shared
 def test_lean_backend_without_toolchain_is_exit_2_before_the_run(tmp_path: Path) -> None:
     result = CliRunner().invoke(
         app,

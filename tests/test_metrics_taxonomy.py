@@ -32,11 +32,10 @@ from formalbench.metrics.taxonomy import (
     classify_message,
     taxonomy_counts,
 )
-from tests.shared_data import FIXTURES as SHARED_FIXTURES
-from tests.shared_data import needs_shared
+from tests.shared_data import ROOT, needs_shared
 
 C = ErrorCategory
-FIXTURES = SHARED_FIXTURES / "lean-repl"
+FIXTURES = ROOT / "fixtures" / "lean-repl"
 
 
 def repl_messages() -> list[tuple[str, str, str]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -26,13 +25,14 @@ from formalbench.llm.replay import ScriptedCall, ScriptedModel
 from formalbench.metrics.taxonomy import ErrorCategory, classify
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.agent import parse_action
+from tests.shared_data import ROOT, needs_shared
 
 pytestmark = [
     pytest.mark.coq,
     pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc"),
 ]
 
-COQ_TEST = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq" / "test"
+COQ_TEST = ROOT / "data" / "minif2f-coq" / "test"
 
 
 def coq_task(name: str) -> Task:
@@ -58,6 +58,7 @@ def block(body: str, tag: str = "coq") -> str:
 # ---- portfolio -----------------------------------------------------------------------
 
 
+@needs_shared
 def test_portfolio_proves_a_linear_task_and_the_proof_is_plain(verifier: StrictVerifier) -> None:
     attempt = solve("portfolio", verifier, coq_task("aime_1989_p8"))
     assert attempt.verdict is not None and attempt.verdict.passed, attempt.verdict
@@ -68,6 +69,7 @@ def test_portfolio_proves_a_linear_task_and_the_proof_is_plain(verifier: StrictV
     assert "a + 4 * b + 9 * c" in attempt.code  # the task's statement, unchanged
 
 
+@needs_shared
 def test_portfolio_failure_is_a_recorded_verdict(verifier: StrictVerifier) -> None:
     task = coq_task("algebra_absxm1pabsxpabsxp1eqxp2_0leqxleq1")
     attempt = solve("portfolio", verifier, task, tactics={"coq": ["lia", "lra", "easy"]})
@@ -94,6 +96,7 @@ def test_portfolio_fills_several_holes_in_order(verifier: StrictVerifier) -> Non
     ]
 
 
+@needs_shared
 def test_portfolio_falls_back_when_the_verifier_rejects_the_winner(
     verifier: StrictVerifier,
 ) -> None:
@@ -114,6 +117,7 @@ def test_portfolio_falls_back_when_the_verifier_rejects_the_winner(
 # ---- whole ---------------------------------------------------------------------------
 
 
+@needs_shared
 def test_whole_right_proof_passes_with_sampling_parameters(verifier: StrictVerifier) -> None:
     model = ScriptedModel(
         [block("Theorem mathd_numbertheory_342 : 54 mod 6 = 0.\nProof.\n  reflexivity.\nQed.")]
@@ -133,6 +137,7 @@ def test_whole_right_proof_passes_with_sampling_parameters(verifier: StrictVerif
     assert attempt.raw_output.startswith("Here it is.") and attempt.tokens.total > 0
 
 
+@needs_shared
 def test_whole_changed_statement_is_replaced_by_the_original(verifier: StrictVerifier) -> None:
     changed = (
         "Theorem mathd_numbertheory_342 : 54 mod 6 = 0 \\/ True.\nProof.\n  right. exact I.\nQed."
@@ -145,6 +150,7 @@ def test_whole_changed_statement_is_replaced_by_the_original(verifier: StrictVer
     assert attempt.verdict.reasons == [Reason.compile_error]  # `right` fails on the real goal
 
 
+@needs_shared
 def test_whole_admitted_proof_fails_strictly(verifier: StrictVerifier) -> None:
     answer = block("Theorem mathd_numbertheory_342 : 54 mod 6 = 0.\nProof.\n  idtac.\nAdmitted.")
     attempt = solve("whole", verifier, coq_task("mathd_numbertheory_342"), ScriptedModel([answer]))
@@ -153,6 +159,7 @@ def test_whole_admitted_proof_fails_strictly(verifier: StrictVerifier) -> None:
     assert attempt.error is None
 
 
+@needs_shared
 def test_whole_without_code_block_is_a_formatting_failure(verifier: StrictVerifier) -> None:
     answer = "The proof is by reflexivity: Theorem x : 54 mod 6 = 0. Proof. reflexivity. Qed."
     attempt = solve("whole", verifier, coq_task("mathd_numbertheory_342"), ScriptedModel([answer]))
@@ -165,6 +172,7 @@ def test_whole_without_code_block_is_a_formatting_failure(verifier: StrictVerifi
 # ---- sequential ----------------------------------------------------------------------
 
 
+@needs_shared
 def test_sequential_repairs_with_the_diagnostics_of_the_last_try(verifier: StrictVerifier) -> None:
     model = ScriptedModel([block("exact I."), block("reflexivity.")])
     attempt = solve("sequential", verifier, coq_task("mathd_numbertheory_342"), model)
@@ -179,6 +187,7 @@ def test_sequential_repairs_with_the_diagnostics_of_the_last_try(verifier: Stric
     assert "### hole 1 (mathd_numbertheory_342), turn 2" in attempt.raw_output
 
 
+@needs_shared
 def test_sequential_stops_after_max_turns(verifier: StrictVerifier) -> None:
     model = ScriptedModel(lambda call: block("exact I."))
     attempt = solve("sequential", verifier, coq_task("mathd_numbertheory_342"), model, max_turns=3)
@@ -189,6 +198,7 @@ def test_sequential_stops_after_max_turns(verifier: StrictVerifier) -> None:
     assert "exact I." in attempt.code  # the last try is what was verified
 
 
+@needs_shared
 def test_sequential_default_is_one_try_and_32_repair_turns_per_hole(
     verifier: StrictVerifier,
 ) -> None:
@@ -201,6 +211,7 @@ def test_sequential_default_is_one_try_and_32_repair_turns_per_hole(
     assert "`admit`, which the verifier rejects" in model.calls[1].messages[-1].content
 
 
+@needs_shared
 def test_sequential_stops_when_the_token_budget_is_spent(verifier: StrictVerifier) -> None:
     usage = TokenUsage(prompt=400, completion=200)
     model = ScriptedModel(lambda call: Completion(text=block("exact I."), usage=usage))
@@ -239,6 +250,7 @@ def test_sequential_fills_one_hole_at_a_time(verifier: StrictVerifier) -> None:
 # ---- agent ---------------------------------------------------------------------------
 
 
+@needs_shared
 def test_agent_searches_runs_then_submits(verifier: StrictVerifier) -> None:
     replies = [
         "Let me look for the lemma.\n```search\nNat.mod_same\n```",
@@ -257,6 +269,7 @@ def test_agent_searches_runs_then_submits(verifier: StrictVerifier) -> None:
     assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
 
 
+@needs_shared
 def test_agent_without_submission_fails_after_max_turns(verifier: StrictVerifier) -> None:
     model = ScriptedModel(lambda call: "I am thinking about it.")
     task = coq_task("mathd_numbertheory_342")
@@ -277,6 +290,7 @@ def test_parse_action_takes_the_last_action_block() -> None:
 # ---- failures are recorded, not raised ---------------------------------------------
 
 
+@needs_shared
 def test_model_errors_are_recorded_not_raised(verifier: StrictVerifier) -> None:
     def broken(call: ScriptedCall) -> str:
         raise ModelCallError("endpoint unreachable after 5 retries")
@@ -303,6 +317,7 @@ def test_a_task_without_hole_is_recorded_as_a_task_error(verifier: StrictVerifie
         assert "has no hole" in attempt.error.message and attempt.turns == 0
 
 
+@needs_shared
 def test_whole_answer_that_imports_what_it_needs_passes(verifier: StrictVerifier) -> None:
     answer = block(
         "Require Import Reals Lra.\nOpen Scope R_scope.\n\nTheorem mathd_algebra_478:\n"

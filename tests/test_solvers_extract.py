@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from formalbench.core.records import Language
 from formalbench.solvers.candidate import from_answer, from_code, with_placeholder
 from formalbench.solvers.extract import FormatFailure, code_blocks, extract_fills, pick_block
+from tests.shared_data import ROOT, needs_shared
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+SHARED = ROOT
 COQ_TEST = SHARED / "data" / "minif2f-coq" / "test"
 L, C = Language.lean, Language.coq
 
@@ -68,6 +68,7 @@ def test_lean_declarations_map_to_their_holes_and_terms_become_exact() -> None:
         extract_fills(out, L, [Hole("foo"), Hole("baz")])
 
 
+@needs_shared
 def test_a_restated_changed_statement_never_reaches_the_candidate() -> None:
     original = (COQ_TEST / "mathd_numbertheory_342.v").read_text()
     answer = "```coq\nTheorem mathd_numbertheory_342 : True.\nProof.\n  exact I.\nQed.\n```"
@@ -103,6 +104,7 @@ def test_placeholder_marks_the_current_hole_and_leaves_later_ones() -> None:
     assert "Admitted." not in second and second.index(marker) > second.index("Lemma b")
 
 
+@needs_shared
 def test_coq_requires_of_the_answer_move_into_the_proof() -> None:
     original = (COQ_TEST / "mathd_algebra_478.v").read_text()
     answer = (

@@ -12,6 +12,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.checking.holes import fill_holes
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Language, Reason, Severity
+from tests.shared_data import ROOT, needs_shared
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
@@ -36,9 +37,10 @@ def test_load_and_redirect_are_forbidden_in_coq_candidates() -> None:
         assert Reason.forbidden_construct in verdict.reasons, command
 
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq"
+DATA = ROOT / "data" / "minif2f-coq"
 
 
+@needs_shared
 @pytest.mark.parametrize(
     "task, added, proof",
     [

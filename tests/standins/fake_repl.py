@@ -2,7 +2,7 @@
 
 It speaks the REPL's protocol on stdin/stdout the way the real one does (lines glued together
 up to a blank line; pretty JSON replies each followed by a blank line; an unparsable request
-kills it) and answers by replaying the real recorded sessions in ../shared/fixtures/lean-repl:
+kills it) and answers by replaying the real recorded sessions in the data folder's fixtures/lean-repl:
 a `cmd` that was recorded gets its recorded reply (positions moved down by any blank or
 comment lines before it, "env" renumbered by this process); any other `cmd` compiles cleanly. It keeps its
 own environment numbers and refuses unknown ones like the REPL ("Unknown environment.").
@@ -36,7 +36,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT_FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "lean-repl"
+# The data folder tests/conftest.py resolved (exported to the processes tests start).
+DEFAULT_FIXTURES = (
+    Path(os.environ.get("FORMALBENCH_TEST_DATA", "/nonexistent")) / "fixtures" / "lean-repl"
+)
 _PRINT = re.compile(r"^#print axioms (\S+)\s*$")
 _HOLD: list[bytearray] = []  # memory grown on request stays referenced here
 
