@@ -222,7 +222,40 @@ def test_folder_of_sources_with_split_folders(tmp_path: Path):
     assert one.formal == "Theorem one : 1 + 1 = 2.\nProof.\nAdmitted.\n"
     assert two.informal.statement == "Two is two."
     assert two.source == "bench"
-    assert "no hole" in loaded.problems[0].message and loaded.problems[0].file.endswith("done.v")
+    # a finished file of the benchmark's repository is skipped with a warning, not a problem
+    assert loaded.problems == []
+    assert [Path(p.file).name for p in loaded.skipped] == ["done.v"]
+    assert "no hole" in loaded.skipped[0].message
+    assert [t.id for t in load_tasks(tmp_path / "bench")] == ["one", "two"]  # on_error="fail"
+
+
+def test_folder_of_only_finished_files_is_an_error(tmp_path: Path):
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "Util.v").write_text("Lemma u : True.\nProof. exact I. Qed.\n")
+    with pytest.raises(InputError, match=r"no file with a hole.*Util\.v"):
+        load_tasks(tmp_path / "tools")
+
+
+def test_a_single_finished_file_is_an_error(tmp_path: Path):
+    path = tmp_path / "done.v"
+    path.write_text("Lemma u : True.\nProof. exact I. Qed.\n")
+    with pytest.raises(InputError, match=r"done\.v.*no hole"):
+        load_tasks(path)
+
+
+def test_native_task_with_a_finished_proof_is_a_load_error(tmp_path: Path):
+    done = Task(id="done", language=Language.coq, formal="Lemma d : True.\nProof. exact I. Qed.")
+    lean = Task(id="leandone", language=Language.lean, formal="theorem t : 1 = 1 := rfl")
+    open_ = Task(id="open", language=Language.coq, formal="Lemma o : True. Proof. Admitted.")
+    path = _write(
+        tmp_path / "tasks.jsonl",
+        [open_.model_dump_json(), done.model_dump_json(), lean.model_dump_json()],
+    )
+    with pytest.raises(InputError, match=r"tasks\.jsonl:2: task 'done': its proof is finished"):
+        load_tasks(path)
+    loaded = load_tasks(path, on_error="skip")
+    assert [t.id for t in loaded] == ["open"]
+    assert [(p.line, "finished" in p.message) for p in loaded.problems] == [(2, True), (3, True)]
 
 
 def test_unreadable_file(tmp_path: Path):

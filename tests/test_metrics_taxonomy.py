@@ -16,7 +16,16 @@ import subprocess
 
 import pytest
 
-from formalbench.core.records import Attempt, Diagnostic, Finding, Reason, Severity, Verdict
+from formalbench.core.records import (
+    Attempt,
+    AttemptError,
+    Diagnostic,
+    ErrorKind,
+    Finding,
+    Reason,
+    Severity,
+    Verdict,
+)
 from formalbench.metrics.taxonomy import (
     ErrorCategory,
     classify,
@@ -103,6 +112,18 @@ LEAN_SOURCE_TEXTS = [
         "(deterministic) timeout at `whnf`, maximum number of heartbeats (200000) has been reached",
         C.timeout,
     ),
+    # A library the project lacks (no fixture holds one; the texts of Lean's
+    # `Lean.findOLean` / `Lean.SearchPath` errors and of Lake's package lookup):
+    (
+        "unknown module prefix 'Mathlib'\n\nNo directory 'Mathlib' or file 'Mathlib.lean' "
+        "in the search path entries:\n/root/.elan/toolchains/lean4/lib/lean",
+        C.environment,
+    ),
+    ("unknown package 'Mathlib'", C.environment),
+    (
+        "object file ./.lake/build/lib/Foo/Bar.olean of module Foo.Bar does not exist",
+        C.environment,
+    ),
 ]
 
 
@@ -127,7 +148,7 @@ COQ_CAPTURED = [
     (
         'File "./locate2.v", line 1, characters 0-34:\nError: Cannot find a physical path '
         "bound to logical path\nNoSuchLib with prefix Coq.",
-        C.hallucinated_identifier,
+        C.environment,  # a library that is not installed: the task's environment failed
     ),
     ("Error: Cannot find module NoSuchModule.", C.hallucinated_identifier),
     (
@@ -181,6 +202,9 @@ def test_live_coqc_messages(tmp_path):
         "Require Import Lia.\nTheorem t (n : nat) : n < 3.\nProof. lia. Qed.\n": C.tactic_failure,
         "Theorem t : forall n, n = = n.\nProof. auto. Qed.\n": C.format_error,
         "Theorem t (P : Prop) (h : P) : P /\\ P.\nProof. split. exact h. Qed.\n": C.tactic_failure,
+        "From NoSuchLib Require Import Foo.\nTheorem t : True.\nProof. exact I. Qed.\n": (
+            C.environment
+        ),
     }
     for i, (source, category) in enumerate(cases.items()):
         path = tmp_path / f"f{i}.v"
@@ -236,6 +260,39 @@ def test_solver_error_tags_decide_the_category():
     assert primary("format: the model output has no fenced code block") == C.format_error
     assert primary("format: the answer has no proof for `foo`") == C.incomplete_output
     assert primary("format: no declaration foo in the task") == C.format_error
+
+
+def test_typed_errors_decide_the_category_and_old_strings_still_read():
+    def primary(error: AttemptError) -> ErrorCategory:
+        return classify(Attempt(task_id="t", solver="s", error=error)).primary
+
+    missing = AttemptError(kind=ErrorKind.environment, message="Require of NoSuchLib")
+    assert primary(missing) == C.environment
+    # the kind decides, not words in the message
+    assert primary(AttemptError(kind=ErrorKind.model, message="format: x")) == C.model_error
+    assert primary(AttemptError(kind=ErrorKind.format, message="no code")) == C.incomplete_output
+    # a stored old-style string becomes the typed record, and round-trips through JSON
+    old = Attempt(task_id="t", solver="s", error="budget: run token budget spent: 9 of 8")
+    assert old.error == AttemptError(
+        kind=ErrorKind.budget, message="run token budget spent: 9 of 8", scope="run"
+    )
+    assert Attempt.model_validate_json(old.model_dump_json()) == old
+    untagged = Attempt(task_id="t", solver="s", error="HTTP 503 from provider")
+    assert untagged.error is not None and untagged.error.kind == ErrorKind.unknown
+    assert str(untagged.error) == "HTTP 503 from provider"
+
+
+def test_a_missing_library_outranks_what_it_causes():
+    attempt = failed(
+        reasons=[Reason.compile_error],
+        diagnostics=[
+            err("unknown identifier 'Real.sqrt'"),
+            err("unknown module prefix 'Mathlib'\n\nNo directory 'Mathlib'"),
+        ],
+    )
+    result = classify(attempt)
+    assert result.primary == C.environment
+    assert C.hallucinated_identifier in result.labels
 
 
 def test_a_budget_stop_keeps_the_evidence_of_the_last_try():

@@ -11,7 +11,15 @@ import pytest
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
-from formalbench.core.records import Attempt, Informal, Language, Reason, Task, TokenUsage
+from formalbench.core.records import (
+    Attempt,
+    ErrorKind,
+    Informal,
+    Language,
+    Reason,
+    Task,
+    TokenUsage,
+)
 from formalbench.llm.base import Completion, ModelCallError
 from formalbench.llm.replay import ScriptedCall, ScriptedModel
 from formalbench.metrics.taxonomy import ErrorCategory, classify
@@ -181,7 +189,7 @@ def test_whole_admitted_proof_fails_strictly(verifier: StrictVerifier) -> None:
 def test_whole_without_code_block_is_a_formatting_failure(verifier: StrictVerifier) -> None:
     answer = "The proof is by reflexivity: Theorem x : 54 mod 6 = 0. Proof. reflexivity. Qed."
     attempt = solve("whole", verifier, coq_task("mathd_numbertheory_342"), ScriptedModel([answer]))
-    assert attempt.error is not None and attempt.error.startswith("format:")
+    assert attempt.error is not None and attempt.error.kind == ErrorKind.format
     assert attempt.code == "" and attempt.raw_output == answer
     assert attempt.verdict is not None and not attempt.verdict.passed
     assert attempt.verdict.diagnostics[0].kind == "format"
@@ -237,7 +245,8 @@ def test_sequential_stops_when_the_token_budget_is_spent(verifier: StrictVerifie
         "sequential", verifier, coq_task("mathd_numbertheory_342"), model, token_budget=1000
     )
     assert len(model.calls) == 2  # 600 spent after one call, 1200 after two: no third
-    assert attempt.error is not None and attempt.error.startswith("budget:")
+    assert attempt.error is not None and attempt.error.kind == ErrorKind.budget
+    assert attempt.error.scope == "task"
     assert attempt.tokens.total == 1200
     assert model.calls[1].max_tokens == 400  # the output cap shrinks to what is left
     # the last try and the verifier's word on it are kept, so its diagnostics are not lost
@@ -314,7 +323,8 @@ def test_model_errors_are_recorded_not_raised(verifier: StrictVerifier) -> None:
 
     for name in ("whole", "sequential", "agent"):
         attempt = solve(name, verifier, coq_task("mathd_numbertheory_342"), ScriptedModel(broken))
-        assert attempt.error == "model: endpoint unreachable after 5 retries", name
+        assert str(attempt.error) == "model: endpoint unreachable after 5 retries", name
+        assert attempt.error is not None and attempt.error.kind == ErrorKind.model
         assert attempt.verdict is not None and not attempt.verdict.passed
 
 
@@ -329,8 +339,8 @@ def test_a_task_without_hole_is_recorded_as_a_task_error(verifier: StrictVerifie
     task = Task(id="done", language=Language.coq, formal="Lemma a : True.\nProof. exact I. Qed.\n")
     for name, model in (("portfolio", None), ("whole", ScriptedModel([block("exact I.")]))):
         attempt = solve(name, verifier, task, model)
-        assert attempt.error is not None and attempt.error.startswith("task:"), name
-        assert "has no hole" in attempt.error and attempt.turns == 0
+        assert attempt.error is not None and attempt.error.kind == ErrorKind.task, name
+        assert "has no hole" in attempt.error.message and attempt.turns == 0
 
 
 @needs_shared

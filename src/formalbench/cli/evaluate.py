@@ -14,7 +14,7 @@ from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
-from formalbench.pipelines.run_config import EvalConfig, Selection
+from formalbench.pipelines.run_config import EvalConfig, Selection, check_seconds
 from formalbench.pipelines.run_files import load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -183,10 +183,22 @@ def eval_command(
     retry_errors: Annotated[
         bool, typer.Option(help="Redo attempts that failed on a model or backend error.")
     ] = False,
+    preflight: Annotated[
+        bool | None,
+        typer.Option(
+            "--preflight/--no-preflight",
+            help="Compile each task's original once first; tasks that cannot compile here "
+            "are recorded as environment failures, not attempted (default: on for portfolio).",
+        ),
+    ] = None,
+    allow_version_mismatch: Annotated[
+        bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
+    ] = False,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
+    check_seconds("--timeout", timeout)
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     options: dict[str, object] = {}
@@ -219,6 +231,8 @@ def eval_command(
         tactics=read_tactics(tactics, tactics_file),
         model_concurrency=model_concurrency,
         retry_errors=retry_errors,
+        preflight=preflight,
+        allow_version_mismatch=allow_version_mismatch,
     )
     if quiet:
         result = run_evaluation(config, run_dir)

@@ -22,6 +22,7 @@ from formalbench.pipelines.formalize import (
     run_formalize,
 )
 from formalbench.pipelines.formalize.config import DEFAULT_CATEGORIES
+from formalbench.pipelines.run_config import check_seconds
 
 console = Console(highlight=False)
 
@@ -179,6 +180,7 @@ def formalize_command(
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
+    check_seconds("--timeout", timeout)
     options: dict[str, object] = {}
     if lean_project is not None:
         options["project_dir"] = str(lean_project)

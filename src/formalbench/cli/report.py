@@ -16,6 +16,7 @@ from rich.console import Console
 
 from formalbench.cli.main import app, user_errors
 from formalbench.pipelines.formalize import is_formalize_run, load_metrics
+from formalbench.pipelines.run_dir import is_writable
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -40,13 +41,22 @@ def report_command(
         from formalbench.cli.formalize import print_formalize_report
 
         metrics = load_metrics(run_dir)
+        if not is_writable(run_dir):
+            Console(stderr=True, highlight=False).print(
+                f"note: {run_dir} is read-only: metrics.json was not written", markup=False
+            )
         if json_out:
             sys.stdout.write(metrics.model_dump_json(indent=2) + "\n")
             return
         print_formalize_report(metrics, Console(highlight=False))
         return
     summary = load_summary(run_dir)
-    if html:
+    if not is_writable(run_dir):
+        Console(stderr=True, highlight=False).print(
+            f"note: {run_dir} is read-only: summary.json and report.html were not written",
+            markup=False,
+        )
+    elif html:
         write_html(summary, RunFiles(run_dir).report, title=f"formalbench report: {run_dir}")
     if json_out:
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 class Language(StrEnum):
@@ -181,6 +181,45 @@ class TokenUsage(Record):
         )
 
 
+class ErrorKind(StrEnum):
+    """Why an attempt stopped without a verdict of its own (see `solvers.base`)."""
+
+    model = "model"  # the model call failed
+    budget = "budget"  # a token budget (of the task, or of the run) is spent
+    backend = "backend"  # the proof assistant could not be run
+    format = "format"  # the answer held no usable code
+    task = "task"  # the task itself is unusable (e.g. it has no hole)
+    environment = "environment"  # the task's original does not compile here (a library missing)
+    internal = "internal"  # a bug of the harness
+    unknown = "unknown"  # an untagged text recorded by an old formalbench
+
+
+class AttemptError(Record):
+    """A failure recorded on an attempt instead of raised. `scope` says which budget ran
+    out (`run` or `task`) for `budget` errors, so no caller reads it off the message."""
+
+    kind: ErrorKind
+    message: str
+    scope: str | None = None
+
+    def __str__(self) -> str:
+        return self.message if self.kind == ErrorKind.unknown else f"{self.kind}: {self.message}"
+
+    @classmethod
+    def parse(cls, text: str) -> AttemptError:
+        """The `tag: message` strings older runs stored (`budget: run token budget...`)."""
+        tag, colon, rest = text.partition(":")
+        tag = tag.strip().lower()
+        if not colon or tag not in ErrorKind.__members__ or tag == "unknown":
+            return cls(kind=ErrorKind.unknown, message=text)
+        message = rest.strip()
+        scope = None
+        if tag == ErrorKind.budget:
+            first = message.split(" ", 1)[0]
+            scope = first if message.startswith(f"{first} token budget") else None
+        return cls(kind=ErrorKind(tag), message=message, scope=scope)
+
+
 class Attempt(Record):
     """One try of one solver at one task, with everything needed to audit or reproduce it."""
 
@@ -195,5 +234,11 @@ class Attempt(Record):
     tokens: TokenUsage = Field(default_factory=TokenUsage)
     wall_time: float = 0.0
     verdict: Verdict | None = None
-    error: str | None = None  # a model or harness failure recorded instead of raising
+    error: AttemptError | None = None  # a model or harness failure recorded instead of raising
     turns: int = 0  # model calls spent on this attempt (sequential / agent solvers)
+
+    @field_validator("error", mode="before")
+    @classmethod
+    def _read_old_error(cls, value: Any) -> Any:
+        """Runs stored before `AttemptError` hold `tag: message` strings: read them."""
+        return AttemptError.parse(value) if isinstance(value, str) else value

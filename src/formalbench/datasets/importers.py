@@ -23,6 +23,12 @@ class RowError(ValueError):
     """A row or file that cannot become a task; the message says why."""
 
 
+class NoHoleError(RowError):
+    """The text has nothing left to prove: no hole, and no unfinished proof to give one. A
+    folder import skips such a file (a benchmark repository also holds finished helper
+    files and tools); in a task list it is a load error, as docs/task-format.md says."""
+
+
 def _field(row: Mapping[str, Any], name: str, *, required: bool = True) -> str:
     value = row.get(name)
     if value is None:
@@ -38,20 +44,27 @@ def _with_hole(formal: str, language: Language, what: str) -> str:
     fixed = tx.ensure_hole(formal, language)
     if fixed is None:
         hole = "sorry" if language == Language.lean else "Admitted."
-        raise RowError(f"{what} has no hole ({hole}) and no unfinished proof to give one")
+        raise NoHoleError(f"{what} has no hole ({hole}) and no unfinished proof to give one")
     return fixed
 
 
 def from_native(line: str) -> Task:
     """The project's own format: one `Task.model_dump_json()` a line."""
     try:
-        return Task.model_validate_json(line)
+        task = Task.model_validate_json(line)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or 'record'}: {err['msg']}"
             for err in exc.errors()[:3]
         )
         raise RowError(f"not a valid task record ({problems})") from None
+    if not tx.has_hole(task.formal, task.language):
+        hole = "sorry" if task.language == Language.lean else "Admitted. / admit."
+        raise NoHoleError(
+            f"task {task.id!r}: its proof is finished (`formal` has no hole: {hole}); "
+            "a task must leave something to prove"
+        )
+    return task
 
 
 def from_statement_row(row: Mapping[str, Any], *, source: str) -> Task:

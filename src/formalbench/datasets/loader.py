@@ -49,6 +49,8 @@ class LoadedDataset:
     format: str
     tasks: list[Task] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # files of a folder import left out on purpose (nothing to prove in them), with why
+    skipped: list[Problem] = field(default_factory=list)
     _ids: set[str] = field(default_factory=set, repr=False)
 
     def __len__(self) -> int:
@@ -224,6 +226,11 @@ def _load_directory(root: Path) -> LoadedDataset:
     for path in files:
         split = SPLIT_FOLDERS.get(path.parent.name.lower())
         _add_source_file(loaded, path, split=split, source=name.name, root=root)
+    if not loaded.tasks and loaded.skipped and not loaded.problems:
+        raise InputError(
+            f"{root}: no file with a hole (sorry / Admitted) to prove; "
+            f"{len(loaded.skipped)} finished file(s) skipped, e.g. {loaded.skipped[0]}"
+        )
     return loaded
 
 
@@ -245,6 +252,12 @@ def _add_source_file(
             toolchain=toolchain,
             library_revision=revision,
         )
+    except imp.NoHoleError as exc:
+        if root is None:  # the one file asked for: an error, not a skip
+            loaded.problems.append(Problem(str(path), str(exc)))
+        else:
+            loaded.skipped.append(Problem(str(path), str(exc)))
+        return
     except imp.RowError as exc:
         loaded.problems.append(Problem(str(path), str(exc)))
         return

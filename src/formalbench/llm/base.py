@@ -33,7 +33,12 @@ class ModelCallError(FormalbenchError):
 
 
 class BudgetExceededError(FormalbenchError):
-    """A token budget (per call, per task or per run) is spent; work stops cleanly."""
+    """A token budget (per call, per task or per run) is spent; work stops cleanly.
+    `budget` names which one (`run`, `task`), so callers need not read the message."""
+
+    def __init__(self, message: str, budget: str | None = None) -> None:
+        super().__init__(message)
+        self.budget = budget
 
 
 class ChatModel(ABC):

@@ -99,7 +99,8 @@ class TokenBudget:
                     raise BudgetExceededError(
                         f"{budget.name} token budget spent: {budget.used} of {budget.limit} "
                         f"tokens used, {budget.reserved} reserved by calls in flight; the next "
-                        f"call may need up to {tokens}"
+                        f"call may need up to {tokens}",
+                        budget=budget.name,
                     )
             for budget in self.chain:
                 budget.reserved += tokens

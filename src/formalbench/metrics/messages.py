@@ -28,6 +28,7 @@ class ErrorCategory(StrEnum):
     disallowed_axiom = "disallowed_axiom"
     non_constructive = "non_constructive"
     backend_crash = "backend_crash"
+    environment = "environment"  # a library the task needs is not installed here
     model_error = "model_error"
     other = "other"
 
@@ -37,6 +38,18 @@ C = ErrorCategory
 
 # In rank order: upstream causes first (a parse error or unknown name causes the rest).
 _PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
+    (
+        # A library that is not installed: Coq's `Require` of an unbound logical path, Lean's
+        # import of a module or package the project does not have. The task's environment,
+        # not the prover, failed; nothing after it in the file means anything.
+        C.environment,
+        re.compile(
+            r"cannot find a physical path bound to logical path|cannot find library .* in loadpath"
+            r"|unknown (package|module prefix)|unknown module\b"
+            r"|object file .* of module .* does not exist",
+            re.I,
+        ),
+    ),
     (
         C.timeout,
         re.compile(r"\(deterministic\) timeout|maximum number of heartbeats|^timeout!?$", re.I),
@@ -52,10 +65,10 @@ _PATTERNS: list[tuple[ErrorCategory, re.Pattern[str]]] = [
     (
         C.hallucinated_identifier,
         re.compile(
-            r"unknown (identifier|constant|namespace|declaration|module prefix)"
+            r"unknown (identifier|constant|namespace|declaration)"
             r"|invalid field .* the environment does not contain"
             r"|was not found in the current environment|unable to locate"
-            r"|cannot find a physical path bound to logical path|cannot find module",
+            r"|cannot find module",  # Coq's `Import M` of a module that is not loaded
             re.I,
         ),
     ),

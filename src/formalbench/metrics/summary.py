@@ -11,6 +11,13 @@ Decisions where the papers leave room:
 - tokens: the total over all attempts, each task's sum, and the mean over tasks that have
   at least one attempt (CAM-Bench's "tokens per evaluated instance").
 - the informal-vs-formal gap: see `metrics.gap`.
+- environment failures: a task whose original cannot compile here (a library it needs is
+  not installed) says nothing about the prover. It is listed in `environment_tasks`, kept
+  out of every pass@k and category table, and named in `warnings`. A task is one when an
+  attempt carries the `environment` error the evaluation's preflight records, or when it
+  has no passing attempt and every attempt's primary category is `environment` (a run made
+  with `--no-preflight`); a single candidate that imports a library the task does not is
+  the model's failure and stays counted.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from formalbench.core.errors import InputError
-from formalbench.core.records import Attempt, Task, TokenUsage
+from formalbench.core.records import Attempt, ErrorKind, Task, TokenUsage
 from formalbench.metrics.gap import InformalFormalGap, informal_formal_gap
 from formalbench.metrics.passk import ks_for, mean_pass_at_k
 from formalbench.metrics.taxonomy import ErrorCategory, classify, is_pass
@@ -70,6 +77,8 @@ class RunSummary(BaseModel):
     evaluated: int
     solved: list[str]
     incomplete_tasks: list[str]
+    environment_tasks: list[str] = Field(default_factory=list)  # left out of pass@k
+    warnings: list[str] = Field(default_factory=list)
     ks: list[int]
     pass_at_k: dict[str, float]
     categories: list[CategoryTable]
@@ -107,9 +116,21 @@ def summarize(
         per_task[attempt.task_id].append(attempt)
 
     outcomes = [_outcome(tid, per_task[tid]) for tid in by_id]
-    counts = {o.id: (o.attempts, o.passed) for o in outcomes if o.attempts >= samples}
     failed = [a for a in attempts if not is_pass(a)]
-    taxonomy, labels, examples = _taxonomy(failed)
+    taxonomy, labels, examples, primaries = _taxonomy(failed)
+    environment = _environment_tasks(per_task, primaries)
+    counts = {
+        o.id: (o.attempts, o.passed)
+        for o in outcomes
+        if o.attempts >= samples and o.id not in environment
+    }
+    warnings = []
+    if environment:
+        warnings.append(
+            f"{len(environment)} task(s) cannot compile here (a library they need is missing) "
+            f"and are left out of pass@k: {', '.join(sorted(environment)[:10])}"
+            + (" ..." if len(environment) > 10 else "")
+        )
     tokens_total = sum((o.tokens for o in outcomes), TokenUsage())
     attempted = [o for o in outcomes if o.attempts]
     info = dict(run_info or {})
@@ -120,7 +141,11 @@ def summarize(
         samples=samples,
         evaluated=len(counts),
         solved=sorted(solved),
-        incomplete_tasks=sorted(o.id for o in outcomes if o.attempts < samples),
+        incomplete_tasks=sorted(
+            o.id for o in outcomes if o.attempts < samples and o.id not in environment
+        ),
+        environment_tasks=sorted(environment),
+        warnings=warnings,
         ks=ks,
         pass_at_k=_pass_table(list(counts.values()), ks),
         categories=_category_tables(list(by_id.values()), counts, solved, ks),
@@ -224,12 +249,14 @@ def _wall_time(info: dict[str, Any]) -> float | None:
 
 def _taxonomy(
     failed: list[Attempt],
-) -> tuple[dict[str, int], dict[str, int], dict[str, TaxonomyExample]]:
+) -> tuple[dict[str, int], dict[str, int], dict[str, TaxonomyExample], dict[int, ErrorCategory]]:
     primary: dict[str, int] = defaultdict(int)
     labels: dict[str, int] = defaultdict(int)
     examples: dict[str, TaxonomyExample] = {}
+    primaries: dict[int, ErrorCategory] = {}  # id() of the attempt -> its primary category
     for attempt in failed:
         result = classify(attempt)
+        primaries[id(attempt)] = result.primary
         primary[result.primary.value] += 1
         for label in result.labels:
             labels[label.value] += 1
@@ -244,4 +271,19 @@ def _taxonomy(
         {c: primary[c] for c in order if primary[c]},
         {c: labels[c] for c in order if labels[c]},
         {c: examples[c] for c in order if c in examples},
+        primaries,
     )
+
+
+def _environment_tasks(
+    per_task: dict[str, list[Attempt]], primaries: dict[int, ErrorCategory]
+) -> set[str]:
+    """Tasks that cannot compile here (see the module doc); `primaries` maps `id()` of each
+    failed attempt to its primary category."""
+    found: set[str] = set()
+    for task_id, attempts in per_task.items():
+        if any(a.error is not None and a.error.kind == ErrorKind.environment for a in attempts):
+            found.add(task_id)
+        elif attempts and all(primaries.get(id(a)) == ErrorCategory.environment for a in attempts):
+            found.add(task_id)  # no attempt passed: a passing one has no primary category
+    return found

@@ -10,14 +10,16 @@ Each failed attempt gets one primary category (for counts that add up) and the s
 every category its evidence shows (multi-label, as CAM-Bench counts). The primary one is
 chosen by this precedence, first match wins:
 
-1. the attempt recorded an error, read by the tag the solvers put in front of it
-   (`solvers.base`): `model:` is `model_error`; `budget:` (the token budget of the task
-   ran out, the sequential solver's normal way to stop) is `incomplete_output`, since the
-   proof was left unfinished, not wrong; `backend:` (the assistant could not be run) is
-   `backend_crash`; `internal:` (a bug of the harness) and `task:` (an unusable task) are
-   `other`; `format:` is `format_error`, or `incomplete_output` when the answer held no
-   proof. An error without a known tag is read by its text: cut at the token limit or no
-   proof is `incomplete_output`, no fenced code block `format_error`, else `model_error`.
+1. the attempt recorded an error, read by its kind (`AttemptError`, `solvers.base`):
+   `model` is `model_error`; `budget` (the token budget of the task ran out, the
+   sequential solver's normal way to stop) is `incomplete_output`, since the proof was
+   left unfinished, not wrong; `backend` (the assistant could not be run) is
+   `backend_crash`; `environment` (the task's original does not compile here: a library
+   is missing) is `environment`; `internal` (a bug of the harness) and `task` (an unusable
+   task) are `other`; `format` is `format_error`, or `incomplete_output` when the answer
+   held no proof. An untagged error of an old run is read by its text: cut at the token
+   limit or no proof is `incomplete_output`, no fenced code block `format_error`, else
+   `model_error`.
    The verdict's evidence still adds its labels (the last try of a budget-stopped
    attempt keeps its verdict);
 2. the model stopped at its token limit (`finish_reason` "length" in `Attempt.params`):
@@ -30,7 +32,8 @@ chosen by this precedence, first match wins:
    `disallowed_axiom`, `forbidden_construct` (holes such as `sorry`/`Admitted` and the
    axiom `sorryAx` are not violations but `incomplete_output`, ranked at 7);
 6. error diagnostics, by message; when messages disagree the most upstream cause wins:
-   timeout > format_error > hallucinated_identifier > type_error > tactic_failure >
+   environment (a library not installed: Coq's "Cannot find a physical path bound to
+   logical path", Lean's unknown package / module) > timeout > format_error > hallucinated_identifier > type_error > tactic_failure >
    incomplete_output (a parse error or an unknown name usually causes the rest);
 7. a hole left (`missing_target`, `sorry`, `Admitted`, given-up goals): `incomplete_output`;
 8. anything else: `other`.
@@ -44,7 +47,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field
 
-from formalbench.core.records import Attempt, Reason, Severity, Verdict
+from formalbench.core.records import Attempt, AttemptError, ErrorKind, Reason, Severity, Verdict
 from formalbench.metrics.messages import MESSAGE_RANK, ErrorCategory, classify_message
 
 __all__ = ["Classification", "ErrorCategory", "classify", "classify_message", "is_pass"]
@@ -71,13 +74,14 @@ _ERROR_PATTERNS = [
         re.compile(r"has no proof for|proof\b.* is empty|no code|empty (answer|output)", re.I),
     ),
 ]
-# The tags of `Attempt.error` (see `solvers.base`) that decide the category by themselves.
-_TAG_CATEGORY = {
-    "model": C.model_error,
-    "budget": C.incomplete_output,
-    "backend": C.backend_crash,
-    "internal": C.other,
-    "task": C.other,
+# The kinds of `Attempt.error` (see `solvers.base`) that decide the category by themselves.
+_KIND_CATEGORY = {
+    ErrorKind.model: C.model_error,
+    ErrorKind.budget: C.incomplete_output,
+    ErrorKind.backend: C.backend_crash,
+    ErrorKind.environment: C.environment,
+    ErrorKind.internal: C.other,
+    ErrorKind.task: C.other,
 }
 _DECLARATION = re.compile(
     r"^\s*(theorem|lemma|example|def|Theorem|Lemma|Definition|Proof\.|Fixpoint)\b", re.M
@@ -111,7 +115,7 @@ def classify(attempt: Attempt) -> Classification:
     found: list[tuple[ErrorCategory, str]] = []  # (category, evidence) in precedence order
 
     if attempt.error is not None:
-        found.append((_error_category(attempt.error), attempt.error))
+        found.append((_error_category(attempt.error), str(attempt.error)))
     if _finished_by_length(attempt.params):
         found.append((C.incomplete_output, "model output stopped at the token limit"))
     if not attempt.code.strip() and attempt.error is None:
@@ -178,14 +182,12 @@ def is_pass(attempt: Attempt) -> bool:
     return attempt.error is None and attempt.verdict is not None and attempt.verdict.passed
 
 
-def _error_category(error: str) -> ErrorCategory:
-    tag, colon, rest = error.partition(":")
-    tag = tag.strip().lower()
-    if colon and tag in _TAG_CATEGORY:
-        return _TAG_CATEGORY[tag]
-    text, fallback = (rest, C.format_error) if colon and tag == "format" else (error, None)
+def _error_category(error: AttemptError) -> ErrorCategory:
+    if error.kind in _KIND_CATEGORY:
+        return _KIND_CATEGORY[error.kind]
+    fallback = C.format_error if error.kind == ErrorKind.format else None
     for category, pattern in _ERROR_PATTERNS:
-        if pattern.search(text):
+        if pattern.search(error.message):
             return category
     return fallback or C.model_error
 

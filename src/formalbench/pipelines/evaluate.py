@@ -26,14 +26,26 @@ from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
-from formalbench.core.records import Attempt, Language, Task
+from formalbench.core.records import Attempt, ErrorKind, Language, Task
 from formalbench.datasets.filters import select
 from formalbench.datasets.loader import Problem, load_tasks
 from formalbench.llm.base import ChatModel
 from formalbench.llm.budget import BudgetedModel, TokenBudget, UsageMeter
 from formalbench.llm.cached import CachedModel
 from formalbench.llm.registry import make_model
+from formalbench.pipelines.preflight import (
+    check_originals,
+    environment_attempt,
+    refuse_version_mismatch,
+    version_mismatches,
+)
 from formalbench.pipelines.run_config import EvalConfig
+from formalbench.pipelines.run_dir import (
+    RunLock,
+    check_run_dir,
+    claim_run_dir,
+    full_disk_errors,
+)
 from formalbench.pipelines.run_files import RunFiles, write_run_log
 from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
 from formalbench.store.response_cache import ResponseCache
@@ -103,7 +115,7 @@ def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
     )
     if not tasks:
         raise InputError(f"{config.dataset}: no task matches the selection ({chosen})")
-    return list(tasks), dataset.problems
+    return list(tasks), [*dataset.skipped, *dataset.problems]
 
 
 def build_backend(config: EvalConfig, name: str, language: Language) -> Backend:
@@ -206,16 +218,23 @@ async def _evaluate(
     update = {"samples": samples, "backend": backend_name, "tactics": config.checked_tactics()}
     config = config.model_copy(update=update)
     meter = UsageMeter()
-    # Everything that can refuse to start (the proof assistant, the model endpoint) is asked
-    # before the run folder is made, so a failed start leaves nothing behind.
+    # Everything that can refuse to start (the folder, the proof assistant and its versions,
+    # the model endpoint) is asked before the run folder is made, so a failed start leaves
+    # nothing behind.
+    check_run_dir(files.root, "eval")
     backend = given_backend or build_backend(config, backend_name, tasks[0].language)
     model: ChatModel | None = None
+    lock: RunLock | None = None
     try:
         backend.preflight()
+        mismatches = version_mismatches(backend, tasks)
+        if not config.allow_version_mismatch:
+            refuse_version_mismatch(mismatches)
+        notes += [f"--allow-version-mismatch: {sentence}" for sentence, _ in mismatches]
         model = given_model or make_run_model(config)
         if model is not None:
             await model.preflight()
-        files.root.mkdir(parents=True, exist_ok=True)
+        lock = claim_run_dir(files.root, "eval")  # held until the run ends
         if model is not None:
             model = wrap_model(config, files, meter, model, cache=given_model is None)
         settings = solver_config(config, samples, tasks[0].language)
@@ -223,7 +242,7 @@ async def _evaluate(
         verdicts = VerdictCache(files.verdicts)
         verifier = StrictVerifier(backend, cache=verdicts)
         solver = make_solver(config.solver, verifier, model, settings)
-        with verdicts, RunStore(files.store) as store:
+        with full_disk_errors(files.root), verdicts, RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))
             store.add_tasks(run_id, tasks)
             if config.retry_errors:
@@ -231,6 +250,9 @@ async def _evaluate(
                 notes.append(f"--retry-errors: {retried} failed attempt(s) to make again")
             done = store.done_samples(run_id, solver=solver.name)
             todo = [(t, i) for t in tasks for i in range(samples) if (t.id, i) not in done]
+            if config.wants_preflight() and todo:
+                todo, note = await _preflight(config, backend, store, run_id, solver.name, todo)
+                notes += [note] if note else []
             if observer is not None:
                 passed = store.counts(run_id)["passed"]
                 observer.started(len(tasks) * samples, len(tasks) * samples - len(todo), passed)
@@ -240,6 +262,8 @@ async def _evaluate(
             )
             write_run_log(files, store, run_id, meter, time.perf_counter() - start)
     finally:
+        if lock is not None:
+            lock.release()
         backend.close()
         if model is not None:
             await model.aclose()
@@ -255,6 +279,36 @@ async def _evaluate(
         problems=problems,
         notes=notes,
     )
+
+
+async def _preflight(
+    config: EvalConfig,
+    backend: Backend,
+    store: RunStore,
+    run_id: str,
+    solver: str,
+    todo: list[tuple[Task, int]],
+) -> tuple[list[tuple[Task, int]], str | None]:
+    """Compile the original of each task still to do once; record the samples of those that
+    cannot compile here as environment failures. Returns what is left to do and a note
+    naming the tasks left out."""
+    pending = list({t.id: t for t, _ in todo}.values())
+    failed = await check_originals(backend, pending, config.timeout)
+    if not failed:
+        return todo, None
+    for task, sample in todo:
+        if task.id in failed:
+            why, diagnostics = failed[task.id]
+            store.record_attempt(
+                run_id, environment_attempt(task, sample, solver, why, diagnostics)
+            )
+    first = next(iter(failed.items()))
+    names = ", ".join(sorted(failed)[:10]) + (" ..." if len(failed) > 10 else "")
+    note = (
+        f"preflight: {len(failed)} task(s) cannot compile here and were not attempted "
+        f"(recorded as environment failures): {names}; e.g. {first[0]}: {first[1][0]}"
+    )
+    return [(t, i) for t, i in todo if t.id not in failed], note
 
 
 def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> int:
@@ -291,10 +345,11 @@ async def _work(
             if stopped is not None:
                 return
             attempt = await solver.solve(task, sample)
-            if attempt.error and attempt.error.startswith(f"budget: {RUN_BUDGET_NAME} token"):
+            error = attempt.error
+            if error and error.kind == ErrorKind.budget and error.scope == RUN_BUDGET_NAME:
                 # The run's budget, not the task's: leave the attempt undone so a resume
                 # with a larger budget makes it, and stop scheduling more.
-                stopped = attempt.error.removeprefix("budget: ")
+                stopped = error.message
                 return
             if store.record_attempt(run_id, attempt):
                 recorded += 1

@@ -7,6 +7,7 @@ by the store, so one run never mixes incompatible attempts.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from pydantic import Field
@@ -38,7 +39,7 @@ class EvalConfig(Record):
     ray_address: str | None = None
     workers: int | None = Field(default=None, ge=1)  # proof-assistant processes
     concurrency: int | None = Field(default=None, ge=1)  # attempts in flight at once
-    timeout: float = Field(default=60.0, gt=0)  # seconds for one check
+    timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)  # seconds for one check
     selection: Selection = Field(default_factory=Selection)
     on_error: Literal["skip", "fail"] = "fail"  # malformed dataset lines
     temperature: float | None = Field(default=None, ge=0)
@@ -50,6 +51,12 @@ class EvalConfig(Record):
     model_concurrency: int | None = Field(default=None, ge=1)  # model calls in flight
     retry_errors: bool = False  # redo attempts that failed on a model or backend error
     show_answer: bool = False  # give the model the expected answer of construction tasks
+    # Check each task's original once before the run (None: on for the portfolio solver).
+    preflight: bool | None = None
+    allow_version_mismatch: bool = False  # run Lean tasks made for another toolchain/library
+
+    def wants_preflight(self) -> bool:
+        return self.solver == "portfolio" if self.preflight is None else self.preflight
 
     def checked_tactics(self) -> list[str] | None:
         """The tactic list as the run uses and stores it (each stripped), None for the
@@ -76,7 +83,8 @@ class EvalConfig(Record):
         """
         data = self.model_dump(mode="json")
         harness = ("workers", "concurrency", "executor", "ray_address", "run_token_budget")
-        for key in (*harness, "model_concurrency", "retry_errors"):
+        checks = ("preflight", "allow_version_mismatch")
+        for key in (*harness, "model_concurrency", "retry_errors", *checks):
             data.pop(key, None)
         data["params"] = {
             k: data.pop(k)
@@ -84,3 +92,11 @@ class EvalConfig(Record):
             if k in data
         }
         return data
+
+
+def check_seconds(option: str, value: float) -> float:
+    """A time limit given on the command line: a positive, finite number of seconds
+    (`inf` would let one check run for ever, `nan` compares false with everything)."""
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"{option} {value}: must be a positive, finite number of seconds")
+    return value

@@ -10,7 +10,6 @@ report.html       the same with plots (written by the reporting layer)
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +19,12 @@ from typing import Any
 from formalbench.core.errors import InputError
 from formalbench.llm.budget import UsageMeter
 from formalbench.metrics.summary import RunSummary, summarize
+from formalbench.pipelines.run_dir import (
+    is_writable,
+    read_json_object,
+    write_json_atomic,
+    write_text_atomic,
+)
 from formalbench.store.runs import RunStore
 
 
@@ -72,7 +77,7 @@ def write_run_log(
             seeds.add(seed)
     previous: dict[str, Any] = {}
     if files.log.exists():
-        previous = json.loads(files.log.read_text(encoding="utf-8"))
+        previous = read_json_object(files.log)
     usage = meter.summary()
     log = {
         "run_id": run_id,
@@ -89,16 +94,21 @@ def write_run_log(
         "token_usage_this_session": usage,
         "token_usage_sessions": [*previous.get("token_usage_sessions", []), usage],
     }
-    files.log.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomic(files.log, log)
     return files.log
 
 
-def load_summary(run_dir: str | Path) -> RunSummary:
-    """Rebuild a run's summary from its store alone (and write summary.json)."""
+def load_summary(run_dir: str | Path, *, write: bool | None = None) -> RunSummary:
+    """Rebuild a run's summary from its store alone, and write summary.json.
+
+    `write=None` writes only where the folder is writable: a finished run on read-only
+    storage is still reported (its store opened read-only), without the file.
+    """
     files = RunFiles(Path(run_dir))
     if not files.store.is_file():
         raise InputError(f"{run_dir}: not a run directory (no {files.store.name} in it)")
-    with RunStore(files.store) as store:
+    writable = is_writable(files.root)
+    with RunStore(files.store, readonly=not writable) as store:
         runs = store.runs()
         if not runs:
             raise InputError(f"{files.store}: the store holds no run")
@@ -114,11 +124,12 @@ def load_summary(run_dir: str | Path) -> RunSummary:
         "versions": info.versions,
     }
     if files.log.is_file():  # wall time adds up over the sessions of a resumed run
-        wall_time = json.loads(files.log.read_text(encoding="utf-8")).get("wall_time_s")
+        wall_time = read_json_object(files.log).get("wall_time_s")
         if wall_time is not None:
             run_info["wall_time_s"] = wall_time
     summary = summarize(
         tasks, attempts, samples=int(info.config.get("samples", 1)), run_info=run_info
     )
-    files.summary.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if write if write is not None else writable:
+        write_text_atomic(files.summary, summary.model_dump_json(indent=2) + "\n")
     return summary

@@ -18,6 +18,7 @@ CATEGORY_TITLES = {
     ErrorCategory.disallowed_axiom: "disallowed axiom",
     ErrorCategory.non_constructive: "non-constructive",
     ErrorCategory.backend_crash: "assistant crashed",
+    ErrorCategory.environment: "library missing here (environment)",
     ErrorCategory.model_error: "model / harness error",
     ErrorCategory.other: "other",
 }

@@ -85,6 +85,8 @@ def print_report(
     """Print every table of the report to `console` (standard output by default); the
     per-task table (attempts, passes, tokens, time of each task) only when `per_task`."""
     console = console or Console()
+    for warning in summary.warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
     for renderable in render_tables(summary, per_task=per_task):
         console.print(renderable)
 
@@ -103,6 +105,7 @@ def _overview(s: RunSummary) -> TableData:
         ["evaluated (>= n attempts)", str(s.evaluated)],
         ["solved (any attempt passed)", ratio(len(s.solved), s.tasks)],
         ["unfinished (< n attempts)", str(len(s.incomplete_tasks))],
+        ["cannot compile here (environment)", str(len(s.environment_tasks))],
         ["samples per task (n)", str(s.samples)],
         ["attempts", str(s.attempts)],
         ["failed attempts", ratio(s.failed_attempts, s.attempts)],
@@ -112,6 +115,11 @@ def _overview(s: RunSummary) -> TableData:
         notes.append(f"solved: {_id_list(s.solved)}")
     if s.incomplete_tasks:
         notes.append(f"unfinished, left out of pass@k: {_id_list(s.incomplete_tasks)}")
+    if s.environment_tasks:
+        notes.append(
+            "cannot compile here (a library is missing), left out of pass@k: "
+            + _id_list(s.environment_tasks)
+        )
     return TableData("overview", "Overview", ["", "value"], rows, "; ".join(notes), {1})
 
 

@@ -7,12 +7,13 @@ attempt (`error`, and a failed `verdict`), then returns. Subclasses write `_solv
 updates a `Draft` as it goes: whatever was spent before a failure (tokens, turns, outputs)
 is still on the attempt.
 
-`Attempt.error` starts with a stable tag: `model:` (the model call failed), `budget:` (the
-token budget of the task, or of the run, is spent), `backend:` (the proof assistant could
-not be run), `format:` (the answer held no usable code: no fenced block, no proof for a
-target; the verdict then fails with a diagnostic of kind `format` and `code` is empty),
-`task:` (the task itself is unusable, e.g. it has no hole), `internal:` (a bug, logged with
-its traceback). The error taxonomy of `metrics` reads these tags.
+`Attempt.error` is an `AttemptError` whose `kind` says what failed: `model` (the model call
+failed), `budget` (the token budget of the task, or of the run: `scope`, is spent), `backend`
+(the proof assistant could not be run), `format` (the answer held no usable code: no fenced
+block, no proof for a target; the verdict then fails with a diagnostic of kind `format` and
+`code` is empty), `task` (the task itself is unusable, e.g. it has no hole), `internal` (a
+bug, logged with its traceback); `environment` is recorded by the evaluation's preflight.
+The error taxonomy of `metrics` and the store's `--retry-errors` read the kind.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import BackendError, InputError, ToolchainMissingError
 from formalbench.core.records import (
     Attempt,
+    AttemptError,
     Diagnostic,
+    ErrorKind,
     Language,
     Severity,
     Task,
@@ -150,7 +153,7 @@ class Solver(ABC):
         """Try `task` once; every failure of the model, budget or backend is recorded."""
         draft = Draft(params=self.base_params(sample))
         start = time.monotonic()
-        error: str | None = None
+        error: AttemptError | None = None
         try:
             if not find_holes(task.source_text, task.language):
                 raise InputError(f"task {task.id} has no hole (sorry / Admitted) to fill")
@@ -158,19 +161,20 @@ class Solver(ABC):
         except ToolchainMissingError:
             raise  # every task would fail the same way: the user must act
         except FormatFailure as exc:
-            error = f"format: {exc}"
+            error = AttemptError(kind=ErrorKind.format, message=str(exc))
             draft.verdict = draft.verdict or format_verdict(str(exc))
         except InputError as exc:  # the task itself is unusable (e.g. it has no hole)
-            error = f"task: {exc}"
+            error = AttemptError(kind=ErrorKind.task, message=str(exc))
         except ModelCallError as exc:
-            error = f"model: {exc}"
+            error = AttemptError(kind=ErrorKind.model, message=str(exc))
         except BudgetExceededError as exc:
-            error = f"budget: {exc}"
+            error = AttemptError(kind=ErrorKind.budget, message=str(exc), scope=exc.budget)
         except BackendError as exc:
-            error = f"backend: {exc}"
+            error = AttemptError(kind=ErrorKind.backend, message=str(exc))
         except Exception as exc:  # a bug must not end a long run; it is logged and recorded
             log.exception("solver %s failed on task %s", self.name, task.id)
-            error = f"internal: {type(exc).__name__}: {exc}"
+            message = f"{type(exc).__name__}: {exc}"
+            error = AttemptError(kind=ErrorKind.internal, message=message)
         verdict = draft.verdict
         if verdict is None:
             verdict = Verdict(passed=False, static_only=True)
@@ -222,7 +226,8 @@ class Solver(ABC):
         if spent >= budget:
             raise BudgetExceededError(
                 f"token budget of {budget} for the task is spent ({spent} used in "
-                f"{draft.turns} call(s))"
+                f"{draft.turns} call(s))",
+                budget="task",
             )
         completions = await self.model.generate(
             list(messages),  # a snapshot: the caller goes on appending to its chat

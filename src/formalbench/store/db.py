@@ -25,15 +25,21 @@ class StoreError(FormalbenchError):
     """The database cannot be used: not a database, a newer schema, or a refused operation."""
 
 
-def connect(path: str | Path) -> sqlite3.Connection:
+def connect(path: str | Path, *, readonly: bool = False) -> sqlite3.Connection:
     """Open (creating parent folders) a database in autocommit mode with WAL and foreign keys.
 
     Autocommit (`isolation_level=None`) because every write goes through `transaction`,
     which says where a unit of work begins and ends instead of relying on the driver's
     implicit transactions. The connection may be used from several threads as long as the
     caller serialises access (the stores hold a lock).
+
+    `readonly` opens an existing file without writing anything, not even WAL's side files:
+    as `immutable` (SQLite then trusts that nobody changes the file), which is what lets a
+    finished run be reported from read-only storage; nothing is created or migrated.
     """
     path = Path(path)
+    if readonly:
+        return _connect_readonly(path)
     if str(path) != ":memory:":
         if path.is_dir():
             raise StoreError(f"{path}: is a folder, expected a database file")
@@ -54,6 +60,41 @@ def connect(path: str | Path) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise StoreError(f"{path}: cannot open as a SQLite database ({exc})") from None
     return conn
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise StoreError(f"{path}: no such database file")
+    # A clean close folds the WAL into the file and deletes it; one left by a killed writer
+    # holds committed data that `immutable` would not read, so then `mode=ro` reads it.
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.is_file() and wal.stat().st_size else "immutable=1"
+    uri = f"{path.resolve().as_uri()}?{mode}"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path}: cannot open as a SQLite database ({exc})") from None
+    return conn
+
+
+def check_schema(conn: sqlite3.Connection, component: str, version: int) -> None:
+    """What `ensure_schema` checks, for a read-only connection: the file holds `component`
+    at `version` (nothing is created)."""
+    try:
+        row = conn.execute(
+            "SELECT version FROM schema_version WHERE component = ?", (component,)
+        ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{database_path(conn)}: not a usable SQLite database ({exc})") from None
+    if row is None:
+        raise StoreError(f"{database_path(conn)}: holds no {component} tables")
+    if row[0] != version:
+        newer = "a newer" if row[0] > version else "an older"
+        raise StoreError(
+            f"{database_path(conn)}: {component} schema version {row[0]} was written "
+            f"by {newer} formalbench; this one reads version {version}"
+        )
 
 
 @contextmanager

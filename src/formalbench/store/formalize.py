@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.core.formalization import Candidate, Problem, ProblemSummary
-from formalbench.store.db import connect, ensure_schema, transaction
+from formalbench.store.db import check_schema, connect, ensure_schema, transaction
 
 SCHEMA_VERSION = 1
 _CATEGORY_KEY = "*category:"
@@ -55,11 +55,14 @@ CREATE TABLE IF NOT EXISTS fz_steps (
 class FormalizeStore:
     """One SQLite file per formalize run (`<run dir>/formalize.sqlite`), thread-safe."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path)
+        self._conn = connect(self.path, readonly=readonly)
         self._lock = threading.Lock()
-        ensure_schema(self._conn, "formalize", SCHEMA_VERSION, _SCHEMA)
+        if readonly:
+            check_schema(self._conn, "formalize", SCHEMA_VERSION)
+        else:
+            ensure_schema(self._conn, "formalize", SCHEMA_VERSION, _SCHEMA)
 
     # -- config -------------------------------------------------------------------------
     def config(self) -> dict[str, Any] | None:

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from formalbench.core.records import Attempt, Task
-from formalbench.store.db import StoreError, connect, ensure_schema, transaction
+from formalbench.core.records import Attempt, AttemptError, Task
+from formalbench.store.db import StoreError, check_schema, connect, ensure_schema, transaction
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -67,11 +67,25 @@ IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts")
 # Version keys that decide verdicts: the proof assistant (and its library).
 VERSION_IDENTITY_KEYS: tuple[str, ...] = ("backend",)
 STATUSES = ("running", "finished", "failed", "interrupted")
-# What `forget_retryable` takes back: failures of the machinery, not of the prover (the tags
-# of `Attempt.error` written by the solvers, and the verdict reason of a crashed check).
-RETRY_ERROR_TAGS: tuple[str, ...] = ("model", "backend")
+# What `forget_retryable` takes back: failures of the machinery, not of the prover (the kinds
+# of `Attempt.error` written by the solvers and the preflight, and the verdict reason of a
+# crashed check).
+RETRY_ERROR_TAGS: tuple[str, ...] = ("model", "backend", "environment")
 RETRY_REASONS: tuple[str, ...] = ("backend_crash",)
 _CHUNK = 200
+
+
+def _error_kind(stored: Any) -> str | None:
+    """The kind of a stored `Attempt.error` (JSON of an `AttemptError`, or the `tag: message`
+    string of an older run), read as `Attempt` reads it."""
+    if not isinstance(stored, str):
+        return None
+    if stored.startswith("{"):
+        try:
+            return str(AttemptError.model_validate_json(stored).kind)
+        except ValueError:
+            pass
+    return str(AttemptError.parse(stored).kind)
 
 
 class RunMismatchError(StoreError):
@@ -132,11 +146,14 @@ class RunStore:
     (SQLite's own locking, waited on for up to `db.BUSY_TIMEOUT_S`).
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path)
+        self._conn = connect(self.path, readonly=readonly)
         self._lock = threading.Lock()
-        ensure_schema(self._conn, "runs", SCHEMA_VERSION, _SCHEMA)
+        if readonly:
+            check_schema(self._conn, "runs", SCHEMA_VERSION)
+        else:
+            ensure_schema(self._conn, "runs", SCHEMA_VERSION, _SCHEMA)
 
     # -- runs ---------------------------------------------------------------------------
     def open_run(
@@ -345,12 +362,12 @@ class RunStore:
         """Delete the attempts that failed for a reason outside the prover (`--retry-errors`),
         so that a resumed run makes them again; returns how many were deleted.
 
-        Those are attempts whose `error` starts with one of `error_tags` (a model call or the
-        proof assistant could not be run) and attempts whose verdict has one of `reasons`
+        Those are attempts whose `error` is of a kind in `error_tags` (a model call or the
+        proof assistant could not be run, or the task's library was missing) and attempts whose verdict has one of `reasons`
         (the assistant crashed on the check). The rows, the run's attempt count and a
         history entry change in one transaction.
         """
-        prefixes = tuple(f"{tag}:" for tag in error_tags)
+        kinds = set(error_tags)
         wanted = set(reasons)
         query = (
             "SELECT id, json_extract(attempt, '$.error'), reasons FROM attempts WHERE run_id = ?"
@@ -365,8 +382,7 @@ class RunStore:
             ids = [
                 row[0]
                 for row in self._conn.execute(query, args)
-                if (isinstance(row[1], str) and row[1].startswith(prefixes))
-                or wanted.intersection(json.loads(row[2]))
+                if _error_kind(row[1]) in kinds or wanted.intersection(json.loads(row[2]))
             ]
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]

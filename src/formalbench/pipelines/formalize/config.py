@@ -59,7 +59,7 @@ class FormalizeConfig(Record):
     fewshot: int = Field(default=2, ge=0)
     split_parts: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     workers: int | None = Field(default=None, ge=1)
     concurrency: int | None = Field(default=None, ge=1)
     index_cache: str | None = None

@@ -16,7 +16,6 @@ the whole one.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.core.records import Record
 from formalbench.judge.ranking import model_labels
+from formalbench.pipelines.run_dir import is_writable, read_json_object, write_text_atomic
 from formalbench.store.formalize import FormalizeStore
 
 
@@ -185,14 +185,17 @@ def load_metrics(run_dir: str | Path) -> FormalizeMetrics:
     files = FormalizeFiles(Path(run_dir))
     if not files.store.is_file():
         raise InputError(f"{run_dir}: not a formalize run (no {files.store.name} in it)")
-    with FormalizeStore(files.store) as store:
-        return write_metrics(files, store)
+    writable = is_writable(files.root)  # read-only storage: reported, metrics.json not written
+    with FormalizeStore(files.store, readonly=not writable) as store:
+        return write_metrics(files, store, write=writable)
 
 
-def write_metrics(files: FormalizeFiles, store: FormalizeStore) -> FormalizeMetrics:
+def write_metrics(
+    files: FormalizeFiles, store: FormalizeStore, *, write: bool = True
+) -> FormalizeMetrics:
     metrics = compute(store)
     if files.log.is_file():
-        log = json.loads(files.log.read_text(encoding="utf-8"))
+        log = read_json_object(files.log)
         metrics.run = {
             k: log.get(k) for k in ("status", "wall_time_s", "versions", "incomplete") if k in log
         }
@@ -201,5 +204,6 @@ def write_metrics(files: FormalizeFiles, store: FormalizeStore) -> FormalizeMetr
             (u.get("fresh", {}).get("prompt", 0) + u.get("fresh", {}).get("completion", 0))
             for u in usage
         )
-    files.metrics.write_text(metrics.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    if write:
+        write_text_atomic(files.metrics, metrics.model_dump_json(indent=2) + "\n")
     return metrics

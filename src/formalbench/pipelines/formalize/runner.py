@@ -14,7 +14,6 @@ run's response cache, so a rerun redoes nothing finished and re-asks nothing ans
 from __future__ import annotations
 
 import asyncio
-import json
 import platform
 import time
 from collections.abc import Awaitable
@@ -36,7 +35,11 @@ from formalbench.llm.prompts import load_prompt
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.formalize.candidates import chain_done, run_chain
 from formalbench.pipelines.formalize.config import FormalizeConfig, check_resumable
-from formalbench.pipelines.formalize.context import load_fewshot, prepare_contexts
+from formalbench.pipelines.formalize.context import (
+    load_fewshot,
+    prepare_contexts,
+    read_context_file,
+)
 from formalbench.pipelines.formalize.label import label_problem
 from formalbench.pipelines.formalize.metrics import (
     FormalizeFiles,
@@ -47,6 +50,14 @@ from formalbench.pipelines.formalize.problems import load_problems, resolve_prob
 from formalbench.pipelines.formalize.session import FormalizeObserver, Session
 from formalbench.pipelines.formalize.split import split_problem
 from formalbench.pipelines.formalize.statement import ASSISTANTS
+from formalbench.pipelines.run_dir import (
+    RunLock,
+    check_run_dir,
+    claim_run_dir,
+    full_disk_errors,
+    read_json_object,
+    write_json_atomic,
+)
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.response_cache import ResponseCache
 
@@ -92,22 +103,26 @@ def run_formalize(
     return asyncio.run(_run(config, files, observer, models or {}, backend))
 
 
+def _bare_models(config: FormalizeConfig, given: dict[str, ChatModel]) -> dict[str, ChatModel]:
+    """One model per distinct spec (ensemble and judge), before the run's cache and budget:
+    building them writes nothing, so a refused start leaves the run folder untouched."""
+    specs = dict.fromkeys([*config.models, config.judge])
+    return {spec: given[spec] if spec in given else make_model(spec) for spec in specs}
+
+
 def _models(
     config: FormalizeConfig,
     files: FormalizeFiles,
     meter: UsageMeter,
-    given: dict[str, ChatModel],
+    bare: dict[str, ChatModel],
 ) -> dict[str, ChatModel]:
-    """One model per distinct spec (ensemble and judge), under the run's cache and budget."""
+    """The models of `bare` under the run's response cache and token budget."""
     budget = TokenBudget(config.run_token_budget, name="run")
-    built: dict[str, ChatModel] = {}
-    for spec in dict.fromkeys([*config.models, config.judge]):
-        if spec in given:
-            inner: ChatModel = CachedModel(given[spec], ResponseCache(files.responses))
-        else:
-            inner = make_model(spec, cache=files.responses)
-        built[spec] = BudgetedModel(inner, budget, meter)
-    return built
+    cache = ResponseCache(files.responses)
+    return {
+        spec: BudgetedModel(CachedModel(model, cache), budget, meter)
+        for spec, model in bare.items()
+    }
 
 
 async def _run(
@@ -123,10 +138,14 @@ async def _run(
     )
     inputs = load_problems(config.problems)
     language = language_of(config.backend)
+    if config.context_file:  # a typo in --context is refused before the folder is touched
+        read_context_file(config.context_file)
+    check_run_dir(files.root, "formalize")
     meter = UsageMeter()
-    models = _models(config, files, meter, given)
+    models = _bare_models(config, given)
     embedder: OpenAIEmbedder | None = None
     backend: Backend | None = given_backend
+    lock: RunLock | None = None
     try:
         for model in models.values():  # one clear error now, not a run of failed candidates
             await model.preflight()
@@ -137,8 +156,9 @@ async def _run(
             options = {"timeout": config.timeout, **config.backend_options}
             backend = make_backend(config.backend, workers=config.workers, **options)
         backend.preflight()  # an unreachable verification server is one error, up front
-        files.root.mkdir(parents=True, exist_ok=True)
-        with FormalizeStore(files.store) as store:
+        lock = claim_run_dir(files.root, "formalize")  # held until the run ends
+        models = _models(config, files, meter, models)
+        with full_disk_errors(files.root), FormalizeStore(files.store) as store:
             stored = store.config()
             if stored is not None:
                 check_resumable(stored.get("identity", {}), config, files.root)
@@ -159,6 +179,8 @@ async def _run(
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             result.metrics = write_metrics(files, store)
     finally:
+        if lock is not None:
+            lock.release()
         if backend is not None and given_backend is None:
             backend.close()
         for model in models.values():
@@ -279,7 +301,7 @@ def _write_log(
     """formalize.json: what ran, with which versions and prompts, and what it cost."""
     previous: dict[str, Any] = {}
     if files.log.is_file():
-        previous = json.loads(files.log.read_text(encoding="utf-8"))
+        previous = read_json_object(files.log)
     usage = meter.summary()
     log = {
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -303,4 +325,4 @@ def _write_log(
         "embedding_tokens": previous.get("embedding_tokens", 0)
         + (session.embedder.tokens if isinstance(session.embedder, OpenAIEmbedder) else 0),
     }
-    files.log.write_text(json.dumps(log, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_atomic(files.log, log)
