@@ -33,6 +33,7 @@ from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
+from formalbench.checking.gate import GATE_VERSION, OVERSIZED, gate_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
@@ -58,6 +59,7 @@ _STATUS_REASONS = {
     CheckStatus.timeout: Reason.timeout,
     CheckStatus.out_of_memory: Reason.out_of_memory,
     CheckStatus.crash: Reason.backend_crash,
+    CheckStatus.refused: Reason.forbidden_construct,
 }
 
 
@@ -81,7 +83,11 @@ class StrictVerifier:
         self.language = Language(lang)
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
-        self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
+        self._rules = {
+            "policy": self.policy.model_dump(mode="json"),
+            "always": compile_always,
+            "gate": GATE_VERSION,
+        }
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
@@ -256,8 +262,16 @@ class StrictVerifier:
     ) -> tuple[float, list[Finding], list[str] | None]:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
+        # The gate (checking/gate.py) first: an oversized text goes no further, and a text
+        # with a file or process command is never compiled, even if copied from the original.
+        gated = gate_findings(candidate, self.language)
+        if any(f.subject == OVERSIZED for f in gated):
+            return t0, gated, None
         findings = self.static_findings(original, candidate, kind)
-        targets = self.targets(original) if self._compile_needed(findings) else None
+        seen = {(f.subject, f.line, f.column) for f in findings}
+        findings += [f for f in gated if (f.subject, f.line, f.column) not in seen]
+        compile_needed = self._compile_needed(findings) and not gated
+        targets = self.targets(original) if compile_needed else None
         return t0, findings, targets
 
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
