@@ -133,7 +133,7 @@ def _coq(tokens: list[Token]) -> list[Unsafe]:
             name = "Declare ML Module" if nxt.text == "Module" else "Add ML Path"
         elif text == "Locate" and nxt is not None and nxt.text in ("File", "Library"):
             name = f"Locate {nxt.text}"
-        elif text == "Universes" and _sentence_start(tokens, i - 1):
+        elif text == "Universes":
             for later in tokens[i + 1 :]:  # Print [Sorted] Universes [Subgraph (...)] "file".
                 if later.kind == "end":
                     break
