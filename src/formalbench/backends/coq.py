@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -52,7 +51,13 @@ from formalbench.backends.coq_source import (
     is_qualid,
     word_occurs,
 )
-from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_env
+from formalbench.backends.sandbox import (
+    ProcessOutcome,
+    max_output_bytes,
+    run_limited,
+    scrubbed_env,
+    work_dir,
+)
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
 
@@ -138,7 +143,7 @@ class CoqBackend(Backend):
     def _run(self, text: str, timeout: float) -> ProcessOutcome:
         if timeout <= 0:  # the check's time went on earlier runs: nothing to start
             return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
-        with tempfile.TemporaryDirectory(prefix="formalbench-coq-") as work:
+        with work_dir("coq") as work:
             path = Path(work) / f"{LOCAL_MODULE}.v"
             path.write_bytes(text.encode("utf-8"))
             argv = [self.coqc, "-q", "-time", *self.args, path.name]
@@ -167,6 +172,14 @@ class CoqBackend(Backend):
                 result.diagnostics.append(diagnostic)
         result.holes = _holes(outcome.stdout, source_map)
         pending.answer(script.queries, outputs)
+        if outcome.truncated:  # what was cut may hold an error or a hole: never a pass
+            result.diagnostics.append(
+                Diagnostic(
+                    severity=Severity.error,
+                    message=f"coqc printed more than {max_output_bytes()} bytes on one stream; "
+                    "the rest was not read, so the check cannot be trusted",
+                )
+            )
         return result
 
     def _place(
