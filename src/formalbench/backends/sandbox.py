@@ -18,7 +18,9 @@ gate (`checking/gate.py`) every assistant process gets, as a second line of defe
   formalbench itself use gigabytes.
 
 FORMALBENCH_SANDBOX=none turns the bwrap layer off (e.g. where a container forbids user
-namespaces and the probe is slow); FORMALBENCH_MAX_OUTPUT_BYTES sets the cap.
+namespaces and the probe is slow); FORMALBENCH_SANDBOX_WRITABLE (`:`-separated folders)
+leaves more folders writable (a tool that must write a cache; the tests' stand-ins);
+FORMALBENCH_MAX_OUTPUT_BYTES sets the cap.
 """
 
 from __future__ import annotations
@@ -243,12 +245,20 @@ def _bwrap() -> str | None:
     return found if done.returncode == 0 else None
 
 
+def _writable() -> list[str]:
+    """Extra folders left writable (FORMALBENCH_SANDBOX_WRITABLE, `:`-separated)."""
+    raw = os.environ.get("FORMALBENCH_SANDBOX_WRITABLE", "")
+    return [p for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
+
+
 def _bwrap_args(bwrap: str, folder: str) -> list[str]:
+    extra = [arg for path in _writable() for arg in ("--bind", path, path)]
     return [
         bwrap,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
+        *extra,
         "--bind", folder, folder,
         "--unshare-net",
         "--unshare-ipc",
