@@ -54,7 +54,7 @@ def leaked(folder: Path) -> list[str]:
         ('Extraction "/tmp/x.ml" nat.', "Extraction"),
         ("Separate Extraction nat.", "Extraction"),
         ('Print Universes "/tmp/u".', "Print Universes to a file"),
-        ("Print Sorted Universes Subgraph (Set) \"/tmp/u\".", "Print Universes to a file"),
+        ('Print Sorted Universes Subgraph (Set) "/tmp/u".', "Print Universes to a file"),
         ("Load foo.", "Load"),
         ('Time Cd "/tmp".', "Cd"),
         ('Add Rec LoadPath "/tmp" as T.', "Add LoadPath"),
@@ -62,7 +62,7 @@ def leaked(folder: Path) -> list[str]:
         ('Add ML Path "/tmp".', "Add ML Path"),
         ("- Drop.", "Drop"),
         ('From Coq Extra Dependency "/etc/passwd" as pw.', "Extra Dependency"),
-        ("Locate File \"x\".", "Locate File"),
+        ('Locate File "x".', "Locate File"),
     ],
 )
 def test_coq_file_and_process_commands_are_refused(text: str, command: str) -> None:
@@ -95,7 +95,10 @@ def test_lean_commands_that_run_code_are_refused(text: str, command: str) -> Non
     ("text", "language"),
     [
         ('(* Redirect "/tmp/x" *) Check "Load".', Language.coq),
-        ("Definition Drop (n : nat) := n.\nLemma l : Drop 1 = 1. Proof. reflexivity. Qed.", Language.coq),  # noqa: E501
+        (
+            "Definition Drop (n : nat) := n.\nLemma l : Drop 1 = 1. Proof. reflexivity. Qed.",
+            Language.coq,
+        ),  # noqa: E501
         ("Print Universes.", Language.coq),
         ('theorem t : "#eval".length = 5 := rfl -- run_cmd', Language.lean),
         ("theorem t : System.Platform.numBits ≥ 32 := by omega", Language.lean),
@@ -161,8 +164,11 @@ def test_a_subclass_cannot_bypass_the_gate(tmp_path: Path) -> None:
         assert asyncio.run(backend.acheck(bad)).status == CheckStatus.refused
         many = list(
             backend.check_many(
-                [CheckRequest(source="Check nat."), CheckRequest(source=bad),
-                 CheckRequest(source="Check bool.")]  # fmt: skip
+                [
+                    CheckRequest(source="Check nat."),
+                    CheckRequest(source=bad),
+                    CheckRequest(source="Check bool."),
+                ]  # fmt: skip
             )
         )
         assert [r.status for r in many] == [CheckStatus.ok, CheckStatus.refused, CheckStatus.ok]

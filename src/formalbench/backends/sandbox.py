@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -280,6 +281,10 @@ def confined_argv(
     """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap; and
     the preexec function still needed (only without `prlimit`)."""
     inner = list(argv)
+    program = shutil.which(inner[0]) if inner else None
+    if program is None:  # as Popen would say, not a wrapper's exit code later
+        raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
+    inner[0] = program
     bwrap = _bwrap()
     if bwrap is not None:
         inner = [*_bwrap_args(bwrap, str(folder)), *inner]
