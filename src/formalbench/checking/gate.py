@@ -160,9 +160,8 @@ def _lean(tokens: list[Token]) -> list[Unsafe]:
         text = plain_name(tok.text)
         bare = text.removeprefix("_root_.")
         name: str | None = None
-        if text in _LEAN_COMMANDS or bare.rsplit(".", 1)[-1] in _LEAN_NAMES:
-            name = text
-        elif bare.startswith(_LEAN_PREFIXES) and not bare.startswith("System.Platform."):
+        io_name = bare.startswith(_LEAN_PREFIXES) and not bare.startswith("System.Platform.")
+        if text in _LEAN_COMMANDS or bare.rsplit(".", 1)[-1] in _LEAN_NAMES or io_name:
             name = text
         elif in_attribute and text in _LEAN_ATTRIBUTES:
             name = f"@[{text}]"
