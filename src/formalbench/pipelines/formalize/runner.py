@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from formalbench import __version__
 from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
+from formalbench.backends.sandbox import live_count
 from formalbench.core.formalization import Problem
 from formalbench.judge.ranking import rank_candidates
 from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
@@ -47,6 +48,7 @@ from formalbench.pipelines.formalize.problems import load_problems, resolve_prob
 from formalbench.pipelines.formalize.session import FormalizeObserver, Session
 from formalbench.pipelines.formalize.split import split_problem
 from formalbench.pipelines.formalize.statement import ASSISTANTS
+from formalbench.pipelines.stopping import Interrupted, stop_on_signals
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.response_cache import ResponseCache
 
@@ -155,7 +157,14 @@ async def _run(
                 embedder=embedder,
                 prompt_hashes={k: load_prompt(v).hash for k, v in PROMPTS.items()},
             )
-            result = await _work(session, inputs)
+            work = asyncio.ensure_future(_work(session, inputs))
+            with stop_on_signals(work, live_count) as caught:  # SIGINT/SIGTERM: see stopping
+                try:
+                    result = await work
+                except asyncio.CancelledError:
+                    if caught.signum is None:
+                        raise
+                    raise Interrupted(caught.signum) from None  # finished steps stay stored
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             result.metrics = write_metrics(files, store)
     finally:
