@@ -27,6 +27,7 @@ the verifier's business (`checking/forbidden.py`), not the gate's: they are harm
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -174,8 +175,22 @@ def unsafe_commands(text: str, language: Language) -> list[Unsafe]:
     """Every command of `text` that the gate refuses (empty: the text may be run)."""
     if len(text) > max_source_bytes() or len(text.encode("utf-8")) > max_source_bytes():
         return [Unsafe(OVERSIZED)]
-    tokens = tokenize(text, Language(language))
-    return _coq(tokens) if Language(language) == Language.coq else _lean(tokens)
+    if len(text) <= _CACHED_CHARS:  # the verifier and then its backend gate the same text
+        return list(_scan_cached(text, Language(language)))
+    return _scan(text, Language(language))
+
+
+_CACHED_CHARS = 256 * 1024  # 64 entries of at most this: the cache holds at most 16 MB
+
+
+def _scan(text: str, language: Language) -> list[Unsafe]:
+    tokens = tokenize(text, language)
+    return _coq(tokens) if language == Language.coq else _lean(tokens)
+
+
+@functools.lru_cache(maxsize=64)
+def _scan_cached(text: str, language: Language) -> tuple[Unsafe, ...]:
+    return tuple(_scan(text, language))
 
 
 def gate_findings(text: str, language: Language) -> list[Finding]:
