@@ -92,6 +92,7 @@ def test_a_signal_stops_marks_interrupted_and_a_rerun_resumes(
         assert err.decode().count("stopping: 1 checks in flight") == 1
         assert took < 20  # the slow check alone would run for minutes
         assert coqc_under(tmp) == []
+        assert not list(tmp.glob("formalbench-*"))  # its throw-away folders are removed
         with RunStore(RunFiles(run_dir).store) as store:
             (run,) = store.runs()
             assert run.status == "interrupted"
