@@ -273,3 +273,19 @@ def test_eval_refuses_a_task_that_carries_the_command(tmp_path: Path) -> None:
     assert attempt.verdict is not None and not attempt.verdict.passed
     assert Reason.forbidden_construct in attempt.verdict.reasons
     assert leaked(tmp_path) == []
+
+
+def test_lean_repl_never_sees_eval(tmp_path: Path) -> None:
+    """The Lean REPL path (stand-in REPL process) is gated like coqc: no request reaches it."""
+    import sys
+
+    from formalbench.backends.lean.backend import LeanBackend
+
+    fake = Path(__file__).resolve().parent / "standins" / "fake_repl.py"
+    log = tmp_path / "repl.log"
+    source = 'import Mathlib\n\n#eval IO.FS.writeFile "leak" "x"\ntheorem t : True := trivial\n'
+    with LeanBackend(repl_command=[sys.executable, str(fake), "--log", str(log)]) as lean:
+        result = lean.check(source, targets=["t"])
+    assert result.status == CheckStatus.refused
+    assert {e.message.split("`")[1] for e in result.errors} == {"#eval", "IO.FS.writeFile"}
+    assert not log.exists() or log.read_text() == ""
