@@ -126,12 +126,13 @@ def coqc_children(tmp: Path) -> list[psutil.Process]:
 
 
 @needs_coq
-def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("layer", ["auto", "none"])  # bwrap --die-with-parent; setpriv alone
+def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, layer: str) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     (tmp_path / "o.v").write_text(SLOW_ORIGINAL, encoding="utf-8")
     (tmp_path / "c.v").write_text(SLOW_CANDIDATE, encoding="utf-8")
-    env = {**os.environ, "TMPDIR": str(tmp)}
+    env = {**os.environ, "TMPDIR": str(tmp), "FORMALBENCH_SANDBOX": layer}
     cmd = [sys.executable, "-m", "formalbench", "check", str(tmp_path / "c.v")]
     cmd += ["--against", str(tmp_path / "o.v"), "--timeout", "300"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
