@@ -153,3 +153,12 @@ def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, lay
     assert left  # SIGKILL leaves the folder; the next formalbench removes it:
     assert sweep_stale(tmp) >= 1
     assert not [p for p in tmp.iterdir() if p.name.startswith(f"formalbench-coq-{proc.pid}-")]
+
+
+def test_a_death_by_signal_stays_a_crash_inside_the_sandbox() -> None:
+    """bwrap reports a child killed by signal N as exit 128 + N: it must still be a crash."""
+    with work_dir("test") as folder:
+        out = sh("kill -SEGV $$", folder)
+        plain = sh("exit 3", folder)
+    assert out.status == CheckStatus.crash and out.returncode == -signal.SIGSEGV
+    assert plain.status == CheckStatus.ok and plain.returncode == 3

@@ -216,12 +216,18 @@ def work_dir(kind: str) -> Iterator[str]:
 
 
 def private_env(env: Mapping[str, str], folder: str) -> dict[str, str]:
-    """`env` with HOME and the temporary-folder variables pointing into `folder`."""
+    """`env` with HOME and the temporary-folder variables pointing into `folder`.
+
+    elan finds its toolchains under HOME, so a real `~/.elan` is named as ELAN_HOME first."""
     home = os.path.join(folder, ".home")
     tmp = os.path.join(folder, ".tmp")
     for path in (home, tmp):
         os.makedirs(path, exist_ok=True)
-    return {**env, "HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+    extra = {"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+    elan = os.path.join(os.path.expanduser("~"), ".elan")
+    if "ELAN_HOME" not in env and os.path.isdir(elan):
+        extra["ELAN_HOME"] = elan
+    return {**env, **extra}
 
 
 # --- isolation: bubblewrap and the parent-death signal -------------------------------------
@@ -276,7 +282,7 @@ def isolation() -> str:
 
 
 def confined_argv(
-    argv: Sequence[str], folder: str, memory_mb: int | None = None
+    argv: Sequence[str], folder: str, memory_mb: int | None = None, *, isolate: bool = True
 ) -> tuple[list[str], object]:
     """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap; and
     the preexec function still needed (only without `prlimit`)."""
@@ -285,7 +291,7 @@ def confined_argv(
     if program is None:  # as Popen would say, not a wrapper's exit code later
         raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
     inner[0] = program
-    bwrap = _bwrap()
+    bwrap = _bwrap() if isolate else None
     if bwrap is not None:
         inner = [*_bwrap_args(bwrap, str(folder)), *inner]
     command, preexec = limited_argv(inner, memory_mb)
@@ -293,6 +299,14 @@ def confined_argv(
     if setpriv is not None:
         command = [setpriv, "--pdeathsig", "KILL", "--", *command]
     return command, preexec
+
+
+def real_returncode(returncode: int | None, command: Sequence[str]) -> int | None:
+    """The assistant's own return code: bwrap reports a child killed by signal N as exit
+    128 + N, which must stay a death by signal (status `crash`), never a plain exit."""
+    if returncode is None or returncode <= 128 or "--die-with-parent" not in command:
+        return returncode
+    return -(returncode - 128)
 
 
 def _read_capped(
@@ -343,24 +357,27 @@ def run_limited(
     timeout: float,
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
+    confine: bool = True,
 ) -> ProcessOutcome:
     """Run `argv` in the throw-away folder `cwd` to completion or until `timeout` seconds pass.
 
     The caller interprets an out-of-memory death from the tool's own output (allocators
     report it differently); a death by signal is reported as `crash`. The process group is
-    killed on every way out of here (an exception or a stop included).
+    killed on every way out of here (an exception or a stop included). `confine=False` is
+    for a trusted command run in a folder of the user's (`lake env` in the Lean project): no
+    bwrap and the user's own HOME, but still the parent-death tie, the registry and the cap.
     """
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
     folder = str(cwd)
-    command, preexec = confined_argv(argv, folder, memory_mb)
+    command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine)
     base_env = dict(env) if env is not None else scrubbed_env()
     limit = max_output_bytes()
     proc = subprocess.Popen(
         command,
         cwd=folder,
-        env=private_env(base_env, folder),
+        env=private_env(base_env, folder) if confine else base_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -386,6 +403,7 @@ def run_limited(
     if timed_out:
         return ProcessOutcome(CheckStatus.timeout, None, stdout, stderr, elapsed, cut)
     status = CheckStatus.ok
-    if proc.returncode is not None and proc.returncode < 0:
+    code = real_returncode(proc.returncode, command)
+    if code is not None and code < 0:
         status = CheckStatus.crash
-    return ProcessOutcome(status, proc.returncode, stdout, stderr, elapsed, cut)
+    return ProcessOutcome(status, code, stdout, stderr, elapsed, cut)

@@ -29,6 +29,7 @@ from formalbench.backends.sandbox import (
     kill_group,
     max_output_bytes,
     private_env,
+    real_returncode,
     register,
     scrubbed_env,
     unregister,
@@ -72,7 +73,7 @@ def run_watched(
         err.seek(0)
         stdout = out.read(limit).decode("utf-8", errors="replace")
         stderr = err.read(limit).decode("utf-8", errors="replace")
-    code = proc.returncode
+    code = real_returncode(proc.returncode, command)
     if status == CheckStatus.ok and code is not None and code < 0:
         status = CheckStatus.crash
     if status == CheckStatus.crash and any(w in (stdout + stderr).lower() for w in OOM_WORDS):
