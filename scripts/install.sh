@@ -14,6 +14,8 @@ fi
 need_apt=()
 command -v coqc >/dev/null 2>&1 || need_apt+=(coq)
 dpkg -s libcoq-coquelicot >/dev/null 2>&1 || need_apt+=(libcoq-coquelicot)
+# The sandbox of every proof-assistant process (read-only file system, no network).
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 # The dashboard's end-to-end tests drive Debian's Chromium through Playwright.
 if [ -n "$extras" ]; then
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)

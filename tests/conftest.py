@@ -38,3 +38,12 @@ def shared() -> Path:
         _missing()
     assert SHARED is not None
     return SHARED
+
+
+@pytest.fixture(autouse=True)
+def _sandbox_may_write_test_folders(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stand-in assistants (the fake REPL) write their logs into the test's own folder, which
+    the bwrap sandbox would show read-only; tests of the sandbox itself unset this."""
+    monkeypatch.setenv("FORMALBENCH_SANDBOX_WRITABLE", str(tmp_path_factory.getbasetemp()))

@@ -7,11 +7,20 @@ a crash comes back as a `CheckResult` with that status, so a long run goes on.
 
 Backends are safe to call from several threads; `workers` bounds how many checks run at
 once (`check_many`, `acheck`).
+
+The gate (`checking/gate.py`) runs before every check: every `check`, `check_many` and
+`acheck` that a subclass defines is wrapped when the class is created (`__init_subclass__`),
+so a text with a file, process or I/O command comes back `refused` without any assistant
+process being started, whichever pipeline, solver, dashboard or test called the backend and
+however a subclass is written. The gate module is imported at call time: it belongs to the
+checking layer, whose verifier imports this module.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,11 +40,76 @@ def default_workers() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+_passed = threading.local()  # the source this thread's gated check is running (one gate a check)
+
+
+def gate(backend: Backend, source: object) -> CheckResult | None:
+    """The refusal for `source` on `backend`, or None when it may run (see checking/gate.py)."""
+    if not isinstance(source, str):
+        return None  # the backend itself refuses what is not text, with its own error
+    from formalbench.checking.gate import refusal  # the checking layer imports this module
+
+    return refusal(source, backend.language, backend.name)
+
+
+def _gated_check(check):  # noqa: ANN001, ANN202 - wraps any subclass's `check`
+    @functools.wraps(check)
+    def gated(self: Backend, source: str, *args: object, **kwargs: object) -> CheckResult:
+        if getattr(_passed, "source", None) is source:  # a subclass calling super().check
+            return check(self, source, *args, **kwargs)
+        refused = gate(self, source)
+        if refused is not None:
+            return refused
+        _passed.source = source
+        try:
+            return check(self, source, *args, **kwargs)
+        finally:
+            _passed.source = None
+
+    gated.__gated__ = True  # type: ignore[attr-defined]
+    return gated
+
+
+def _gated_acheck(acheck):  # noqa: ANN001, ANN202
+    @functools.wraps(acheck)
+    async def gated(self: Backend, source: str, *args: object, **kwargs: object) -> CheckResult:
+        refused = gate(self, source)
+        return refused if refused is not None else await acheck(self, source, *args, **kwargs)
+
+    gated.__gated__ = True  # type: ignore[attr-defined]
+    return gated
+
+
+def _gated_many(check_many):  # noqa: ANN001, ANN202
+    @functools.wraps(check_many)
+    def gated(self: Backend, requests: Sequence[CheckRequest]) -> Iterator[CheckResult]:
+        requests = list(requests)
+        refused = {i: r for i, q in enumerate(requests) if (r := gate(self, q.source)) is not None}
+        allowed = [q for i, q in enumerate(requests) if i not in refused]
+        results = iter(check_many(self, allowed)) if allowed else iter(())
+        for i in range(len(requests)):
+            yield refused[i] if i in refused else next(results)
+
+    gated.__gated__ = True  # type: ignore[attr-defined]
+    return gated
+
+
+_WRAPPERS = {"check": _gated_check, "acheck": _gated_acheck, "check_many": _gated_many}
+
+
 class Backend(ABC):
     """A proof assistant. Subclasses implement `check`; pooling comes from here."""
 
     name: str = "backend"
     language: Language
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        """Put the gate in front of each entry point this subclass defines (module doc)."""
+        super().__init_subclass__(**kwargs)
+        for name, wrap in _WRAPPERS.items():
+            own = cls.__dict__.get(name)
+            if own is not None and not getattr(own, "__gated__", False):
+                setattr(cls, name, wrap(own))
 
     def __init__(self, *, workers: int | None = None, timeout: float = 60.0) -> None:
         self.workers = workers or default_workers()

@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from formalbench.backends.base import Backend
+from formalbench.backends.base import Backend, gate
 from formalbench.backends.coq_output import (
     CoqMessage,
     is_exhaustion,
@@ -52,7 +51,13 @@ from formalbench.backends.coq_source import (
     is_qualid,
     word_occurs,
 )
-from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_env
+from formalbench.backends.sandbox import (
+    ProcessOutcome,
+    max_output_bytes,
+    run_limited,
+    scrubbed_env,
+    work_dir,
+)
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
 
@@ -147,13 +152,20 @@ class CoqBackend(Backend):
             return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)
         if workdir is not None:
             return self.compile(workdir, LOCAL_MODULE, text, timeout, ["-time"])
-        with tempfile.TemporaryDirectory(prefix="formalbench-coq-") as work:
+        with work_dir("coq") as work:
             return self.compile(Path(work), LOCAL_MODULE, text, timeout, ["-time"])
 
     def compile(
         self, work: Path, module: str, text: str, timeout: float, extra: Sequence[str] = ()
     ) -> ProcessOutcome:
-        """Write `text` as `<module>.v` in `work` and compile it there with coqc (limits on)."""
+        """Write `text` as `<module>.v` in `work` and compile it there with coqc (limits on).
+
+        Every coqc start passes here, so the gate is asked again: callers that compile their
+        own files (the kernel identity check, BEq, preflight) cannot reach coqc around it."""
+        refused = gate(self, text)
+        if refused is not None:
+            said = "; ".join(d.message for d in refused.diagnostics) or "refused by the gate"
+            return ProcessOutcome(CheckStatus.refused, None, "", said, 0.0)
         path = work / f"{module}.v"
         path.write_bytes(text.encode("utf-8"))
         argv = [self.coqc, "-q", *extra, *self.args, path.name]
@@ -182,6 +194,14 @@ class CoqBackend(Backend):
                 result.diagnostics.append(diagnostic)
         result.holes = _holes(outcome.stdout, source_map)
         pending.answer(script.queries, outputs)
+        if outcome.truncated:  # what was cut may hold an error or a hole: never a pass
+            result.diagnostics.append(
+                Diagnostic(
+                    severity=Severity.error,
+                    message=f"coqc printed more than {max_output_bytes()} bytes on one stream; "
+                    "the rest was not read, so the check cannot be trusted",
+                )
+            )
         return result
 
     def _place(

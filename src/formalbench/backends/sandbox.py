@@ -1,23 +1,47 @@
 """Run an untrusted checker process with a time limit, a memory ceiling and a clean environment.
 
-Generated proof text is untrusted (Lean can run programs at elaboration time), so every
-assistant process gets: a throw-away working directory chosen by the caller, an address-space
-limit, a wall-clock limit enforced by killing its whole process group, and an environment
-reduced to an allow-list of names (no model/API credentials, nothing personal).
+Generated proof text is untrusted (Lean can run programs at elaboration time), so behind the
+gate (`checking/gate.py`) every assistant process gets, as a second line of defence:
+
+* a throw-away working directory (`work_dir`, named `formalbench-KIND-PID-*`), which is also
+  its HOME and TMPDIR; folders left by a formalbench that was SIGKILLed are removed by the
+  next one (`sweep_stale`);
+* an environment reduced to an allow-list of names (no model/API credentials);
+* an address-space limit (`prlimit`) and a wall-clock limit enforced by killing its group;
+* where `bwrap` (bubblewrap) works: a read-only view of the whole file system except that
+  folder, and no network (own network namespace); see `isolation()`;
+* a tie to formalbench: `setpriv --pdeathsig KILL` makes the kernel kill it when formalbench
+  dies, even by SIGKILL (no orphan); every live process is registered, so `stop_all` (the
+  SIGINT/SIGTERM handler) kills them all at once and refuses to start new ones;
+* captured output capped at `max_output_bytes()` per stream (the first bytes are kept, then
+  a marker), read incrementally, so a text printing megabytes per sentence cannot make
+  formalbench itself use gigabytes.
+
+FORMALBENCH_SANDBOX=none turns the bwrap layer off (e.g. where a container forbids user
+namespaces and the probe is slow); FORMALBENCH_SANDBOX_WRITABLE (`:`-separated folders)
+leaves more folders writable (a tool that must write a cache; the tests' stand-ins);
+FORMALBENCH_MAX_OUTPUT_BYTES sets the cap.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import errno
+import functools
 import os
 import re
 import resource
+import selectors
 import shutil
 import signal
 import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from formalbench.core.records import CheckStatus
 
@@ -78,6 +102,16 @@ def limited_argv(argv: Sequence[str], memory_mb: int | None) -> tuple[list[str],
     return [prlimit, f"--as={memory_mb * 1024 * 1024}", "--", *argv], None
 
 
+DEFAULT_MAX_OUTPUT_BYTES = 8 * 1024 * 1024
+TRUNCATED = "\n[formalbench: output cut here, over {limit} bytes]\n"
+
+
+def max_output_bytes() -> int:
+    """Bytes kept of each output stream; FORMALBENCH_MAX_OUTPUT_BYTES overrides the default."""
+    raw = os.environ.get("FORMALBENCH_MAX_OUTPUT_BYTES", "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else DEFAULT_MAX_OUTPUT_BYTES
+
+
 @dataclass
 class ProcessOutcome:
     status: CheckStatus  # ok (exited, any code), timeout, out_of_memory, crash (killed by signal)
@@ -85,12 +119,235 @@ class ProcessOutcome:
     stdout: str
     stderr: str
     elapsed: float
+    truncated: bool = False  # an output stream went over max_output_bytes() and was cut
 
 
 def kill_group(proc: subprocess.Popen) -> None:
     """Kill a child started with start_new_session=True together with its descendants."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+# --- every live assistant process, so that a stop kills them all -----------------------------
+_live: set[subprocess.Popen] = set()
+_live_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+class Stopped(RuntimeError):
+    """Raised by `register` once `stop_all` ran: no new assistant process may start."""
+
+
+def register(proc: subprocess.Popen) -> None:
+    """Track a started assistant process (killed by `stop_all` and at interpreter exit)."""
+    with _live_lock:
+        _live.add(proc)
+    if _stopping.is_set():
+        kill_group(proc)
+
+
+def unregister(proc: subprocess.Popen) -> None:
+    with _live_lock:
+        _live.discard(proc)
+
+
+def live_count() -> int:
+    with _live_lock:
+        return len(_live)
+
+
+def stop_all() -> int:
+    """Kill every live assistant process group and refuse new ones; returns how many."""
+    _stopping.set()
+    with _live_lock:
+        procs = list(_live)
+    for proc in procs:
+        kill_group(proc)
+    return len(procs)
+
+
+def stopping() -> bool:
+    return _stopping.is_set()
+
+
+def resume_starting() -> None:
+    """Allow new processes again (a new run in the same interpreter)."""
+    _stopping.clear()
+
+
+atexit.register(stop_all)
+
+
+# --- throw-away folders ---------------------------------------------------------------------
+_PREFIX = "formalbench-"
+_OWNED = re.compile(r"^formalbench-[a-z]+-(\d+)-")
+_swept: set[str] = set()
+
+
+def sweep_stale(folder: str | os.PathLike[str] | None = None) -> int:
+    """Remove `formalbench-KIND-PID-*` folders whose process is gone; returns how many."""
+    import psutil
+
+    base = Path(folder if folder is not None else tempfile.gettempdir())
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            m = _OWNED.match(entry.name)
+            if m is None or not entry.is_dir() or int(m.group(1)) == os.getpid():
+                continue
+            if psutil.pid_exists(int(m.group(1))):
+                continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def work_dir(kind: str) -> Iterator[str]:
+    """A throw-away folder for one assistant run, removed afterwards (see the module doc)."""
+    base = tempfile.gettempdir()
+    if base not in _swept:
+        _swept.add(base)
+        sweep_stale(base)
+    with tempfile.TemporaryDirectory(
+        prefix=f"{_PREFIX}{kind}-{os.getpid()}-", ignore_cleanup_errors=True
+    ) as folder:
+        yield folder
+
+
+def private_env(env: Mapping[str, str], folder: str) -> dict[str, str]:
+    """`env` with HOME and the temporary-folder variables pointing into `folder`.
+
+    elan finds its toolchains under HOME, so a real `~/.elan` is named as ELAN_HOME first."""
+    home = os.path.join(folder, ".home")
+    tmp = os.path.join(folder, ".tmp")
+    for path in (home, tmp):
+        os.makedirs(path, exist_ok=True)
+    extra = {"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
+    elan = os.path.join(os.path.expanduser("~"), ".elan")
+    if "ELAN_HOME" not in env and os.path.isdir(elan):
+        extra["ELAN_HOME"] = elan
+    return {**env, **extra}
+
+
+# --- isolation: bubblewrap and the parent-death signal -------------------------------------
+@functools.cache
+def _bwrap() -> str | None:
+    """The `bwrap` program when a trial sandbox starts here, else None (probed once)."""
+    if os.environ.get("FORMALBENCH_SANDBOX", "auto").strip().lower() == "none":
+        return None
+    found = shutil.which("bwrap")
+    if found is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix=f"{_PREFIX}probe-{os.getpid()}-") as folder:
+        try:
+            done = subprocess.run(
+                [*_bwrap_args(found, folder), "true"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+    return found if done.returncode == 0 else None
+
+
+def _writable() -> list[str]:
+    """Extra folders left writable (FORMALBENCH_SANDBOX_WRITABLE, `:`-separated)."""
+    raw = os.environ.get("FORMALBENCH_SANDBOX_WRITABLE", "")
+    return [p for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
+
+
+def _bwrap_args(bwrap: str, folder: str) -> list[str]:
+    extra = [arg for path in _writable() for arg in ("--bind", path, path)]
+    return [
+        bwrap,
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        *extra,
+        "--bind", folder, folder,
+        "--unshare-net",
+        "--unshare-ipc",
+        "--die-with-parent",
+        "--chdir", folder,
+        "--",
+    ]  # fmt: skip
+
+
+def isolation() -> str:
+    """What confines an assistant process here: `bwrap` (read-only file system outside its
+    folder, no network) or `none` (its own folder, HOME and TMPDIR only)."""
+    return "bwrap" if _bwrap() is not None else "none"
+
+
+def confined_argv(
+    argv: Sequence[str], folder: str, memory_mb: int | None = None, *, isolate: bool = True
+) -> tuple[list[str], object]:
+    """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap; and
+    the preexec function still needed (only without `prlimit`)."""
+    inner = list(argv)
+    program = shutil.which(inner[0]) if inner else None
+    if program is None:  # as Popen would say, not a wrapper's exit code later
+        raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
+    inner[0] = program
+    bwrap = _bwrap() if isolate else None
+    if bwrap is not None:
+        inner = [*_bwrap_args(bwrap, str(folder)), *inner]
+    command, preexec = limited_argv(inner, memory_mb)
+    setpriv = shutil.which("setpriv")
+    if setpriv is not None:
+        command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+    return command, preexec
+
+
+def real_returncode(returncode: int | None, command: Sequence[str]) -> int | None:
+    """The assistant's own return code: bwrap reports a child killed by signal N as exit
+    128 + N, which must stay a death by signal (status `crash`), never a plain exit."""
+    if returncode is None or returncode <= 128 or "--die-with-parent" not in command:
+        return returncode
+    return -(returncode - 128)
+
+
+def _read_capped(
+    proc: subprocess.Popen, deadline: float, limit: int
+) -> tuple[bytes, bytes, bool, bool]:
+    """Read both pipes until they close or `deadline`: (stdout, stderr, truncated, timed out).
+
+    Each stream keeps its first `limit` bytes; the rest is read and dropped, so the child
+    never blocks on a full pipe and formalbench's memory stays bounded."""
+    kept = {"out": bytearray(), "err": bytearray()}
+    cut = False
+    sel = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    sel.register(proc.stdout, selectors.EVENT_READ, "out")
+    sel.register(proc.stderr, selectors.EVENT_READ, "err")
+    timed_out = False
+    try:
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for key, _ in sel.select(timeout=min(left, 0.5)):
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                buf = kept[key.data]
+                room = limit - len(buf)
+                if room > 0:
+                    buf += data[:room]
+                if len(data) > max(room, 0):
+                    cut = True
+    finally:
+        sel.close()
+    return bytes(kept["out"]), bytes(kept["err"]), cut, timed_out
+
+
+def _text(data: bytes, cut: bool, limit: int) -> str:
+    text = data.decode("utf-8", errors="replace")
+    return text + TRUNCATED.format(limit=limit) if cut and len(data) >= limit else text
 
 
 def run_limited(
@@ -100,35 +357,53 @@ def run_limited(
     timeout: float,
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
+    confine: bool = True,
 ) -> ProcessOutcome:
-    """Run `argv` to completion or until `timeout` seconds pass, whichever is first.
+    """Run `argv` in the throw-away folder `cwd` to completion or until `timeout` seconds pass.
 
     The caller interprets an out-of-memory death from the tool's own output (allocators
-    report it differently); a death by signal is reported as `crash`.
+    report it differently); a death by signal is reported as `crash`. The process group is
+    killed on every way out of here (an exception or a stop included). `confine=False` is
+    for a trusted command run in a folder of the user's (`lake env` in the Lean project): no
+    bwrap and the user's own HOME, but still the parent-death tie, the registry and the cap.
     """
     start = time.perf_counter()
-    command, preexec = limited_argv(argv, memory_mb)
+    if _stopping.is_set():
+        return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
+    folder = str(cwd)
+    command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine)
+    base_env = dict(env) if env is not None else scrubbed_env()
+    limit = max_output_bytes()
     proc = subprocess.Popen(
         command,
-        cwd=cwd,
-        env=dict(env) if env is not None else scrubbed_env(),
+        cwd=folder,
+        env=private_env(base_env, folder) if confine else base_env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
         start_new_session=True,
         preexec_fn=preexec,  # type: ignore[arg-type]
     )
+    register(proc)
     try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        out, err = proc.communicate()
-        return ProcessOutcome(CheckStatus.timeout, None, out, err, time.perf_counter() - start)
+        out, err, cut, timed_out = _read_capped(proc, time.monotonic() + timeout, limit)
+        if timed_out:
+            kill_group(proc)
+        proc.wait()
+    finally:
+        kill_group(proc)  # descendants too, and the process itself on an exception
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)
+        for stream in (proc.stdout, proc.stderr):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        unregister(proc)
     elapsed = time.perf_counter() - start
+    stdout, stderr = _text(out, cut, limit), _text(err, cut, limit)
+    if timed_out:
+        return ProcessOutcome(CheckStatus.timeout, None, stdout, stderr, elapsed, cut)
     status = CheckStatus.ok
-    if proc.returncode is not None and proc.returncode < 0:
+    code = real_returncode(proc.returncode, command)
+    if code is not None and code < 0:
         status = CheckStatus.crash
-    return ProcessOutcome(status, proc.returncode, out, err, elapsed)
+    return ProcessOutcome(status, code, stdout, stderr, elapsed, cut)

@@ -38,6 +38,7 @@ from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
+from formalbench.checking.gate import GATE_VERSION, OVERSIZED, gate_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
 from formalbench.checking.lean_identity import (
@@ -74,6 +75,7 @@ _STATUS_REASONS = {
     CheckStatus.timeout: Reason.timeout,
     CheckStatus.out_of_memory: Reason.out_of_memory,
     CheckStatus.crash: Reason.backend_crash,
+    CheckStatus.refused: Reason.forbidden_construct,
 }
 
 
@@ -97,9 +99,13 @@ class StrictVerifier:
         self.language = Language(lang)
         self.compile_always = compile_always
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
+        self._rules = {
+            "policy": self.policy.model_dump(mode="json"),
+            "always": compile_always,
+            "gate": GATE_VERSION,
+        }
         # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
         self.coq_identity = kernel_identity_for(backend, self.language)
-        self._rules = {"policy": self.policy.model_dump(mode="json"), "always": compile_always}
         if self.coq_identity is not None:
             self._rules["identity"] = "kernel"
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
@@ -285,11 +291,19 @@ class StrictVerifier:
     ) -> tuple[float, list[Finding], list[str] | None]:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
+        # The gate (checking/gate.py) first: an oversized text goes no further, and a text
+        # with a file or process command is never compiled, even if copied from the original.
+        gated = gate_findings(candidate, self.language)
+        if any(f.subject == OVERSIZED for f in gated):
+            return t0, gated, None
         findings = self.static_findings(original, candidate, kind)
+        seen = {(f.subject, f.line, f.column) for f in findings}
+        findings += [f for f in gated if (f.subject, f.line, f.column) not in seen]
         hard = findings
         if self._identity is not None:  # a changed target signature: Lean has the last word
             hard = [f for f in findings if not deferred(f, self.targets(original))]
-        targets = self.targets(original) if self._compile_needed(hard) else None
+        compile_needed = self._compile_needed(hard) and not gated
+        targets = self.targets(original) if compile_needed else None
         return t0, findings, targets
 
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:

@@ -141,9 +141,10 @@ def user_errors(func: F) -> F:
         except FormalbenchError as exc:
             err_console.print(f"formalbench: error: {exc}", markup=False)
             raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            err_console.print("formalbench: interrupted", markup=False)
-            raise typer.Exit(INTERRUPTED_EXIT_CODE) from None
+        except KeyboardInterrupt as exc:  # a run stopped by a signal has said so already
+            if not hasattr(exc, "exit_code"):
+                err_console.print("formalbench: interrupted", markup=False)
+            raise typer.Exit(getattr(exc, "exit_code", INTERRUPTED_EXIT_CODE)) from None
 
     return wrapper  # type: ignore[return-value]
 

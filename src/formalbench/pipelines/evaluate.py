@@ -47,6 +47,7 @@ from formalbench.pipelines.run_dir import (
     full_disk_errors,
 )
 from formalbench.pipelines.run_files import RunFiles, write_run_log
+from formalbench.pipelines.stopping import Interrupted, stop_on_signals
 from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_class
 from formalbench.store.response_cache import ResponseCache
 from formalbench.store.runs import RunStore
@@ -256,7 +257,12 @@ async def _evaluate(
             if observer is not None:
                 passed = store.counts(run_id)["passed"]
                 observer.started(len(tasks) * samples, len(tasks) * samples - len(todo), passed)
-            new, stopped = await _work(config, solver, store, run_id, iter(todo), observer)
+            try:
+                new, stopped = await _work(config, solver, store, run_id, iter(todo), observer)
+            except Interrupted:  # SIGINT/SIGTERM: what is recorded stays; a rerun resumes
+                store.set_status(run_id, "interrupted")
+                write_run_log(files, store, run_id, meter, time.perf_counter() - start)
+                raise
             store.set_status(
                 run_id, "finished" if stopped is None and new == len(todo) else "interrupted"
             )
@@ -337,14 +343,19 @@ async def _work(
 ) -> tuple[int, str | None]:
     """Run the pending attempts with bounded concurrency; returns (recorded, stop reason)."""
     recorded = 0
+    in_flight = 0
     stopped: str | None = None
 
     async def worker() -> None:
-        nonlocal recorded, stopped
+        nonlocal recorded, stopped, in_flight
         for task, sample in todo:  # one shared iterator: each pair is taken once
             if stopped is not None:
                 return
-            attempt = await solver.solve(task, sample)
+            in_flight += 1
+            try:
+                attempt = await solver.solve(task, sample)
+            finally:
+                in_flight -= 1
             error = attempt.error
             if error and error.kind == ErrorKind.budget and error.scope == RUN_BUDGET_NAME:
                 # The run's budget, not the task's: leave the attempt undone so a resume
@@ -357,5 +368,13 @@ async def _work(
                 observer.attempt_done(attempt)
 
     workers = _concurrency(config, solver, solver.verifier.backend.workers)
-    await asyncio.gather(*(worker() for _ in range(workers)))
+    gathered = asyncio.gather(*(worker() for _ in range(workers)))
+    with stop_on_signals(gathered, lambda: in_flight) as caught:
+        try:
+            await gathered
+        except asyncio.CancelledError:
+            if caught.signum is None:
+                raise
+    if caught.signum is not None:
+        raise Interrupted(caught.signum)
     return recorded, stopped

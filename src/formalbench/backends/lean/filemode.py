@@ -23,7 +23,18 @@ from formalbench.backends.lean.axioms import append_axiom_queries, settle_messag
 from formalbench.backends.lean.messages import holes_from_sorry_warnings, parse_json_output
 from formalbench.backends.lean.process import OOM_WORDS, process_tree, tree_private_mb
 from formalbench.backends.lean.toolchain import Toolchain, lean_binary
-from formalbench.backends.sandbox import ProcessOutcome, kill_group, scrubbed_env
+from formalbench.backends.sandbox import (
+    ProcessOutcome,
+    confined_argv,
+    kill_group,
+    max_output_bytes,
+    private_env,
+    real_returncode,
+    register,
+    scrubbed_env,
+    unregister,
+    work_dir,
+)
 from formalbench.core.errors import ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
 
@@ -39,41 +50,57 @@ def run_watched(
 ) -> ProcessOutcome:
     """Run to completion, or kill the process group at `timeout` or past `memory_mb`."""
     start = time.perf_counter()
+    command, _ = confined_argv(argv, str(cwd))  # memory is watched here, not capped by rlimit
+    base_env = dict(env) if env is not None else scrubbed_env()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(
-            list(argv),
+            command,
             cwd=cwd,
-            env=dict(env) if env is not None else scrubbed_env(),
+            env=private_env(base_env, str(cwd)),
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
             start_new_session=True,
         )
-        status = CheckStatus.ok
-        while True:
-            try:
-                proc.wait(timeout=poll_interval)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            if time.perf_counter() - start >= timeout:
-                status = CheckStatus.timeout
-            elif memory_mb and tree_private_mb(process_tree(proc.pid)) > memory_mb:
-                status = CheckStatus.out_of_memory
-            if status != CheckStatus.ok:
-                kill_group(proc)
-                proc.wait()
-                break
+        register(proc)
+        try:
+            status = _watch(proc, start, timeout, memory_mb, poll_interval)
+        finally:
+            kill_group(proc)
+            unregister(proc)
+        limit = max_output_bytes()  # the files are on disk; only this much comes into memory
         out.seek(0)
         err.seek(0)
-        stdout = out.read().decode("utf-8", errors="replace")
-        stderr = err.read().decode("utf-8", errors="replace")
-    code = proc.returncode
+        stdout = out.read(limit).decode("utf-8", errors="replace")
+        stderr = err.read(limit).decode("utf-8", errors="replace")
+    code = real_returncode(proc.returncode, command)
     if status == CheckStatus.ok and code is not None and code < 0:
         status = CheckStatus.crash
     if status == CheckStatus.crash and any(w in (stdout + stderr).lower() for w in OOM_WORDS):
         status = CheckStatus.out_of_memory
     return ProcessOutcome(status, code, stdout, stderr, time.perf_counter() - start)
+
+
+def _watch(
+    proc: subprocess.Popen, start: float, timeout: float, memory_mb: int | None, poll: float
+) -> CheckStatus:
+    """Wait for `proc`, killing its group past the deadline or the memory ceiling."""
+    status = CheckStatus.ok
+    while True:
+        try:
+            proc.wait(timeout=poll)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if time.perf_counter() - start >= timeout:
+            status = CheckStatus.timeout
+        elif memory_mb and tree_private_mb(process_tree(proc.pid)) > memory_mb:
+            status = CheckStatus.out_of_memory
+        if status != CheckStatus.ok:
+            kill_group(proc)
+            proc.wait()
+            break
+    return status
 
 
 def lean_command(toolchain: Toolchain, lake_vars: Mapping[str, str]) -> str:
@@ -99,7 +126,7 @@ def check_file(
 ) -> CheckResult:
     """Compile one source with `lean --json` in a throw-away folder; see the module docstring."""
     queries = append_axiom_queries(source, targets)
-    with tempfile.TemporaryDirectory(prefix="formalbench-lean-") as tmp:
+    with work_dir("lean") as tmp:
         path = Path(tmp) / "Check.lean"
         path.write_text(queries.text, encoding="utf-8")
         outcome = run_watched(

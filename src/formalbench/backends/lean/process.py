@@ -26,7 +26,15 @@ from typing import Any
 import psutil
 
 from formalbench.backends.lean.repl_protocol import ReplyReader, encode_request
-from formalbench.backends.sandbox import kill_group, scrubbed_env
+from formalbench.backends.sandbox import (
+    confined_argv,
+    kill_group,
+    private_env,
+    register,
+    scrubbed_env,
+    sweep_stale,
+    unregister,
+)
 from formalbench.core.errors import BackendError
 from formalbench.core.records import CheckStatus, Diagnostic
 
@@ -120,14 +128,17 @@ class ReplProcess:
         self.stop()
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
         # removed in stop(), or by its finalizer if this object is dropped unstopped
+        if self.starts == 0:
+            sweep_stale()  # folders of a formalbench killed by SIGKILL
         self._workdir = tempfile.TemporaryDirectory(  # noqa: SIM115
-            prefix="formalbench-repl-", ignore_cleanup_errors=True
+            prefix=f"formalbench-repl-{os.getpid()}-", ignore_cleanup_errors=True
         )
+        folder = self._workdir.name
         try:
             self._proc = subprocess.Popen(
-                self.argv,
-                cwd=self._workdir.name,
-                env=self.env,
+                confined_argv(self.argv, folder)[0],  # memory is watched here, not by rlimit
+                cwd=folder,
+                env=private_env(self.env, folder),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._stderr,
@@ -139,6 +150,7 @@ class ReplProcess:
             raise BackendError(
                 f"cannot start the Lean REPL `{' '.join(self.argv)}`: {exc}"
             ) from exc
+        register(self._proc)
         assert self._proc.stdin is not None
         os.set_blocking(self._proc.stdin.fileno(), False)
         self._reader = ReplyReader()
@@ -153,6 +165,7 @@ class ReplProcess:
         self.headers = {}
         if proc is not None:
             kill_group(proc)
+            unregister(proc)
             for stream in (proc.stdin, proc.stdout):
                 with contextlib.suppress(OSError):
                     stream.close()  # type: ignore[union-attr]

@@ -175,7 +175,11 @@ def lake_environment(lake: str, project_dir: Path, timeout: float = 300.0) -> di
     checks run elsewhere. Raises BackendError when Lake cannot load the project.
     """
     outcome = run_limited(
-        [lake, "env", "printenv"], cwd=project_dir, timeout=timeout, env=scrubbed_env()
+        [lake, "env", "printenv"],
+        cwd=project_dir,
+        timeout=timeout,
+        env=scrubbed_env(),
+        confine=False,  # a trusted command in the user's project: no sandbox folder in it
     )
     if outcome.status != CheckStatus.ok or outcome.returncode != 0:
         why = (

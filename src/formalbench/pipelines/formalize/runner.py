@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from formalbench import __version__
 from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
+from formalbench.backends.sandbox import live_count
 from formalbench.core.formalization import Problem
 from formalbench.judge.ranking import rank_candidates
 from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
@@ -58,6 +59,7 @@ from formalbench.pipelines.run_dir import (
     read_json_object,
     write_json_atomic,
 )
+from formalbench.pipelines.stopping import Interrupted, stop_on_signals
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.response_cache import ResponseCache
 
@@ -175,7 +177,14 @@ async def _run(
                 embedder=embedder,
                 prompt_hashes={k: load_prompt(v).hash for k, v in PROMPTS.items()},
             )
-            result = await _work(session, inputs)
+            work = asyncio.ensure_future(_work(session, inputs))
+            with stop_on_signals(work, live_count) as caught:  # SIGINT/SIGTERM: see stopping
+                try:
+                    result = await work
+                except asyncio.CancelledError:
+                    if caught.signum is None:
+                        raise
+                    raise Interrupted(caught.signum) from None  # finished steps stay stored
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             result.metrics = write_metrics(files, store)
     finally:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from formalbench.checking.decls import split_decls
 from formalbench.checking.forbidden import forbidden_findings
+from formalbench.checking.gate import OVERSIZED, Unsafe, max_source_bytes
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Language, Severity
 from formalbench.solvers.extract import code_blocks
@@ -104,6 +105,8 @@ def _states_theorem(code: str, assistant: Assistant) -> bool:
 
 def static_diagnostics(code: str, assistant: Assistant) -> list[Diagnostic]:
     """Errors the assistant would not report: no theorem, or an escape outside the holes."""
+    if len(code) > max_source_bytes():  # the text layer would spend seconds per MB on it
+        return [_error(Unsafe(OVERSIZED).message, None)]
     decls = split_decls(code, assistant.language)
     found: list[Diagnostic] = []
     if not any(d.kind in assistant.theorem_kinds for d in decls):
@@ -142,7 +145,7 @@ def result_diagnostics(result: CheckResult, timeout: float) -> list[Diagnostic]:
     diagnostics = list(result.diagnostics)
     if result.status == CheckStatus.timeout:
         diagnostics.append(_error(f"the check did not finish within {timeout:g} s", None))
-    elif result.status != CheckStatus.ok:
+    elif result.status not in (CheckStatus.ok, CheckStatus.refused):  # refused: errors say why
         detail = f": {result.detail.strip()[:300]}" if result.detail else ""
         diagnostics.append(_error(f"the checker stopped ({result.status.value}){detail}", None))
     return diagnostics
