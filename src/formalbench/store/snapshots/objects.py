@@ -4,16 +4,20 @@ Why two forms: zstandard saves much on build outputs (.vo, .olean, sources) but 
 needs the plain bytes. An object is stored compressed when that saves at least 10 % (and it
 is not tiny), raw otherwise; the choice depends only on the content, so two puts of the same
 content race harmlessly (both write a temporary file and rename it onto the same name).
-Hard-link and reflink restores of a compressed object go through `cache/ab/<sha256>` (or
-`<sha256>.x` for an executable copy), materialised once, checked against its hash, and
-counted in `stored_bytes`. Everything the store links out is read-only with a fixed
-modification time, so restored trees look up to date to `make`.
+Hard-link and reflink restores go through `cache/ab/<sha256>` (or `<sha256>.x` for an
+executable copy), materialised once from the object, checked against its hash, and
+counted in `stored_bytes`. Only cache entries are ever linked out, never the objects
+themselves, so a tool that writes through a hard-linked restored file damages at most a
+cache entry, which the next restore notices (size, mode or mtime changed) and rebuilds.
+Cache entries are read-only with a fixed modification time, so restored trees look up to
+date to `make`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import threading
 import uuid
 from pathlib import Path
@@ -149,24 +153,34 @@ class ObjectFiles:
             raise CorruptObjectError(f"object {obj} is corrupt (its content hash changed)")
         return size
 
-    def materialise(self, digest: str, executable: bool) -> Path:
-        """A plain read-only file with the content of `digest` to link or clone from:
-        the raw object itself when possible, else a checked link-cache entry."""
-        if not executable:
-            raw = self.raw_path(digest)
-            if os.path.lexists(raw):
-                return raw
+    def materialise(self, digest: str, executable: bool, size: int, check: bool = False) -> str:
+        """A plain read-only copy of `digest` in the link cache, to hard-link or clone from.
+
+        Canonical objects never leave the store; only cache entries are linked out. An
+        entry someone wrote through a restored tree shows a changed size, mode or mtime
+        (all fixed here) and is rebuilt from its object, as is one whose hash differs when
+        `check` is set; the rebuild itself checks the object's hash."""
         cached = self.cache_path(digest, executable)
-        if os.path.lexists(cached):
-            return cached
+        want_mode = 0o555 if executable else 0o444
+        try:
+            st = os.stat(cached)
+            intact = (
+                st.st_size == size
+                and st.st_mtime_ns == FIXED_MTIME * 1_000_000_000
+                and stat.S_IMODE(st.st_mode) == want_mode
+            )
+            if intact and (not check or hash_file(cached) == digest):
+                return str(cached)
+        except FileNotFoundError:
+            pass
         tmp = self.temp()
         try:
             self.write_content(digest, tmp)
-            self._publish(tmp, cached, 0o555 if executable else 0o444)
+            self._publish(tmp, cached, want_mode)
         finally:
             if tmp.exists():
                 tmp.unlink()
-        return cached
+        return str(cached)
 
 
 def hash_file(path: Path) -> str:
