@@ -239,6 +239,13 @@ def test_concurrent_puts_of_the_same_content_are_safe(
     assert describe(tmp_path / "out") == describe(tree)
 
 
+def test_excluded_paths_are_left_out(tree: Path, store: SnapshotStore) -> None:
+    info = store.put(tree, "one", exclude=[".git", "src/deep", "random.bin"])
+    paths = {e.path for e in store.entries("one")}
+    assert "src/deep" not in paths and "src/deep/er/copy_of_A.v" not in paths
+    assert "random.bin" not in paths and "src/A.v" in paths and info.files == 5
+
+
 def test_special_files_are_skipped_and_named(store: SnapshotStore, tmp_path: Path) -> None:
     tree = tmp_path / "t"
     tree.mkdir()

@@ -54,10 +54,16 @@ def put(
     snapshot_id: Annotated[
         str, typer.Option("--id", help="The snapshot's id (e.g. a commit hash).")
     ],
+    exclude: Annotated[
+        list[str] | None,
+        typer.Option("--exclude", help="A path relative to DIR to leave out (repeatable)."),
+    ] = None,
     as_json: Json = False,
 ) -> None:
     """Store DIR under --id (idempotent for the same content)."""
-    info = _open(store, must_exist=False).put(tree, snapshot_id, progress=not as_json)
+    info = _open(store, must_exist=False).put(
+        tree, snapshot_id, progress=not as_json, exclude=exclude or ()
+    )
     _emit(info.as_dict(), as_json)
 
 

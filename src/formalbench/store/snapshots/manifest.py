@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,10 +33,13 @@ class TreeItem:
         self.rel, self.path, self.size, self.executable = rel, path, size, executable
 
 
-def walk(tree: Path, skip: Path | None = None) -> tuple[list[Entry], list[TreeItem], list[str]]:
+def walk(
+    tree: Path, skip: Path | None = None, exclude: Collection[str] = ()
+) -> tuple[list[Entry], list[TreeItem], list[str]]:
     """Directories and symlinks as entries, regular files as items to hash, special files
     (sockets, fifos, devices) as skipped paths. Symlinks are recorded, never followed.
-    `skip` (the store itself, when it lies inside the tree) is left out."""
+    `skip` (the store itself, when it lies inside the tree) and the relative paths in
+    `exclude` (e.g. ".git") are left out."""
     entries: list[Entry] = []
     files: list[TreeItem] = []
     skipped: list[str] = []
@@ -51,6 +54,8 @@ def walk(tree: Path, skip: Path | None = None) -> tuple[list[Entry], list[TreeIt
             raise InputError(f"{folder}: cannot read directory ({exc.strerror})") from None
         for child in children:
             child_rel = f"{rel}{child.name}"
+            if child_rel in exclude:
+                continue
             try:
                 st = child.stat(follow_symlinks=False)
             except OSError as exc:

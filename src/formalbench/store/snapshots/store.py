@@ -30,7 +30,7 @@ import re
 import shutil
 import stat
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -132,9 +132,17 @@ class SnapshotStore:
         return sorted(p.name[: -len(SUFFIX)] for p in self.manifests.glob(f"*{SUFFIX}"))
 
     # -- put -----------------------------------------------------------------------------
-    def put(self, tree: Path, snapshot_id: str, *, progress: bool = False) -> SnapshotInfo:
-        """Store the tree under `snapshot_id`. Putting the same content again under the same
-        id is a no-op (`created` False); different content under a taken id is an error."""
+    def put(
+        self,
+        tree: Path,
+        snapshot_id: str,
+        *,
+        progress: bool = False,
+        exclude: Collection[str] = (),
+    ) -> SnapshotInfo:
+        """Store the tree under `snapshot_id`, leaving out the relative paths in `exclude`
+        (e.g. ".git"). Putting the same content again under the same id is a no-op
+        (`created` False); different content under a taken id is an error."""
         start = time.perf_counter()
         tree = Path(tree)
         target = self._manifest_path(snapshot_id)
@@ -142,7 +150,9 @@ class SnapshotStore:
             raise InputError(f"{tree}: not a directory (nothing to snapshot)")
         self._init_layout()
         with self._locked(exclusive=False):
-            entries, items, skipped = manifest.walk(tree, skip=self.root)
+            entries, items, skipped = manifest.walk(
+                tree, skip=self.root, exclude={p.strip("/") for p in exclude}
+            )
 
             def store_batch(batch: Sequence[manifest.TreeItem]) -> list[tuple[Entry, int | None]]:
                 return [self._store_file(item) for item in batch]
