@@ -50,10 +50,13 @@ def generate_tree(root: Path, files: int, distinct: int, seed: int = 0) -> int:
 
 
 def timed_restore(store: SnapshotStore, dest: Path, mode: str) -> float:
+    cpu = time.process_time()
     info = store.restore("tree", dest, mode=mode)  # type: ignore[arg-type]
+    cpu = time.process_time() - cpu
     print(
-        f"  restore {mode:8s} {info.seconds:7.3f} s  "
-        f"(linked {info.linked}, reflinked {info.reflinked}, copied {info.copied})"
+        f"  restore {mode:8s} {info.seconds:7.3f} s wall, {cpu:7.3f} s CPU  "
+        f"(linked {info.linked}, reflinked {info.reflinked}, copied {info.copied})",
+        flush=True,
     )
     return info.seconds
 
@@ -65,11 +68,13 @@ def bench_restore(args: argparse.Namespace) -> None:
         total = generate_tree(base / "tree", args.files, args.distinct)
         print(
             f"tree: {args.files} files, {args.distinct} distinct contents, {total / 1e6:.1f} MB "
-            f"(generated in {time.perf_counter() - start:.1f} s); {os.cpu_count()} CPUs"
+            f"(generated in {time.perf_counter() - start:.1f} s); {os.cpu_count()} CPUs, "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
         )
         store = SnapshotStore(base / "store")
         info = store.put(base / "tree", "tree")
-        print(f"  put              {info.seconds:7.3f} s  ({info.new_objects} objects)")
+        print(f"  put              {info.seconds:7.3f} s wall ({info.new_objects} objects)")
         stats = store.stats()
         print(
             f"  stored {stats.stored_bytes / 1e6:.2f} MB for {stats.logical_bytes / 1e6:.1f} MB"

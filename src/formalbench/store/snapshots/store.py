@@ -159,8 +159,9 @@ class SnapshotStore:
 
             with bar(progress, f"put {snapshot_id}", len(items)) as advance:
                 stored = _parallel(store_batch, items, advance)
-            new_objects = sum(1 for _, written in stored if written is not None)
-            new_bytes = sum(written or 0 for _, written in stored)
+            # two threads may both write a content new to the store: count it once
+            added = {entry.ref: written for entry, written in stored if written is not None}
+            new_objects, new_bytes = len(added), sum(added.values())
             entries.extend(entry for entry, _ in stored)
             entries.sort()
             created = self._publish_manifest(target, snapshot_id, entries, new_objects > 0)
