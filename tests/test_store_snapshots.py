@@ -11,6 +11,7 @@ import pytest
 
 from formalbench.core.errors import FormalbenchError, InputError
 from formalbench.store.snapshots import CorruptObjectError, SnapshotStore, detach
+from formalbench.store.snapshots import objects as objects_module
 from formalbench.store.snapshots import store as store_module
 from formalbench.store.snapshots.objects import FIXED_MTIME
 
@@ -208,7 +209,8 @@ def test_a_crash_before_the_manifest_leaves_no_snapshot_and_gc_cleans_up(
 def test_large_files_are_streamed(
     tree: Path, store: SnapshotStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "STREAM_LIMIT", 1000)
+    monkeypatch.setattr(store_module, "STREAM_LIMIT", 1000)  # puts in chunks
+    monkeypatch.setattr(objects_module, "STREAM_LIMIT", 1000)  # restores in chunks
     info = store.put(tree, "one")
     again = SnapshotStore(tmp_path / "store").put(tree, "two")
     assert info.new_objects == 6 and again.new_objects == 0
