@@ -248,6 +248,16 @@ def test_excluded_paths_are_left_out(tree: Path, store: SnapshotStore) -> None:
     assert "random.bin" not in paths and "src/A.v" in paths and info.files == 5
 
 
+def test_undecodable_file_names_round_trip(store: SnapshotStore, tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    tree.mkdir()
+    name = os.fsdecode(b"latin1-\xe9t\xe9.v")  # not UTF-8
+    (tree / name).write_text("x")
+    store.put(tree, "one")
+    store.restore("one", tmp_path / "out", mode="copy", verify=True)
+    assert os.listdir(os.fsencode(tmp_path / "out")) == [b"latin1-\xe9t\xe9.v"]
+
+
 def test_special_files_are_skipped_and_named(store: SnapshotStore, tmp_path: Path) -> None:
     tree = tmp_path / "t"
     tree.mkdir()
