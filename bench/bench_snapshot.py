@@ -21,7 +21,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -136,14 +135,21 @@ def bench_dedup(args: argparse.Namespace) -> None:
     builds = SnapshotStore(work / "store-builds")
     sources = SnapshotStore(work / "store-sources")
     print(f"work folder {work}; {os.cpu_count()} CPUs; make -j{args.jobs}", flush=True)
+    failed: list[str] = []
     for n, commit in enumerate(commits.split(), 1):
+        if builds.has(commit[:12]) and sources.has(commit[:12]):
+            print(f"{n:2d} {commit[:12]} already stored (resumed run)", flush=True)
+            continue
         git(repo, "checkout", "-q", "--force", commit)
         prune_stale(repo)
         start = time.perf_counter()
         done = subprocess.run(["make", f"-j{args.jobs}"], cwd=repo, capture_output=True, text=True)
         seconds = time.perf_counter() - start
-        if done.returncode != 0:
-            sys.exit(f"make failed at {commit}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        if done.returncode != 0:  # a commit that does not build is reported and left out
+            error = (done.stdout + done.stderr).strip().splitlines()
+            print(f"{n:2d} {commit[:12]} make FAILED ({seconds:.1f} s): {error[-4:]}", flush=True)
+            failed.append(commit[:12])
+            continue
         build = builds.put(repo, commit[:12], exclude=[".git"])
         src_dir = work / "src"
         shutil.rmtree(src_dir, ignore_errors=True)
@@ -158,6 +164,7 @@ def bench_dedup(args: argparse.Namespace) -> None:
             f"{build.logical_bytes / 1e6:.1f} MB, {build.new_objects} new objects",
             flush=True,
         )
+    print(f"commits that failed to build (left out of the builds store): {failed or 'none'}")
     for name, store in (("builds (sources + .vo/.glob)", builds), ("sources only", sources)):
         stats = store.stats().as_dict()
         print(f"{name}: {json.dumps(stats)}")
