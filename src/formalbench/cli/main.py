@@ -60,6 +60,7 @@ LAZY_COMMANDS = {
     "review": "review",
     "metrics": "metrics",
     "compare": "compare",
+    "snapshot": "snapshot",
 }
 
 
@@ -82,6 +83,16 @@ class FormalbenchGroup(TyperGroup):
                 command = typer.main.get_command_from_info(
                     info,
                     pretty_exceptions_short=app.pretty_exceptions_short,
+                    rich_markup_mode=app.rich_markup_mode,
+                )
+                self.add_command(command, cmd_name)
+                return command
+        for group in app.registered_groups:  # a command with sub-commands (`snapshot put` …)
+            if group.name == cmd_name:
+                command = typer.main.get_group_from_info(
+                    group,
+                    pretty_exceptions_short=app.pretty_exceptions_short,
+                    suggest_commands=True,
                     rich_markup_mode=app.rich_markup_mode,
                 )
                 self.add_command(command, cmd_name)
