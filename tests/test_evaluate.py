@@ -253,10 +253,10 @@ class SlowCoq(CoqBackend):
         self.spans: list[tuple[float, float]] = []
         self._spans_lock = threading.Lock()
 
-    def check(self, source, *, targets=(), timeout=None):  # noqa: ANN001, ANN201
+    def check(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
         begin = time.monotonic()
         time.sleep(self.delay)
-        result = super().check(source, targets=targets, timeout=timeout)
+        result = super().check(source, targets=targets, timeout=timeout, **where)
         with self._spans_lock:
             self.spans.append((begin, time.monotonic()))
         return result
@@ -269,10 +269,10 @@ class CrashingCoq(CoqBackend):
         super().__init__(**options)
         self.marker = marker
 
-    def check(self, source, *, targets=(), timeout=None):  # noqa: ANN001, ANN201
+    def check(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
         if self.marker in source:
             return CheckResult(backend=self.name, status=CheckStatus.crash, detail="segfault")
-        return super().check(source, targets=targets, timeout=timeout)
+        return super().check(source, targets=targets, timeout=timeout, **where)
 
 
 def test_progress_bar_counts_attempts_and_pass_rate(tmp_path: Path) -> None:

@@ -32,22 +32,22 @@ class CountingCoq(CoqBackend):
         self.handed = self.running = 0
         self.max_handed = self.max_running = 0
 
-    async def acheck(self, source, *, targets=(), timeout=None):  # noqa: ANN001, ANN201
+    async def acheck(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
         with self._counts:
             self.handed += 1
             self.max_handed = max(self.max_handed, self.handed)
         try:
-            return await super().acheck(source, targets=targets, timeout=timeout)
+            return await super().acheck(source, targets=targets, timeout=timeout, **where)
         finally:
             with self._counts:
                 self.handed -= 1
 
-    def check(self, source, *, targets=(), timeout=None):  # noqa: ANN001, ANN201
+    def check(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
         with self._counts:
             self.running += 1
             self.max_running = max(self.max_running, self.running)
         try:
-            return super().check(source, targets=targets, timeout=timeout)
+            return super().check(source, targets=targets, timeout=timeout, **where)
         finally:
             with self._counts:
                 self.running -= 1

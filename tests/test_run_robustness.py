@@ -350,9 +350,9 @@ class CountingCoq(CoqBackend):
         super().__init__(workers=2, timeout=60)
         self.calls = 0
 
-    def check(self, source, *, targets=(), timeout=None):  # type: ignore[no-untyped-def]
+    def check(self, source, *, targets=(), timeout=None, **where):  # type: ignore[no-untyped-def]
         self.calls += 1
-        return super().check(source, targets=targets, timeout=timeout)
+        return super().check(source, targets=targets, timeout=timeout, **where)
 
 
 @needs_coqc
@@ -438,7 +438,7 @@ class LeanProject(Backend):
     name = "lean"
     language = Language.lean
 
-    def check(self, source, *, targets=(), timeout=None):  # type: ignore[no-untyped-def]
+    def check(self, source, *, targets=(), timeout=None, **where):  # type: ignore[no-untyped-def]
         return CheckResult(backend=self.name, axioms={t: [] for t in targets})
 
     def version(self) -> str:
