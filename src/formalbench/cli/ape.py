@@ -71,3 +71,94 @@ def apply_command(
             typer.echo(f"  {reason}")
     if not result.applied:
         raise typer.Exit(1)
+
+
+@ape_app.command("mine")
+@user_errors
+def mine_command(
+    repo: Annotated[str, typer.Argument(help="A git repository folder or bundle.")],
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Newest N commits only.")] = None,
+    validate: Annotated[
+        str | None,
+        typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
+    ] = None,
+    types: Annotated[
+        str, typer.Option("--types", help="Commit types kept, comma-separated.")
+    ] = "feat,fix,refactor,chore",
+    type_source: Annotated[
+        str,
+        typer.Option("--type-source", help="conventional, inferred (subject's verb) or auto."),
+    ] = "auto",
+    max_diff_lines: Annotated[int, typer.Option(help="Chunk changes larger than this.")] = 100,
+    max_filtered_changes: Annotated[int, typer.Option(help="Upper bound of filter 5.")] = 100,
+    min_distinct_ratio: Annotated[float, typer.Option(help="Filter 6 threshold.")] = 0.8,
+    max_scattered_edits: Annotated[int, typer.Option(help="Filter 7: scattered runs.")] = 10,
+    max_input_tokens: Annotated[int, typer.Option(help="Filter 8: tokens of file before.")] = 16384,
+    validate_limit: Annotated[
+        int | None, typer.Option(help="Validate only the newest N kept tasks.")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON.")] = False,
+) -> None:
+    """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.mining import mine
+    from formalbench.pipelines.ape.task import MineConfig
+
+    if validate not in (None, "coq", "lean"):
+        raise InputError(f"--validate {validate}: expected coq or lean")
+    if type_source not in ("auto", "conventional", "inferred"):
+        raise InputError(f"--type-source {type_source}: expected auto, conventional or inferred")
+    cfg = MineConfig(
+        types=[t.strip() for t in types.split(",") if t.strip()],
+        type_source=type_source,
+        max_diff_lines=max_diff_lines,
+        max_filtered_changes=max_filtered_changes,
+        min_distinct_ratio=min_distinct_ratio,
+        max_scattered_edits=max_scattered_edits,
+        max_input_tokens=max_input_tokens,
+        since=since,
+        limit=limit,
+    )
+    console = Console(stderr=True)
+    with make_progress(console) as progress:
+        bar = progress.add_task("mining commits", total=None, status="")
+
+        def tick(done: int, total: int, _summary: object) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        summary = mine(repo, run_dir, cfg, on_progress=tick)
+    result: dict[str, object] = {
+        "commits": summary.commits,
+        "candidates": summary.candidates,
+        "funnel": summary.funnel,
+        "kept": summary.kept,
+        "language": summary.language,
+    }
+    if validate is not None:
+        from formalbench.pipelines.ape.validate import validate_run
+
+        with make_progress(console) as progress:
+            bar = progress.add_task("validating", total=None, status="")
+
+            def vtick(done: int, total: int, status: str) -> None:
+                progress.update(bar, completed=done, total=total, status=status)
+
+            result["validated"] = validate_run(
+                run_dir, validate, limit=validate_limit, on_progress=vtick
+            )
+    if json_out:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        typer.echo(
+            f"{summary.commits} commits, {summary.candidates} candidates, {summary.kept} kept"
+        )
+        for name, left in summary.funnel.items():
+            typer.echo(f"  after {name:18} {left}")
+        if "validated" in result:
+            typer.echo(f"  validated          {result['validated']}")
