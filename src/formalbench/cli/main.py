@@ -113,7 +113,7 @@ def _register() -> None:
     """Import the sub-command modules; each adds its command to `app`."""
     import importlib
 
-    for module in ("check", "evaluate", "report", "formalize", "review", "ape"):
+    for module in ("check", "evaluate", "report", "formalize", "review", "snapshot", "ape"):
         try:
             importlib.import_module(f"formalbench.cli.{module}")
         except ModuleNotFoundError as exc:  # a command still being written is simply absent
