@@ -162,3 +162,68 @@ def mine_command(
             typer.echo(f"  after {name:18} {left}")
         if "validated" in result:
             typer.echo(f"  validated          {result['validated']}")
+
+
+def _models(spec: str, judge: str | None):
+    from formalbench.llm.registry import make_model
+
+    model = make_model(spec)
+    return model, (make_model(judge) if judge else None)
+
+
+@ape_app.command("synthesize")
+@user_errors
+def synthesize_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder of `ape mine`.")],
+    model: Annotated[str, typer.Option("--model", help="Model spec, e.g. openai:gpt-4o.")],
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Newest N tasks only.")] = None,
+) -> None:
+    """Write instructions for the validated tasks and keep those the judge confirms."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.evaluate import synthesize_run
+
+    chat, judge_model = _models(model, judge)
+    with make_progress(Console(stderr=True)) as progress:
+        bar = progress.add_task("synthesizing", total=None, status="")
+        kept = synthesize_run(
+            run_dir,
+            chat,
+            judge_model,
+            limit,
+            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
+        )
+    typer.echo(f"{kept} tasks kept after instruction synthesis and reverse validation")
+
+
+@ape_app.command("eval")
+@user_errors
+def eval_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder after `ape synthesize`.")],
+    model: Annotated[str, typer.Option("--model", help="Model spec of the patch writer.")],
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Patches per task.")] = 20,
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
+    ] = None,
+) -> None:
+    """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.evaluate import evaluate_run
+
+    chat, judge_model = _models(model, judge)
+    with make_progress(Console(stderr=True)) as progress:
+        bar = progress.add_task("evaluating", total=None, status="")
+        solved = evaluate_run(
+            run_dir,
+            chat,
+            samples,
+            judge_model,
+            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
+        )
+    typer.echo(f"{solved} tasks with at least one judged pass; see `formalbench report`")

@@ -41,6 +41,7 @@ def ape_report(run_dir: Path) -> dict[str, Any]:
             "candidates": summary.candidates,
             "funnel": summary.funnel,
             "tasks": summary.kept,
+            "validated": None,  # set once `--validate` has run
         }
         validation = store.results("validate")
         if validation:
