@@ -121,3 +121,33 @@ def test_cli_mine_json_and_report(tmp_path) -> None:
     assert report["kind"] == "ape" and report["funnel"] == data["funnel"]
     bad = runner.invoke(app, ["ape", "mine", str(tmp_path / "nope"), "--run-dir", str(tmp_path)])
     assert bad.exit_code == 2
+
+
+def test_created_file_chunks_pack_blocks() -> None:
+    after = "".join(
+        f"(* block {i}\n\n inside *)\nLemma l{i} : True.\nProof. exact I. Qed.\n\n"
+        for i in range(30)
+    )
+    parts = chunks("", after, "created", "coq", limit=20)
+    assert len(parts) > 1 and parts[0][0] == "" and parts[-1][1] == after
+    for (_, a), (b, _) in zip(parts, parts[1:], strict=False):
+        assert a == b
+    # blank lines inside a comment never split a block
+    assert all("(* block" not in a.rsplit("\n\n", 1)[-1] or "*)" in a for _, a in parts)
+
+
+@needs_shared
+def test_lean_source_roots_follow_the_lakefile(tmp_path) -> None:
+    from formalbench.pipelines.ape.gitsource import GitRepo
+    from formalbench.pipelines.ape.sources import lean_filter, lean_roots
+
+    repo = GitRepo.open(HIST / "batteries.bundle", tmp_path)
+    first = repo.git("log", "--diff-filter=A", "--format=%H", "HEAD", "--", "lakefile.lean")
+    first = first.split()[-1]  # the first lakefile: a lakefile.lean naming the library Std
+    head = repo.git("rev-parse", "HEAD").strip()
+    assert lean_roots(repo, first) == ["Std"]
+    assert "Batteries" in lean_roots(repo, head)
+    accept = lean_filter(repo, head)
+    assert accept("Batteries/Data/List/Basic.lean")
+    assert not accept("BatteriesTest/list.lean") and not accept("Batteries.lean")
+    repo.close()
