@@ -8,8 +8,9 @@ diffs wrong; the repaired result is compared with the real file after the commit
 patch is *repairable* when every hunk keeps at least one non-blank genuine line of the old
 side and either its header still names the right line or its genuine old-side block occurs
 once in the file (an oracle that uses the gold position, independent of the algorithm).
-Figures: share of repairable patches applied correctly, and wrong applications (applied, but
-the result differs from the gold file) over all patches.
+Figures: share of repairable patches applied correctly, wrong applications (applied, but the
+result differs from the gold file) over all patches, and, for comparison, how many apply
+correctly without repair (`--no-repair`: hunks as written, at their header's line).
 """
 
 from __future__ import annotations
@@ -203,6 +204,8 @@ def main(per_repo: int) -> None:
             s = stats[kind]
             s["patches"] += 1
             s["repairable"] += ok_case
+            strict = apply_answer(text, before, repair=False)
+            s["strict_ok"] += strict.applied and strict.content == after
             correct = result.applied and result.content == after
             s["correct_repairable"] += correct and ok_case
             s["correct"] += correct
@@ -212,7 +215,7 @@ def main(per_repo: int) -> None:
     print(f"{len(items)} real diffs (coq-topology + batteries), {elapsed:.2f} s in DiffRepair")
     print(
         f"{'perturbation':22} {'patches':>8} {'repairable':>10} {'applied ok':>10} "
-        f"{'ok/repairable':>13} {'wrong':>6}"
+        f"{'ok/repairable':>13} {'wrong':>6} {'no-repair ok':>12}"
     )
     tot = Counter()
     for kind, s in stats.items():
@@ -220,12 +223,12 @@ def main(per_repo: int) -> None:
         share = s["correct_repairable"] / s["repairable"] if s["repairable"] else float("nan")
         print(
             f"{kind:22} {s['patches']:8d} {s['repairable']:10d} {s['correct']:10d} "
-            f"{100 * share:12.1f}% {s['wrong']:6d}"
+            f"{100 * share:12.1f}% {s['wrong']:6d} {s['strict_ok']:12d}"
         )
     share = tot["correct_repairable"] / max(1, tot["repairable"])
     print(
         f"{'all':22} {tot['patches']:8d} {tot['repairable']:10d} {tot['correct']:10d} "
-        f"{100 * share:12.1f}% {tot['wrong']:6d}"
+        f"{100 * share:12.1f}% {tot['wrong']:6d} {tot['strict_ok']:12d}"
     )
     for line in wrong_examples[:10]:
         print("wrong:", line)
