@@ -160,3 +160,10 @@ def test_cli_apply_json_and_exit_codes(tmp_path) -> None:
         ["ape", "apply", str(tmp_path / "missing.diff"), "--to", str(target), "--out", str(out)],
     )
     assert res.exit_code == 2
+
+
+def test_added_lines_before_the_first_context_line_are_exact() -> None:
+    diff = "@@ -1,2 +1,3 @@\n+(* header *)\n Lemma l1 : 1 = 1.\n Proof.\n"
+    result = apply_answer(diff, FILE, repair=False)
+    assert result.applied, result.reasons
+    assert _lines(result.content)[:2] == ["(* header *)", "Lemma l1 : 1 = 1."]

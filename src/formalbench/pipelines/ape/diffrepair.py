@@ -313,6 +313,8 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
             k += 1
         if b >= 0 and b in mapping:
             pos = mapping[b] + 1
+        elif b == -1 and 0 in mapping:  # added lines before the first context line
+            pos = mapping[0]
         else:
             after = [mapping[i] for i in range(b + 1, len(base)) if i in mapping]
             before = [mapping[i] for i in range(0, b + 1) if i in mapping]
