@@ -128,7 +128,11 @@ def bench_dedup(args: argparse.Namespace) -> None:
     repo = work / "repo"
     if not repo.exists():
         subprocess.run(["git", "clone", "-q", args.bundle, str(repo)], check=True)
-    commits = git(repo, "rev-list", "--first-parent", "--reverse", f"-{args.commits}", "HEAD")
+    listed = subprocess.run(
+        ["git", "ls-remote", args.bundle, "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.split()
+    tip = listed[0] if listed else "HEAD"  # the bundle's tip, whatever the clone has checked out
+    commits = git(repo, "rev-list", "--first-parent", "--reverse", f"-{args.commits}", tip)
     builds = SnapshotStore(work / "store-builds")
     sources = SnapshotStore(work / "store-sources")
     print(f"work folder {work}; {os.cpu_count()} CPUs; make -j{args.jobs}", flush=True)

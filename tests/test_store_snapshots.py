@@ -11,6 +11,7 @@ import pytest
 
 from formalbench.core.errors import FormalbenchError, InputError
 from formalbench.store.snapshots import CorruptObjectError, SnapshotStore, detach
+from formalbench.store.snapshots import objects as objects_module
 from formalbench.store.snapshots import store as store_module
 from formalbench.store.snapshots.objects import FIXED_MTIME
 
@@ -208,7 +209,8 @@ def test_a_crash_before_the_manifest_leaves_no_snapshot_and_gc_cleans_up(
 def test_large_files_are_streamed(
     tree: Path, store: SnapshotStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "STREAM_LIMIT", 1000)
+    monkeypatch.setattr(store_module, "STREAM_LIMIT", 1000)  # puts in chunks
+    monkeypatch.setattr(objects_module, "STREAM_LIMIT", 1000)  # restores in chunks
     info = store.put(tree, "one")
     again = SnapshotStore(tmp_path / "store").put(tree, "two")
     assert info.new_objects == 6 and again.new_objects == 0
@@ -244,6 +246,16 @@ def test_excluded_paths_are_left_out(tree: Path, store: SnapshotStore) -> None:
     paths = {e.path for e in store.entries("one")}
     assert "src/deep" not in paths and "src/deep/er/copy_of_A.v" not in paths
     assert "random.bin" not in paths and "src/A.v" in paths and info.files == 5
+
+
+def test_undecodable_file_names_round_trip(store: SnapshotStore, tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    tree.mkdir()
+    name = os.fsdecode(b"latin1-\xe9t\xe9.v")  # not UTF-8
+    (tree / name).write_text("x")
+    store.put(tree, "one")
+    store.restore("one", tmp_path / "out", mode="copy", verify=True)
+    assert os.listdir(os.fsencode(tmp_path / "out")) == [b"latin1-\xe9t\xe9.v"]
 
 
 def test_special_files_are_skipped_and_named(store: SnapshotStore, tmp_path: Path) -> None:

@@ -296,10 +296,10 @@ class SnapshotStore:
             dst = base + e.path
             if resolved == "hardlink":
                 return placing.link(source(e), dst)
-            if clones or resolved == "reflink":
+            if clones:  # reflink asked for and supported; else reflink means copy
                 src = source(e)
-                how = placing.REFLINKED if clones and placing.clone(src, dst) else None
-                if how is None:
+                how = placing.REFLINKED
+                if not placing.clone(src, dst):
                     placing.kernel_copy(src, dst)
                     how = placing.COPIED
             else:
