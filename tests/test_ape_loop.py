@@ -10,17 +10,47 @@ import pytest
 from typer.testing import CliRunner
 
 from formalbench.cli.main import app
+from formalbench.llm.base import Message
 from formalbench.llm.replay import ScriptedCall, ScriptedModel
-from formalbench.pipelines.ape.evaluate import evaluate_run, synthesize_run
+from formalbench.pipelines.ape.evaluate import synthesize_run
 from formalbench.pipelines.ape.filters import counts, diff_lines
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.judge import vote
 from formalbench.pipelines.ape.task import ApeTask, MineConfig
 from formalbench.store.ape import ApeStore
 from tests.shared_data import DATA, needs_shared
+from tests.standins.openai_server import StandinServer
 
 BUNDLE = DATA / "git-histories" / "coq-topology.bundle"
 COMMIT, PATH = "40256857a47f", "theories/ZornsLemma/InverseImage.v"
+
+
+def test_synthesis_drops_superficial_and_unreadable(tmp_path) -> None:
+    task = _seed_run(tmp_path)
+    superficial = json.dumps(
+        {
+            "exercises": [
+                {
+                    "title": "t",
+                    "hunk_span": "1-3",
+                    "category": "Formatting",
+                    "focus": "Software Engineering",
+                    "difficulty": "Easy",
+                    "nature": "Superficial",
+                    "instruction": "Reformat.",
+                }
+            ]
+        }
+    )
+    assert synthesize_run(tmp_path, ScriptedModel([superficial])) == 0
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        got = store.get_result(task.id, "synthesize")
+        assert got["nature"] == "Superficial" and not got["kept"]
+        store.conn.execute("DELETE FROM ape_results")
+    bad = json.dumps({"exercises": [{"title": "t", "category": "Cooking"}]})
+    assert synthesize_run(tmp_path, ScriptedModel([bad])) == 0
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        assert "unreadable" in store.get_result(task.id, "synthesize")["reason"]
 
 
 def test_vote_rule() -> None:
@@ -103,18 +133,34 @@ def _rule(task: ApeTask):
 @needs_shared
 @pytest.mark.coq
 @pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
-def test_full_loop_on_real_coqc(tmp_path) -> None:
+def test_full_loop_on_real_coqc(tmp_path, monkeypatch) -> None:
+    """Through the CLI and real HTTP: the model is the OpenAI-compatible stand-in server."""
     task = _seed_run(tmp_path)
-    model = ScriptedModel(_rule(task))
-    assert synthesize_run(tmp_path, model) == 1
-    assert evaluate_run(tmp_path, model, samples=4) == 1
+    rule = _rule(task)
+
+    def respond(body: dict) -> list[str]:
+        messages = [Message(role=m["role"], content=m["content"]) for m in body["messages"]]
+        call = ScriptedCall(messages, 0, 1, 0.0, None, None, body.get("seed") or 0, 0)
+        return [rule(call)]
+
+    runner = CliRunner()
+    with StandinServer() as server:
+        server.responder = respond
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        spec = f"openai:standin-model@{server.base_url}"
+        res = runner.invoke(app, ["ape", "synthesize", str(tmp_path), "--model", spec])
+        assert res.exit_code == 0, res.output
+        assert "1 tasks kept" in res.stdout
+        res = runner.invoke(app, ["ape", "eval", str(tmp_path), "--model", spec, "--samples", "4"])
+        assert res.exit_code == 0, res.output
+        assert "1 tasks with at least one judged pass" in res.stdout
     with ApeStore(tmp_path / "ape.sqlite") as store:
         result = store.get_result(task.id, "eval")["samples"]
     assert [s["applied"] for s in result] == [True, True, True, False]
     assert [s["compiled"] for s in result] == [True, False, False, False]
     assert result[1]["check"]["errors"] and "gate" in result[2]
     assert result[0]["apply"]["repaired_hunks"] >= 1  # headers without line numbers
-    res = CliRunner().invoke(app, ["report", str(tmp_path), "--json"])
+    res = runner.invoke(app, ["report", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["kind"] == "ape" and report["benchmark_tasks"] == 1

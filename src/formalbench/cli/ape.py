@@ -164,11 +164,16 @@ def mine_command(
             typer.echo(f"  validated          {result['validated']}")
 
 
-def _models(spec: str, judge: str | None):
+def _models(spec: str, judge: str | None, run_dir: Path):
+    """The models, each answering repeats from the run's response cache (resumed runs and
+    the judge's fixed-seed samples cost no second call)."""
     from formalbench.llm.registry import make_model
 
-    model = make_model(spec)
-    return model, (make_model(judge) if judge else None)
+    if not (run_dir / "ape.sqlite").is_file():
+        raise InputError(f"{run_dir}: not an ape run (no ape.sqlite); run `ape mine` first")
+    cache = run_dir / "responses.sqlite"
+    model = make_model(spec, cache=cache)
+    return model, (make_model(judge, cache=cache) if judge else None)
 
 
 @ape_app.command("synthesize")
@@ -187,7 +192,7 @@ def synthesize_command(
     from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
-    chat, judge_model = _models(model, judge)
+    chat, judge_model = _models(model, judge, run_dir)
     with make_progress(Console(stderr=True)) as progress:
         bar = progress.add_task("synthesizing", total=None, status="")
         kept = synthesize_run(
@@ -216,7 +221,7 @@ def eval_command(
     from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.evaluate import evaluate_run
 
-    chat, judge_model = _models(model, judge)
+    chat, judge_model = _models(model, judge, run_dir)
     with make_progress(Console(stderr=True)) as progress:
         bar = progress.add_task("evaluating", total=None, status="")
         solved = evaluate_run(
