@@ -58,3 +58,30 @@ def test_validation_keeps_gold_and_drops_broken_after(tmp_path) -> None:
     restored = again.tree_for(task["commit_hash"], PATH)
     assert all((restored / (f[:-2] + ".vo")).is_file() for f in closure)
     repo.close()
+
+
+def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
+    from formalbench.pipelines.ape.validate import validate_run
+    from formalbench.store.ape import ApeStore
+
+    bundle = DATA / "git-histories" / "coq-topology.bundle"
+    repo = GitRepo.open(bundle, tmp_path)
+    good = _task(repo)
+    repo.close()
+    broken = dict(
+        good, id=good["id"] + "-broken", content_after=good["content_after"] + "\nFail.\n"
+    )
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        store.set_meta("source", str(bundle))
+        store.set_meta("language", "coq")
+        store.put_commit(
+            good["commit_hash"], 0, "feat", [(t["id"], None, t) for t in (good, broken)]
+        )
+    seen: list[tuple[int, int]] = []
+    kept = validate_run(tmp_path, "coq", workers=2, on_progress=lambda d, t, s: seen.append((d, t)))
+    assert kept == 1 and seen[-1] == (2, 2)
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        results = store.results("validate")
+    assert results[good["id"]]["kept"] and not results[broken["id"]]["kept"]
+    built = list((tmp_path / "trees" / "built").iterdir())
+    assert len([p for p in built if p.name.startswith(f"coq-{good['commit_hash']}")]) == 1

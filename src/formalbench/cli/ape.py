@@ -101,6 +101,7 @@ def mine_command(
     validate_limit: Annotated[
         int | None, typer.Option(help="Validate only the newest N kept tasks.")
     ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Tasks validated at once.")] = 1,
     json_out: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON.")] = False,
 ) -> None:
     """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
@@ -150,7 +151,7 @@ def mine_command(
                 progress.update(bar, completed=done, total=total, status=status)
 
             result["validated"] = validate_run(
-                run_dir, validate, limit=validate_limit, on_progress=vtick
+                run_dir, validate, limit=validate_limit, on_progress=vtick, workers=workers
             )
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

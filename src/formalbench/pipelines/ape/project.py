@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import shlex
 import subprocess
+import threading
+from collections import defaultdict
 from pathlib import Path
 from typing import Protocol
 
@@ -111,9 +113,25 @@ class BuiltTrees:
         self.work = work
         self.store = store  # a formalbench.store.snapshots.SnapshotStore, or None
         self.timeout = timeout
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+
+    def _lock(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks[key]
 
     def tree_for(self, rev: str, target: str) -> Path:
-        """A folder holding the project at `rev` with `target`'s closure built."""
+        """A folder holding the project at `rev` with `target`'s closure built. Thread-safe:
+        two tasks of one commit wait for one build instead of racing."""
+        with self._lock(f"src:{rev}"):
+            src = self._source(rev)
+        closure = dependency_closure(src, target)
+        key = hashlib.sha256("\n".join(closure).encode()).hexdigest()[:12]
+        snap_id = f"coq-{rev}-{key}"
+        with self._lock(snap_id):
+            return self._built(rev, src, closure, snap_id)
+
+    def _source(self, rev: str) -> Path:
         src = self.work / "src" / rev
         src.parent.mkdir(parents=True, exist_ok=True)
         if not src.is_dir():
@@ -122,9 +140,9 @@ class BuiltTrees:
                 subprocess.run(["rm", "-rf", str(tmp)], check=True)
             self.provider.write_tree(rev, tmp)
             tmp.rename(src)
-        closure = dependency_closure(src, target)
-        key = hashlib.sha256("\n".join(closure).encode()).hexdigest()[:12]
-        snap_id = f"coq-{rev}-{key}"
+        return src
+
+    def _built(self, rev: str, src: Path, closure: list[str], snap_id: str) -> Path:
         dest = self.work / "built" / snap_id
         if dest.is_dir():
             return dest

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +45,10 @@ def validate_run(
     limit: int | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
     snapshot_store: Path | None = None,
+    workers: int = 1,
 ) -> int:
-    """Validate the kept tasks of a mined run (newest first); returns how many passed."""
+    """Validate the kept tasks of a mined run (newest first); returns how many passed.
+    `workers` tasks are compiled at once (coqc processes; builds of one tree are shared)."""
     if language == "lean":
         if shutil.which("lake") is None:
             raise ToolchainMissingError(
@@ -65,15 +68,21 @@ def validate_run(
         snapshots = SnapshotStore(snapshot_store or Path(run_dir) / "snapshots")
         trees = BuiltTrees(GitArchiveProvider(repo.path), Path(run_dir) / "trees", snapshots)
         tasks = list(store.kept_tasks())[: limit if limit is not None else None]
-        passed = 0
-        for n, task in enumerate(tasks, start=1):
+        passed = finished = 0
+
+        def one(task: dict[str, Any]) -> dict[str, Any]:
             done = store.get_result(task["id"], "validate")
             if done is None:
                 done = validate_task(trees, task)
                 store.put_result(task["id"], "validate", done)
-            passed += bool(done["kept"])
-            if on_progress:
-                on_progress(n, len(tasks), f"{passed} kept")
+            return done
+
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for done in pool.map(one, tasks):
+                finished += 1
+                passed += bool(done["kept"])
+                if on_progress:
+                    on_progress(finished, len(tasks), f"{passed} kept")
         return passed
 
 
