@@ -61,6 +61,7 @@ LAZY_COMMANDS = {
     "metrics": "metrics",
     "compare": "compare",
     "snapshot": "snapshot",
+    "ape": "ape",
 }
 
 

@@ -37,6 +37,13 @@ def report_command(
     ] = False,
 ) -> None:
     """Print pass@k, per-category tables, the error taxonomy, tokens and time of a run."""
+    from formalbench.pipelines.ape.metrics import ape_report, is_ape_run
+
+    if is_ape_run(run_dir):  # `formalbench ape` runs: funnel, validation, pass@k
+        import json
+
+        sys.stdout.write(json.dumps(ape_report(run_dir), indent=2) + "\n")
+        return
     if is_formalize_run(run_dir) and not RunFiles(run_dir).store.is_file():
         from formalbench.cli.formalize import print_formalize_report
 

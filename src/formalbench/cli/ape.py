@@ -1,0 +1,235 @@
+"""`formalbench ape ...`: APE-Bench from real commit histories (mine, apply, synthesize, eval).
+
+Heavy modules are imported inside each command so that `formalbench --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from formalbench.cli.main import app, user_errors
+from formalbench.core.errors import InputError
+
+ape_app = typer.Typer(
+    name="ape",
+    help="Proof engineering tasks mined from a library's git history (APE-Bench).",
+    no_args_is_help=True,
+)
+app.add_typer(ape_app, name="ape")
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise InputError(f"{path}: the {what} is a binary file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: the {what} is not UTF-8 text") from None
+
+
+@ape_app.command("apply")
+@user_errors
+def apply_command(
+    patch: Annotated[Path, typer.Argument(help="A unified diff, search/replace blocks or a file.")],
+    to: Annotated[Path, typer.Option("--to", help="The file the edit applies to.")],
+    out: Annotated[Path, typer.Option("--out", help="Where to write the edited file.")],
+    no_repair: Annotated[
+        bool, typer.Option("--no-repair", help="Apply only hunks that match exactly.")
+    ] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
+) -> None:
+    """Apply a model's edit to FILE with DiffRepair; exit 0 applied, 1 not applied."""
+    from formalbench.pipelines.ape.diffrepair import apply_answer
+
+    answer = _read_text(patch, "patch")
+    content = _read_text(to, "file to patch")
+    result = apply_answer(answer, content, repair=not no_repair)
+    if result.applied and result.content is not None:
+        try:
+            out.write_text(result.content, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{out}: cannot write the output: {exc.strerror or exc}") from None
+    summary = result.summary()
+    if json_out:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        state = "applied" if result.applied else "not applied"
+        typer.echo(
+            f"{state}: {summary['hunks']} hunk(s), {summary['repaired_hunks']} repaired, "
+            f"{summary['failed_hunks']} failed"
+        )
+        for reason in result.reasons:
+            typer.echo(f"  {reason}")
+    if not result.applied:
+        raise typer.Exit(1)
+
+
+@ape_app.command("mine")
+@user_errors
+def mine_command(
+    repo: Annotated[str, typer.Argument(help="A git repository folder or bundle.")],
+    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Newest N commits only.")] = None,
+    validate: Annotated[
+        str | None,
+        typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
+    ] = None,
+    types: Annotated[
+        str, typer.Option("--types", help="Commit types kept, comma-separated.")
+    ] = "feat,fix,refactor,chore",
+    type_source: Annotated[
+        str,
+        typer.Option("--type-source", help="conventional, inferred (subject's verb) or auto."),
+    ] = "auto",
+    max_diff_lines: Annotated[int, typer.Option(help="Chunk changes larger than this.")] = 100,
+    max_filtered_changes: Annotated[int, typer.Option(help="Upper bound of filter 5.")] = 100,
+    min_distinct_ratio: Annotated[float, typer.Option(help="Filter 6 threshold.")] = 0.8,
+    max_scattered_edits: Annotated[int, typer.Option(help="Filter 7: scattered runs.")] = 10,
+    max_input_tokens: Annotated[int, typer.Option(help="Filter 8: tokens of file before.")] = 16384,
+    validate_limit: Annotated[
+        int | None, typer.Option(help="Validate only the newest N kept tasks.")
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Tasks validated at once.")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON.")] = False,
+) -> None:
+    """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.mining import mine
+    from formalbench.pipelines.ape.task import MineConfig
+
+    if validate not in (None, "coq", "lean"):
+        raise InputError(f"--validate {validate}: expected coq or lean")
+    if type_source not in ("auto", "conventional", "inferred"):
+        raise InputError(f"--type-source {type_source}: expected auto, conventional or inferred")
+    cfg = MineConfig(
+        types=[t.strip() for t in types.split(",") if t.strip()],
+        type_source=type_source,
+        max_diff_lines=max_diff_lines,
+        max_filtered_changes=max_filtered_changes,
+        min_distinct_ratio=min_distinct_ratio,
+        max_scattered_edits=max_scattered_edits,
+        max_input_tokens=max_input_tokens,
+        since=since,
+        limit=limit,
+    )
+    console = Console(stderr=True)
+    with make_progress(console) as progress:
+        bar = progress.add_task("mining commits", total=None, status="")
+
+        def tick(done: int, total: int, _summary: object) -> None:
+            progress.update(bar, completed=done, total=total)
+
+        summary = mine(repo, run_dir, cfg, on_progress=tick)
+    result: dict[str, object] = {
+        "commits": summary.commits,
+        "candidates": summary.candidates,
+        "funnel": summary.funnel,
+        "kept": summary.kept,
+        "language": summary.language,
+    }
+    if validate is not None:
+        from formalbench.pipelines.ape.validate import validate_run
+
+        with make_progress(console) as progress:
+            bar = progress.add_task("validating", total=None, status="")
+
+            def vtick(done: int, total: int, status: str) -> None:
+                progress.update(bar, completed=done, total=total, status=status)
+
+            result["validated"] = validate_run(
+                run_dir, validate, limit=validate_limit, on_progress=vtick, workers=workers
+            )
+    if json_out:
+        sys.stdout.write(json.dumps(result, indent=2) + "\n")
+    else:
+        typer.echo(
+            f"{summary.commits} commits, {summary.candidates} candidates, {summary.kept} kept"
+        )
+        for name, left in summary.funnel.items():
+            typer.echo(f"  after {name:18} {left}")
+        if "validated" in result:
+            typer.echo(f"  validated          {result['validated']}")
+
+
+def _models(spec: str, judge: str | None, run_dir: Path):
+    """The models, each answering repeats from the run's response cache (resumed runs and
+    the judge's fixed-seed samples cost no second call)."""
+    from formalbench.llm.registry import make_model
+
+    if not (run_dir / "ape.sqlite").is_file():
+        raise InputError(f"{run_dir}: not an ape run (no ape.sqlite); run `ape mine` first")
+    cache = run_dir / "responses.sqlite"
+    model = make_model(spec, cache=cache)
+    return model, (make_model(judge, cache=cache) if judge else None)
+
+
+@ape_app.command("synthesize")
+@user_errors
+def synthesize_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder of `ape mine`.")],
+    model: Annotated[str, typer.Option("--model", help="Model spec, e.g. openai:gpt-4o.")],
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Newest N tasks only.")] = None,
+) -> None:
+    """Write instructions for the validated tasks and keep those the judge confirms."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.evaluate import synthesize_run
+
+    chat, judge_model = _models(model, judge, run_dir)
+    with make_progress(Console(stderr=True)) as progress:
+        bar = progress.add_task("synthesizing", total=None, status="")
+        kept = synthesize_run(
+            run_dir,
+            chat,
+            judge_model,
+            limit,
+            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
+        )
+    typer.echo(f"{kept} tasks kept after instruction synthesis and reverse validation")
+
+
+@ape_app.command("eval")
+@user_errors
+def eval_command(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder after `ape synthesize`.")],
+    model: Annotated[str, typer.Option("--model", help="Model spec of the patch writer.")],
+    samples: Annotated[int, typer.Option("--samples", min=1, help="Patches per task.")] = 20,
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
+    ] = None,
+) -> None:
+    """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.pipelines.ape.evaluate import evaluate_run
+
+    chat, judge_model = _models(model, judge, run_dir)
+    with make_progress(Console(stderr=True)) as progress:
+        bar = progress.add_task("evaluating", total=None, status="")
+        solved = evaluate_run(
+            run_dir,
+            chat,
+            samples,
+            judge_model,
+            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
+        )
+    typer.echo(f"{solved} tasks with at least one judged pass; see `formalbench report`")

@@ -1,0 +1,459 @@
+"""DiffRepair: apply a model's edit to the real file, repairing what models get wrong.
+
+Models write unified diffs with wrong line numbers, re-indented or hallucinated context,
+missing context lines, missing headers and hunks out of order. Each hunk is located on its
+own by fuzzy anchor matching: the hunk's old-side lines ("base": context and removed lines)
+are compared with every file line after normalising whitespace (rapidfuzz similarity), the
+best chain of anchors is found by dynamic programming over line offsets, the remaining lines
+are aligned inside the gaps, and the hunk is rebuilt with the file's exact text around it.
+
+Unlike the APE-Bench reference, a hunk that cannot be placed (no anchor, an ambiguous place,
+a removed line that is not in the file, overlapping hunks) fails the whole patch with the
+reason, a hunk with only added lines is never taken for the whole new file, and each hunk
+reports what was repaired. Whole-file answers and search/replace blocks are accepted too.
+
+The parser is our own and lenient on purpose: strict parsers (unidiff, `patch`) reject the
+very diffs this module exists to repair (wrong hunk counts, no headers, unprefixed lines).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+from rapidfuzz import fuzz, process
+
+HEADER = re.compile(r"^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?.*?(?:@@+|$)")
+SEARCH_BLOCK = re.compile(
+    r"^<{5,}\s*SEARCH[^\n]*\n(.*?)^={5,}[^\n]*\n(.*?)^>{5,}\s*REPLACE[^\n]*$",
+    re.MULTILINE | re.DOTALL,
+)
+FUZZY_CUTOFF = 90.0  # rapidfuzz ratio (0-100) for two normalised lines to count as the same
+MAX_GAP = 40  # the most file lines an anchor chain may skip between two anchors
+GAP_COST = 0.05  # score lost per line of offset drift between consecutive anchors
+TIE_MARGIN = 0.25  # two places within this score of each other make a hunk ambiguous
+
+
+@dataclass
+class Hunk:
+    """One hunk as the model wrote it: (tag, text) lines with tag in ' ', '-', '+'."""
+
+    lines: list[tuple[str, str]]
+    old_start: int | None = None  # 1-based line number of the header, a hint only
+
+
+@dataclass
+class HunkReport:
+    index: int
+    status: str  # "exact", "repaired" or "failed"
+    line: int | None = None  # 1-based first file line of the placed region
+    repairs: list[str] = field(default_factory=list)
+    reason: str | None = None
+
+
+@dataclass
+class ApplyResult:
+    applied: bool
+    content: str | None
+    mode: str  # "diff", "search-replace", "whole-file" or "none"
+    hunks: list[HunkReport] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, object]:
+        """The JSON object `formalbench ape apply --json` prints."""
+        return {
+            "applied": self.applied,
+            "mode": self.mode,
+            "hunks": len(self.hunks),
+            "repaired_hunks": sum(h.status == "repaired" for h in self.hunks),
+            "failed_hunks": sum(h.status == "failed" for h in self.hunks),
+            "reasons": self.reasons,
+            "per_hunk": [
+                {"index": h.index, "status": h.status, "line": h.line, "repairs": h.repairs}
+                | ({"reason": h.reason} if h.reason else {})
+                for h in self.hunks
+            ],
+        }
+
+
+class HunkFailure(Exception):
+    """A hunk cannot be placed; the message is the reason reported for it."""
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def looks_like_diff(text: str) -> bool:
+    """True when `text` is a unified diff (with or without headers and @@ lines)."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines:
+        return False
+    if any(HEADER.match(ln) and ln.startswith("@@") for ln in lines):
+        return True
+    body = [ln for ln in lines if not ln.startswith(("--- ", "+++ ", "diff ", "index "))]
+    changed = [ln for ln in body if ln[0] in "+-"]
+    return bool(changed) and all(ln[0] in " +-\\" for ln in body)
+
+
+def parse_diff(text: str) -> list[Hunk]:
+    """Hunks of a unified diff, leniently: headers optional, counts ignored, a line without a
+    prefix is context, the text after a header's second `@@` (git's section heading, a line
+    from elsewhere in the file) is ignored."""
+    hunks: list[Hunk] = []
+    current: Hunk | None = None
+    seen_header = False
+    for raw in text.splitlines():
+        if raw.startswith("@@"):
+            m = HEADER.match(raw)
+            current = Hunk([], int(m.group(1)) if m and m.group(1) else None)
+            hunks.append(current)
+            seen_header = True
+            continue
+        if current is None and (
+            raw.startswith(("--- ", "+++ ", "diff ", "index ", "new file", "deleted file"))
+            or raw.startswith(("similarity ", "rename ", "old mode", "new mode"))
+        ):
+            continue
+        if raw.startswith("\\"):  # "\ No newline at end of file"
+            continue
+        if current is None:
+            if seen_header:
+                continue
+            current = Hunk([])
+            hunks.append(current)
+        tag = raw[:1]
+        if tag in ("+", "-", " "):
+            current.lines.append((tag, raw[1:]))
+        else:
+            current.lines.append((" ", raw))
+    for hunk in hunks:  # trailing blank context lines are artefacts of fences and joins
+        while hunk.lines and hunk.lines[-1] == (" ", ""):
+            hunk.lines.pop()
+    return [h for h in hunks if h.lines]
+
+
+def parse_search_replace(text: str) -> list[Hunk]:
+    """Search/replace blocks as hunks: the searched lines removed, the replacement added."""
+    hunks = []
+    for m in SEARCH_BLOCK.finditer(text):
+        search = m.group(1).splitlines()
+        replace = m.group(2).splitlines()
+        hunks.append(Hunk([("-", s) for s in search] + [("+", r) for r in replace]))
+    return hunks
+
+
+# ---------------------------------------------------------------- locating
+
+
+def _norm(line: str) -> str:
+    return "".join(line.split())
+
+
+def _indent(line: str) -> int:
+    return len(line.expandtabs(2)) - len(line.expandtabs(2).lstrip())
+
+
+def _similarity(base: list[str], file_norm: list[str]) -> np.ndarray:
+    """Scores 0..1 of every (base line, file line) pair; blank lines never anchor."""
+    scores = process.cdist(base, file_norm, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF)
+    scores = np.asarray(scores, dtype=float) / 100.0
+    for i, b in enumerate(base):
+        if not b:
+            scores[i, :] = 0.0
+    return scores
+
+
+@dataclass
+class _Chain:
+    score: float
+    anchors: list[tuple[int, int]]  # (base index, file index), both increasing
+
+
+def _chains(scores: np.ndarray) -> list[_Chain]:
+    """Best anchor chain ending at each anchor: DP over anchors sorted by file line, where
+    a step from (i, j) to (i', j') costs GAP_COST per line of offset drift |(j'-j)-(i'-i)|."""
+    pts = [(int(i), int(j)) for i, j in zip(*np.nonzero(scores), strict=True)]
+    pts.sort(key=lambda p: (p[1], p[0]))
+    best: list[float] = []
+    back: list[int] = []
+    reach = MAX_GAP + scores.shape[0]
+    for k, (i, j) in enumerate(pts):
+        s = float(scores[i, j])
+        b_score, b_prev = s, -1
+        for p in range(k - 1, -1, -1):
+            pi, pj = pts[p]
+            if j - pj > reach:
+                break
+            if pi < i and pj < j and (j - pj) - (i - pi) <= MAX_GAP:
+                cand = best[p] + s - GAP_COST * abs((j - pj) - (i - pi))
+                if cand > b_score:
+                    b_score, b_prev = cand, p
+        best.append(b_score)
+        back.append(b_prev)
+    chains = []
+    for k in range(len(pts)):
+        anchors = []
+        p = k
+        while p != -1:
+            anchors.append(pts[p])
+            p = back[p]
+        chains.append(_Chain(best[k], anchors[::-1]))
+    return chains
+
+
+def _pick_chain(chains: list[_Chain], hint: int | None) -> tuple[_Chain, bool]:
+    """The best chain, and whether the header's line number was needed to choose it. Raises
+    HunkFailure when another place scores as well and the hint does not name one exactly."""
+    if not chains:
+        raise HunkFailure("no line of the hunk's context or removed lines occurs in the file")
+    chains.sort(key=lambda c: -c.score)
+    top = chains[0]
+    lo, hi = top.anchors[0][1], top.anchors[-1][1]
+    rivals = [
+        c
+        for c in chains[1:]
+        if c.score >= top.score - TIE_MARGIN and (c.anchors[0][1] > hi or c.anchors[-1][1] < lo)
+    ]
+    if not rivals:
+        return top, False
+    if hint is not None:
+        for c in [top, *rivals]:
+            start = c.anchors[0][1] - c.anchors[0][0]
+            if start == hint - 1:
+                return c, True
+    places = sorted({c.anchors[0][1] + 1 for c in [top, *rivals]})[:5]
+    raise HunkFailure(f"ambiguous: the hunk fits equally well at lines {places}")
+
+
+def _align_gaps(base: list[str], fnorm: list[str], anchors: list[tuple[int, int]]) -> dict:
+    """Map base lines between anchors (and just outside the chain) to file lines whose
+    normalised text is equal, in order; unmatched base lines stay unmapped."""
+    mapping = dict(anchors)
+    bounds = [(-1, -1), *anchors, (len(base), len(fnorm))]
+    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:], strict=False):
+        if i0 == -1:  # before the first anchor: walk backwards while lines agree
+            i, j = i1 - 1, j1 - 1
+            while i >= 0 and j >= 0 and base[i] == fnorm[j]:
+                mapping[i] = j
+                i, j = i - 1, j - 1
+            continue
+        if i1 == len(base):  # after the last anchor: walk forwards while lines agree
+            i, j = i0 + 1, j0 + 1
+            while i < len(base) and j < len(fnorm) and base[i] == fnorm[j]:
+                mapping[i] = j
+                i, j = i + 1, j + 1
+            continue
+        j = j0 + 1
+        for i in range(i0 + 1, i1):  # greedy in-order match inside the gap
+            for jj in range(j, j1):
+                if base[i] == fnorm[jj]:
+                    mapping[i] = jj
+                    j = jj + 1
+                    break
+    return mapping
+
+
+@dataclass
+class _Placed:
+    start: int  # first file index of the region
+    end: int  # last file index of the region (inclusive)
+    deletes: set[int]
+    inserts: dict[int, list[str]]  # file index -> lines inserted before it
+    repairs: list[str]
+    exact: bool
+
+
+def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
+    """Locate one hunk in the file and say what it deletes and inserts where."""
+    base_idx = [k for k, (t, _) in enumerate(hunk.lines) if t != "+"]
+    base_raw = [hunk.lines[k][1] for k in base_idx]
+    base = [_norm(s) for s in base_raw]
+    if not base:
+        if not file_lines:  # a new file: the only place there is
+            added = [t for tag, t in hunk.lines if tag == "+"]
+            return _Placed(0, -1, set(), {0: added}, [], True)
+        raise HunkFailure("hunk has only added lines and no context to anchor it")
+    nonblank = [i for i, b in enumerate(base) if b]
+    if not nonblank:
+        raise HunkFailure("hunk's context and removed lines are all blank")
+    chain, used_hint = _pick_chain(_chains(_similarity(base, fnorm)), hunk.old_start)
+    mapping = _align_gaps(base, fnorm, chain.anchors)
+    needed = max(1, math.ceil(0.5 * len(nonblank)))
+    matched = sum(1 for i in nonblank if i in mapping)
+    if matched < needed:
+        raise HunkFailure(
+            f"only {matched} of {len(nonblank)} non-blank context/removed lines found together"
+        )
+    repairs: list[str] = []
+    for i, (tag, _) in enumerate(hunk.lines[k] for k in base_idx):
+        if tag == "-" and i not in mapping:
+            raise HunkFailure(
+                f"line to remove not found near line {chain.anchors[0][1] + 1}: "
+                f"{base_raw[i].strip()[:60]!r}"
+            )
+    # indentation shift, consistent over all mapped non-blank lines
+    deltas = {_indent(file_lines[j]) - _indent(base_raw[i]) for i, j in mapping.items() if base[i]}
+    shift = deltas.pop() if len(deltas) == 1 else 0
+    # where each run of added lines goes: after the mapped line before it, else before the
+    # mapped line after it
+    inserts: dict[int, list[str]] = {}
+    b = -1  # base index of the last base line seen
+    k = 0
+    lines = hunk.lines
+    while k < len(lines):
+        if lines[k][0] != "+":
+            b += 1
+            k += 1
+            continue
+        run = []
+        while k < len(lines) and lines[k][0] == "+":
+            run.append(_reindent(lines[k][1], shift))
+            k += 1
+        if b >= 0 and b in mapping:
+            pos = mapping[b] + 1
+        elif b == -1 and 0 in mapping:  # added lines before the first context line
+            pos = mapping[0]
+        else:
+            after = [mapping[i] for i in range(b + 1, len(base)) if i in mapping]
+            before = [mapping[i] for i in range(0, b + 1) if i in mapping]
+            if after:
+                pos = after[0]
+            elif before:
+                pos = before[-1] + 1
+            else:  # pragma: no cover - matched >= 1 guarantees a mapped line
+                raise HunkFailure("no place for the added lines")
+            repairs.append("added lines placed next to the nearest located line")
+        inserts.setdefault(pos, []).extend(run)
+    deletes = {mapping[i] for i, (t, _) in enumerate(lines[k] for k in base_idx) if t == "-"}
+    mapped = sorted(mapping.values())
+    start, end = mapped[0], mapped[-1]
+    # what was repaired
+    exact = True
+    dropped = len(base) - len(mapping)
+    if dropped:
+        repairs.append(f"ignored {dropped} context line(s) not in the file")
+    restored = (end - start + 1) - len(mapping)
+    if restored:
+        repairs.append(f"restored {restored} file line(s) missing from the hunk")
+    if any(base_raw[i] != file_lines[j] for i, j in mapping.items()):
+        fuzzy = sum(1 for i, j in mapping.items() if base[i] != fnorm[j])
+        repairs.append(
+            f"{fuzzy} line(s) matched approximately" if fuzzy else "whitespace in context fixed"
+        )
+    if shift:
+        repairs.append(f"re-indented added lines by {shift:+d}")
+    first_base = min(mapping)
+    region_start = start - first_base
+    if hunk.old_start is not None and hunk.old_start - 1 != region_start and not used_hint:
+        repairs.append(f"header said line {hunk.old_start}, found at line {region_start + 1}")
+    if hunk.old_start is None:
+        repairs.append("no line number in the header")
+    if repairs:
+        exact = False
+    return _Placed(start, end, deletes, inserts, repairs, exact)
+
+
+def _reindent(line: str, shift: int) -> str:
+    if shift > 0 and line.strip():
+        return " " * shift + line
+    if shift < 0:
+        strip = min(-shift, len(line) - len(line.lstrip(" ")))
+        return line[strip:]
+    return line
+
+
+# ---------------------------------------------------------------- applying
+
+
+def _split(content: str) -> tuple[list[str], bool]:
+    return content.splitlines(), content.endswith("\n") or content == ""
+
+
+def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyResult:
+    """Place every hunk, refuse overlaps, and apply them all or none."""
+    file_lines, final_nl = _split(content)
+    fnorm = [_norm(s) for s in file_lines]
+    placed: list[tuple[int, _Placed]] = []
+    reports: list[HunkReport] = []
+    reasons: list[str] = []
+    for n, hunk in enumerate(hunks, start=1):
+        try:
+            p = place_hunk(hunk, file_lines, fnorm)
+        except HunkFailure as exc:
+            reports.append(HunkReport(n, "failed", reason=str(exc)))
+            reasons.append(f"hunk {n}: {exc}")
+            continue
+        status = "exact" if p.exact else "repaired"
+        reports.append(HunkReport(n, status, p.start + 1, p.repairs))
+        placed.append((n, p))
+    if not hunks:
+        reasons.append("no hunk found in the answer")
+    ordered = sorted(placed, key=lambda t: (t[1].start, t[1].end))
+    for (n1, a), (n2, b) in zip(ordered, ordered[1:], strict=False):
+        if b.start <= a.end:
+            reasons.append(f"hunks {n1} and {n2} overlap (lines {b.start + 1}-{a.end + 1})")
+            for r in reports:
+                if r.index in (n1, n2):
+                    r.status, r.reason = "failed", "overlaps another hunk"
+    if reasons:
+        return ApplyResult(False, None, mode, reports, reasons)
+    out: list[str] = []
+    j = 0
+    for _, p in ordered:
+        out.extend(file_lines[j : p.start])
+        for f in range(p.start, p.end + 2):
+            out.extend(p.inserts.get(f, []))
+            if f <= p.end and f not in p.deletes:
+                out.append(file_lines[f])
+        j = p.end + 1
+    out.extend(file_lines[j:])
+    text = "\n".join(out) + ("\n" if final_nl and out else "")
+    return ApplyResult(True, text, mode, reports, [])
+
+
+def apply_answer(answer: str, content: str, repair: bool = True) -> ApplyResult:
+    """Apply a model's answer (unified diff, search/replace blocks or the whole new file).
+
+    With `repair=False` a diff applies only if every hunk is found exactly as written, at
+    its header's line (the strict behaviour of `patch` without fuzz)."""
+    blocks = parse_search_replace(answer)
+    if blocks:
+        return _strict_gate(apply_hunks(blocks, content, "search-replace"), repair)
+    if looks_like_diff(answer):
+        return _strict_gate(apply_hunks(parse_diff(answer), content, "diff"), repair)
+    if not answer.strip():
+        return ApplyResult(False, None, "none", reasons=["the answer is empty"])
+    text = answer if answer.endswith("\n") else answer + "\n"
+    return ApplyResult(True, text, "whole-file")
+
+
+def _strict_gate(result: ApplyResult, repair: bool) -> ApplyResult:
+    if repair or not result.applied:
+        return result
+    bad = [h for h in result.hunks if h.status != "exact"]
+    if not bad:
+        return result
+    reasons = [f"hunk {h.index} needs repair: {'; '.join(h.repairs)}" for h in bad]
+    return ApplyResult(False, None, result.mode, result.hunks, reasons)
+
+
+FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def extract_answer(reply: str) -> str:
+    """The edit in a model reply: the first ```diff block, else search/replace blocks, else
+    the last other fenced block (a whole file), else the reply itself."""
+    blocks = [(m.group(1).lower(), m.group(2)) for m in FENCE.finditer(reply)]
+    for lang, body in blocks:
+        if lang in ("diff", "patch", "udiff"):
+            return body
+    if SEARCH_BLOCK.search(reply):
+        return reply
+    for _, body in blocks:
+        if looks_like_diff(body):
+            return body
+    if blocks:
+        return blocks[-1][1]
+    return reply
