@@ -18,7 +18,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Protocol
 
+from formalbench.backends.sandbox import run_limited, scrubbed_env
+from formalbench.checking.gate import refusal
 from formalbench.core.errors import BackendError, InputError
+from formalbench.core.records import CheckStatus, Language
 
 
 class TreeProvider(Protocol):
@@ -156,17 +159,19 @@ class BuiltTrees:
         subprocess.run(["cp", "-a", str(src), str(part)], check=True)
         rel, _ = coq_project_args(part)
         for dep in closure:
-            run = subprocess.run(
-                ["coqc", "-q", *rel, dep],
-                cwd=part,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
+            # A library file is text from a repository: it passes the same gate as any
+            # candidate, and coqc runs under the sandbox's limits, tied to this process.
+            text = (part / dep).read_text(encoding="utf-8", errors="replace")
+            refused = refusal(text, Language.coq, "coqc")
+            if refused is not None:
+                said = "; ".join(d.message for d in refused.diagnostics)
+                raise BackendError(f"{rev}: dependency {dep} is refused by the gate: {said}")
+            run = run_limited(
+                ["coqc", "-q", *rel, dep], cwd=part, timeout=self.timeout, env=scrubbed_env()
             )
-            if run.returncode != 0:
-                raise BackendError(
-                    f"{rev}: dependency {dep} does not build: {run.stderr.strip()[:300]}"
-                )
+            if run.status != CheckStatus.ok or run.returncode != 0:
+                why = run.stderr.strip()[:300] or run.status.value
+                raise BackendError(f"{rev}: dependency {dep} does not build: {why}")
         part.rename(dest)
         if self.store is not None:
             self.store.put(dest, snap_id)
