@@ -29,6 +29,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -93,12 +94,21 @@ class SnapshotStore:
         marker = self.root / "FORMAT"
         if self.root.exists() and not self.root.is_dir():
             raise InputError(f"{self.root}: snapshot store path is not a directory")
-        if self.root.is_dir() and not marker.exists() and any(self.root.iterdir()):
-            raise InputError(f"{self.root}: not a snapshot store (non-empty, no FORMAT file)")
-        for folder in (self.files.objects, self.files.cache, self.files.tmp, self.manifests):
-            folder.mkdir(parents=True, exist_ok=True)
+        layout = (self.files.objects, self.files.cache, self.files.tmp, self.manifests)
         if not marker.exists():
-            marker.write_text(FORMAT_LINE)
+            # Only our own entries may be there: another process may be creating this store
+            # at the same moment (its folders, lock or marker being written), which is fine.
+            ours = {p.name for p in layout} | {"lock", "FORMAT"}
+            self.root.mkdir(parents=True, exist_ok=True)
+            strangers = [p for p in self.root.iterdir()
+                         if p.name not in ours and not p.name.startswith(".FORMAT.")]  # fmt: skip
+            if strangers:
+                raise InputError(f"{self.root}: not a snapshot store (non-empty, no FORMAT file)")
+            part = self.root / f".FORMAT.{os.getpid()}.{threading.get_ident()}"
+            part.write_text(FORMAT_LINE)
+            os.replace(part, marker)  # atomic: a reader sees no marker or a whole one
+        for folder in layout:
+            folder.mkdir(parents=True, exist_ok=True)
 
     @contextmanager
     def _locked(self, exclusive: bool) -> Iterator[None]:
