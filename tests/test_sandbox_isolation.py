@@ -4,6 +4,7 @@ and no assistant process that outlives formalbench (real processes, real coqc)."
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -149,10 +150,12 @@ def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, lay
     while coqc_children(tmp) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert coqc_children(tmp) == []
-    left = [p.name for p in tmp.iterdir() if p.name.startswith(f"formalbench-coq-{proc.pid}-")]
+    # Its folders (a check's, or the cache of compiled originals): formalbench-KIND-PID-*
+    owned = re.compile(rf"^formalbench-[a-z]+-{proc.pid}-")
+    left = [p.name for p in tmp.iterdir() if owned.match(p.name)]
     assert left  # SIGKILL leaves the folder; the next formalbench removes it:
     assert sweep_stale(tmp) >= 1
-    assert not [p for p in tmp.iterdir() if p.name.startswith(f"formalbench-coq-{proc.pid}-")]
+    assert not [p for p in tmp.iterdir() if owned.match(p.name)]
 
 
 def test_a_death_by_signal_stays_a_crash_inside_the_sandbox() -> None:

@@ -30,6 +30,7 @@ of their text, so `Original.t` and `Candidate.t` both speak of `FbContext.p`.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import shutil
@@ -43,7 +44,7 @@ from pathlib import Path
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_output import parse_messages
 from formalbench.backends.coq_queries import LOCAL_MODULE
-from formalbench.backends.sandbox import ProcessOutcome
+from formalbench.backends.sandbox import ProcessOutcome, work_dir
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
 
 ORIGINAL_MODULE = "Original"
@@ -79,14 +80,29 @@ def split_source(text: str, context: str | None, replay: str = "") -> str:
     return _CONTEXT_IMPORT + replay + text[len(context) :]
 
 
+_cache_guard = threading.Lock()
+_cache_folder: list[Path] = []
+
+
+def process_cache_dir() -> Path:
+    """This process's folder of compiled originals, shared by every verifier in it.
+
+    Named like the sandbox's throw-away folders (`formalbench-KIND-PID-*`), so that it is
+    removed when formalbench exits and swept by the next start after a SIGKILL."""
+    with _cache_guard:
+        if not _cache_folder:
+            folder = Path(tempfile.mkdtemp(prefix=f"formalbench-coqcache-{os.getpid()}-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _cache_folder.append(folder)
+        return _cache_folder[0]
+
+
 class CoqIdentity:
     """Compiles originals once (cached by hash) and checks candidates against them."""
 
     def __init__(self, backend: CoqBackend, cache_dir: Path | None = None) -> None:
         self.backend = backend
-        self.cache_dir = cache_dir or Path(tempfile.gettempdir()) / (
-            f"formalbench-coq-identity-{os.getuid()}"
-        )
+        self.cache_dir = cache_dir or process_cache_dir()
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -144,7 +160,7 @@ class CoqIdentity:
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
-        with tempfile.TemporaryDirectory(prefix="formalbench-coq-identity-") as tmp:
+        with work_dir("coq") as tmp:
             work = Path(tmp)
             if context is not None and build.folder is not None:
                 shutil.copy(build.folder / f"{CONTEXT_MODULE}.vo", work)
