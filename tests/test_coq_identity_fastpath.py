@@ -129,3 +129,21 @@ def test_coq_text_findings_survive_a_compiling_candidate(backend: CoqBackend) ->
     ):
         assert not verdict.passed
         assert Reason.statement_changed in verdict.reasons
+
+
+def test_fast_path_on_top_of_a_shared_context(verifier: StrictVerifier) -> None:
+    """A task-declared inductive: both sides compile on `FbContext`; the offsets of the
+    split file are the ones compared."""
+    original = (
+        "Inductive color := red | green.\n"
+        "Theorem t : forall c : color, c = red \\/ c = green.\nProof.\nAdmitted.\n"
+    )
+    kernel = verifier.coq_identity
+    fast = kernel.fast_paths
+    assert verifier.verify(original, original.replace("Admitted.", "destruct c; auto. Qed.")).passed
+    assert kernel.fast_paths == fast + 1
+    proof = "destruct c; auto. Qed."
+    swapped = original.replace("Admitted.", proof).replace("red \\/ c = green", "green \\/ c = red")
+    _, findings = verifier.assistant_layer(original, swapped, ["t"], None)
+    assert Reason.statement_changed in {f.reason for f in findings}
+    assert kernel.fast_paths == fast + 1
