@@ -11,7 +11,9 @@ candidate's own check is as cheap as it gets and this is the worst case for the 
 - `first`: the kernel identity check of an attempt at a task never seen (it also compiles
   the original, once per task);
 - `warm`: the same for every later attempt (the original's `.vo` comes from the cache):
-  the candidate's check plus the third file.
+  the candidate's check, plus the third file unless the fast path applies (the candidate's
+  file is the original's up to the single target's statement sentence);
+- `kernel`: `warm` with the fast path turned off (always the third file), for comparison.
 
 Wall time and coqc CPU time (the children's, steadier on a shared machine). Prints the
 medians, the extra time of `warm` over `alone` (target < 30 %), and the static
@@ -107,8 +109,8 @@ def measure(
     cache = Path(tempfile.mkdtemp(prefix="bench-identity-"))
     kernel = KernelIdentity(backend)
     kernel.identity.cache_dir = cache
-    rows: dict[str, list[tuple[float, float, float]]] = {"wall": [], "cpu": []}
-    refused = 0
+    rows: dict[str, list[tuple[float, ...]]] = {"wall": [], "cpu": []}
+    refused = fast = 0
     try:
         for original, candidate in pairs:
             targets = verifier.targets(original)
@@ -117,29 +119,44 @@ def measure(
             marks.append(_clock())
             _, _, first = kernel.check(original, candidate, targets, None)
             marks.append(_clock())
+            before = kernel.fast_paths
             _, _, warm = kernel.check(original, candidate, targets, None)
+            marks.append(_clock())
+            took = kernel.fast_paths - before
+            kernel.fast = False
+            kernel.check(original, candidate, targets, None)
+            kernel.fast = True
             marks.append(_clock())
             if not alone.compiled:
                 continue  # a task that does not compile here measures nothing
             refused += bool(first or warm)
+            fast += took
             for i, clock in enumerate(rows):
-                a, f, w = (marks[k + 1][i] - marks[k][i] for k in range(3))
-                rows[clock].append((a, f, w))
+                rows[clock].append(tuple(marks[k + 1][i] - marks[k][i] for k in range(4)))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if not rows["wall"]:
         print(f"[{name}] no candidate compiled")
         return
-    print(f"[{name}] candidates: {len(rows['wall'])}; refused by the identity check: {refused}")
+    print(
+        f"[{name}] candidates: {len(rows['wall'])}; refused by the identity check: {refused}; "
+        f"warm checks on the fast path: {fast}"
+    )
     for clock, found in rows.items():
-        alone_s, first_s, warm_s = (statistics.median(c) for c in zip(*found, strict=True))
-        ratio = statistics.median(w / a - 1 for a, _, w in found)
-        total = sum(w for *_, w in found) / sum(a for a, *_ in found) - 1
+        alone_s, first_s, warm_s, kernel_s = (
+            statistics.median(c) for c in zip(*found, strict=True)
+        )
         print(
             f"[{name}] {clock:>4} s/check (median): alone {alone_s:.2f}  first attempt "
-            f"{first_s:.2f}  warm {warm_s:.2f};  extra of warm over alone: median "
-            f"{ratio:+.0%}, total {total:+.0%} (target < +30 %)"
+            f"{first_s:.2f}  warm {warm_s:.2f}  warm without fast path {kernel_s:.2f}"
         )
+        for label, k in (("warm", 2), ("without fast path", 3)):
+            ratio = statistics.median(r[k] / r[0] - 1 for r in found)
+            total = sum(r[k] for r in found) / sum(r[0] for r in found) - 1
+            print(
+                f"[{name}] {clock:>4} extra of {label} over alone: median {ratio:+.0%}, "
+                f"total {total:+.0%} (target < +30 %)"
+            )
 
 
 def _clock() -> tuple[float, float]:

@@ -26,23 +26,33 @@ sides: the caller passes the original's text up to and including the last of the
 `context` (the candidate must start with exactly that text); it is compiled as the library
 `FbContext`, and both sides are compiled as `Require Import FbContext.` followed by the rest
 of their text, so `Original.t` and `Candidate.t` both speak of `FbContext.p`.
+
+Fast path (no third file, see `same_statement`): one top-level target, and the candidate's
+file is byte for byte the original's up to the end of the target's statement sentence as
+coqc itself delimited it when it compiled the original (`-time` spans), followed by an
+ASCII blank or the end of the file. coqc then ran the same sentences in the same state, so
+the statement elaborated to the same type; the candidate's later text must hold no command
+that abandons or renames that proof (`Abort`, `Reset`, `Save u`, `Defined u` ...) so that
+its top-level `t` is the constant the statement opened.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_output import parse_messages
+from formalbench.backends.coq_output import parse_messages, sentence_spans
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.sandbox import ProcessOutcome, work_dir
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
@@ -51,6 +61,15 @@ ORIGINAL_MODULE = "Original"
 CONTEXT_MODULE = "FbContext"
 CHECK_MODULE = "FbIdentity"
 _CONTEXT_IMPORT = f"Require Import {CONTEXT_MODULE}.\n"
+SENTENCES = "sentences.json"  # coqc's sentence spans of Original.v, kept beside its .vo
+_BLANKS = b" \t\n\r"
+# Words that open a section or module: a target inside one gets its final type only at its
+# `End` (section variables its proof uses are added), so the statement alone does not fix it.
+_SCOPED = re.compile(rb"\b(Section|Module)\b")
+# Commands that abandon a proof or close it under another name, letting a later `t` be a
+# different statement: their mere word anywhere after the statement (comments included)
+# turns the fast path off. Coq has no vernacular notations, so a command needs its keyword.
+_UNDOING = re.compile(rb"\b(Abort|Reset|Restart|Undo|Back|BackTo|Save|Defined|Declare)\b")
 
 
 @dataclass
@@ -60,6 +79,14 @@ class OriginalBuild:
     folder: Path | None
     problem: str | None = None
 
+    def sentences(self) -> list[tuple[int, int]] | None:
+        """coqc's byte spans of the sentences of `Original.v` (None: not recorded)."""
+        try:
+            spans = json.loads((self.folder / SENTENCES).read_text())  # type: ignore[operator]
+        except (OSError, ValueError, TypeError):
+            return None
+        return [(int(a), int(b)) for a, b in spans]
+
 
 @dataclass
 class IdentityReport:
@@ -68,6 +95,7 @@ class IdentityReport:
     candidate: CheckResult
     mismatches: dict[str, str] = field(default_factory=dict)  # target -> the kernel's reason
     checked: bool = False  # the third file ran (the candidate compiled)
+    fast: bool = False  # identity shown by the byte-identical statement prefix (no third file)
     elapsed: float = 0.0
 
 
@@ -108,6 +136,7 @@ class CoqIdentity:
 
     def _key(self, original: str, context: str | None) -> str:
         parts = [self.backend.version(), "\0".join(self.backend.args), context or "", original]
+        parts.append("sentences-1")  # the folder layout: Original.v and its sentence spans
         return hashlib.sha256("\x01".join(parts).encode("utf-8")).hexdigest()[:32]
 
     def original(
@@ -129,11 +158,14 @@ class CoqIdentity:
                 if context is not None:
                     steps.insert(0, (CONTEXT_MODULE, context))
                 for module, text in steps:
-                    outcome = self.backend.compile(work, module, text, timeout)
+                    outcome = self.backend.compile(work, module, text, timeout, ["-time"])
                     if outcome.status != CheckStatus.ok or outcome.returncode:
                         return OriginalBuild(None, _failure(module, outcome))
+                size = len(steps[-1][1].encode("utf-8"))
+                spans = sentence_spans(outcome.stdout, size)  # those of Original.v
+                (work / SENTENCES).write_text(json.dumps(spans))
                 for junk in work.glob("*.v*"):
-                    if junk.suffix != ".vo":
+                    if junk.suffix != ".vo" and junk.name != f"{ORIGINAL_MODULE}.v":
                         junk.unlink()
                 try:
                     os.replace(work, folder)
@@ -154,9 +186,12 @@ class CoqIdentity:
         replay: str = "",
         prefix: str = "",
         timeout: float | None = None,
+        starts: Mapping[str, int] | None = None,
     ) -> IdentityReport:
         """Compile the candidate (the backend's ordinary check, axioms included), then
-        check with the kernel that each target's proof has the original's type."""
+        check with the kernel that each target's proof has the original's type. `starts`:
+        where each target's declaration starts in `original` (a character index), which
+        turns on the fast path (`same_statement`) for a single target."""
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
@@ -165,8 +200,9 @@ class CoqIdentity:
             if context is not None and build.folder is not None:
                 shutil.copy(build.folder / f"{CONTEXT_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
+            compiled = prefix + split_source(candidate, context, replay)
             result = self.backend.check(
-                prefix + split_source(candidate, context, replay),
+                compiled,
                 targets=targets,
                 timeout=left,
                 workdir=work,
@@ -178,6 +214,11 @@ class CoqIdentity:
                 problem = f"the original could not be compiled here: {build.problem}"
                 report.mismatches = {t: problem for t in targets}
                 return report
+            start = _start_in_split(original, context, replay, targets, starts)
+            if start is not None and same_statement(build, start, compiled, targets[0]):
+                report.fast = True
+                report.elapsed = time.perf_counter() - started
+                return report
             shutil.copy(build.folder / f"{ORIGINAL_MODULE}.vo", work)
             text, lines = check_text(targets)
             left = limit - (time.perf_counter() - started)
@@ -186,6 +227,56 @@ class CoqIdentity:
             report.mismatches = _mismatches(outcome, text, lines, targets)
         report.elapsed = time.perf_counter() - started
         return report
+
+
+def _start_in_split(
+    original: str,
+    context: str | None,
+    replay: str,
+    targets: Sequence[str],
+    starts: Mapping[str, int] | None,
+) -> int | None:
+    """Byte offset in `Original.v` of the single target's declaration (None: no fast path)."""
+    if starts is None or len(targets) != 1 or "." in targets[0] or targets[0] not in starts:
+        return None
+    at = starts[targets[0]]
+    if context is not None:
+        if at < len(context):
+            return None
+        head = _CONTEXT_IMPORT + replay
+        return len((head + original[len(context) : at]).encode("utf-8"))
+    return len(original[:at].encode("utf-8"))
+
+
+def same_statement(build: OriginalBuild, start: int, candidate: str, target: str) -> bool:
+    """Whether the candidate's file provably states the target as `Original.v` does.
+
+    `start` is where the target's declaration begins in `Original.v`; its statement sentence
+    is the first sentence coqc ran that ends after it. The candidate's bytes must equal the
+    original's up to that sentence's end, the next byte must be an ASCII blank or the end of
+    the file (so coqc ended the sentence at the same place: `.` followed by anything else, a
+    letter or U+00A0, reads on), no section or module may be open there (the final type
+    would also depend on the proof), and nothing after it may abandon or rename the proof.
+    """
+    spans = build.sentences()
+    if build.folder is None or spans is None:
+        return False
+    first, end = next(((a, b) for a, b in spans if b > start), (-1, -1))
+    if first < start:  # no sentence, or `start` is not where a sentence begins
+        return False
+    try:
+        theirs = (build.folder / f"{ORIGINAL_MODULE}.v").read_bytes()
+    except OSError:
+        return False
+    ours = candidate.encode("utf-8")
+    head = theirs[:end]
+    if len(head) != end or not head.endswith(b".") or not ours.startswith(head):
+        return False
+    if not re.search(rb"(?<![\w'])" + re.escape(target.encode()) + rb"(?![\w'])", head[first:]):
+        return False  # not the target's statement: the declaration was misplaced
+    if len(ours) > end and ours[end] not in _BLANKS:
+        return False
+    return not _SCOPED.search(head) and not _UNDOING.search(ours[end:])
 
 
 def check_text(targets: Sequence[str]) -> tuple[str, dict[int, str]]:
