@@ -27,6 +27,7 @@ from formalbench.dashboard.checker import Rechecker
 from formalbench.dashboard.decide import DecideForm, decide
 from formalbench.dashboard.export import accepted_tasks, to_jsonl
 from formalbench.dashboard.render import make_env, problem_url
+from formalbench.pipelines.formalize.reference import stored as stored_comparison
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
@@ -163,6 +164,8 @@ def create_app(
             )  # fmt: skip
         summary = formalize.summary(pid)
         candidates = order_candidates(formalize.candidates(pid), summary)
+        for cv in candidates:
+            cv.comparison = stored_comparison(formalize, problem, cv.candidate)
         view = ProblemView(problem, candidates, summary, review.current(pid), review.history(pid))
         chosen, start = editor_start(view, wanted)
         text = start if code is None else code
