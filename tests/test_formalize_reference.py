@@ -91,7 +91,9 @@ def test_lean_beq_is_unknown_not_false_and_gted_comes_from_text(tmp_path: Path) 
 
 @needs_coq
 @pytest.mark.coq
-def test_formalize_run_reports_beq_and_gted_per_model(server, tmp_path: Path) -> None:
+def test_formalize_run_reports_beq_and_gted_per_model(
+    server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     problems = tmp_path / "problems.jsonl"
     problems.write_text(json.dumps(PROBLEM) + "\n", encoding="utf-8")
     context = tmp_path / "context.txt"
@@ -126,12 +128,8 @@ def test_formalize_run_reports_beq_and_gted_per_model(server, tmp_path: Path) ->
 
     calls: list[str] = []
     real = module.compare_one
-    module_compare = module.compare_one
-    try:
-        module.compare_one = lambda *a, **k: calls.append("x") or real(*a, **k)  # type: ignore[assignment]
-        run_formalize(config, run)
-    finally:
-        module.compare_one = module_compare  # type: ignore[assignment]
+    monkeypatch.setattr(module, "compare_one", lambda *a, **k: calls.append("x") or real(*a, **k))
+    run_formalize(config, run)
     assert calls == [] and load_metrics(run).reference["openai:beta"] == table["beta"]
 
     out = CliRunner().invoke(app, ["report", str(run), "--json"])

@@ -27,7 +27,6 @@ from formalbench.dashboard.checker import Rechecker
 from formalbench.dashboard.decide import DecideForm, decide
 from formalbench.dashboard.export import accepted_tasks, to_jsonl
 from formalbench.dashboard.render import make_env, problem_url
-from formalbench.pipelines.formalize.reference import stored as stored_comparison
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
@@ -39,6 +38,7 @@ from formalbench.dashboard.views import (
     run_language,
 )
 from formalbench.pipelines.formalize.metrics import FormalizeFiles
+from formalbench.pipelines.formalize.reference import stored as stored_comparison
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 

@@ -16,6 +16,7 @@ import hashlib
 from typing import Any
 
 from formalbench.backends.base import Backend
+from formalbench.backends.coq import CoqBackend
 from formalbench.comparison.beq_coq import CoqBeq, _header, parse_statement
 from formalbench.comparison.coq_trees import coq_trees
 from formalbench.core.errors import FormalbenchError
@@ -85,10 +86,13 @@ def compare_one(
     if not candidate.compiled:
         out["beq"] = False
         return out
+    if not isinstance(backend, CoqBackend):
+        out["error"] = f"BEq needs the coqc backend, not {type(backend).__name__}"
+        return out
     try:
         p = parse_statement(reference, "reference")
         q = parse_statement(candidate.code, "candidate")
-        result = CoqBeq(backend, timeout=backend.timeout).compare(reference, candidate.code)  # type: ignore[arg-type, attr-defined]
+        result = CoqBeq(backend, timeout=backend.timeout).compare(reference, candidate.code)
     except FormalbenchError as exc:
         out["error"] = str(exc)
         return out
@@ -100,7 +104,7 @@ def compare_one(
     )
     if result.compiled:
         try:
-            tp, tq = coq_trees(_header(p, q), [p, q], backend)  # type: ignore[arg-type]
+            tp, tq = coq_trees(_header(p, q), [p, q], backend)
             out["gted"] = round(gted(tp, tq), 4)
         except (CoqParseError, FormalbenchError) as exc:
             out["error"] = f"GTED: {exc}"
