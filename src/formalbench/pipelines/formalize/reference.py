@@ -16,15 +16,9 @@ import hashlib
 from typing import Any
 
 from formalbench.backends.base import Backend
-from formalbench.backends.coq import CoqBackend
-from formalbench.comparison.beq_coq import CoqBeq, _header, parse_statement
-from formalbench.comparison.coq_trees import coq_trees
 from formalbench.core.errors import FormalbenchError
 from formalbench.core.formalization import Candidate, Problem
 from formalbench.core.records import Language
-from formalbench.metrics.coq_optree import CoqParseError
-from formalbench.metrics.gted import gted
-from formalbench.metrics.lean_optree import LeanParseError, lean_tree
 from formalbench.store.formalize import FormalizeStore
 
 ABOVE = 0.9  # IndiMathBench's "GTED > 0.9" column
@@ -74,6 +68,14 @@ def compare_one(
 ) -> dict[str, Any]:
     """{"beq", "forward", "backward", "gted", "compiled", "error"} for one candidate; a
     candidate that does not compile gets beq False and no GTED."""
+    # imported here: `report` reads the table through this module and must stay light
+    from formalbench.backends.coq import CoqBackend
+    from formalbench.comparison.beq_coq import CoqBeq, _header, parse_statement
+    from formalbench.comparison.coq_trees import coq_trees
+    from formalbench.metrics.coq_optree import CoqParseError
+    from formalbench.metrics.gted import gted
+    from formalbench.metrics.lean_optree import LeanParseError, lean_tree
+
     out: dict[str, Any] = {"beq": None, "gted": None, "compiled": candidate.compiled}
     if language == Language.lean:
         out["error"] = "BEq needs a Lean toolchain (not built): beq is unknown"
