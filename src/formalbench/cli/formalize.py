@@ -90,6 +90,17 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
         "such a candidate, any translation",
         style="dim",
     )
+    if metrics.reference:
+        ref = Table(title="against the reference statements")
+        for col in ("model", "BEq", "GTED mean", "GTED > 0.9", "compiled", "cands"):
+            ref.add_column(col, justify="left" if col == "model" else "right")
+        for name, r in metrics.reference.items():
+            mean = "-" if r.get("gted_mean") is None else f"{r['gted_mean']:.3f}"
+            beq = "n/a" if r.get("beq") is None else str(r["beq"])
+            ref.add_row(
+                name, beq, mean, str(r["gted_above_0_9"]), str(r["compiled"]), str(r["candidates"])
+            )
+        out.print(ref)
     if metrics.categories:
         cats = Table(title="per category")
         for col in ("category", "problems", "compiled", "aligned"):

@@ -25,6 +25,8 @@ class Problem(Record):
     category: str | None = None  # given, or labelled by a model from a configured list
     source: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # a formal statement to compare candidates with (BEq, GTED), in the run's assistant
+    reference: str | None = None
 
 
 class CompileRound(Record):

@@ -38,6 +38,7 @@ from formalbench.dashboard.views import (
     run_language,
 )
 from formalbench.pipelines.formalize.metrics import FormalizeFiles
+from formalbench.pipelines.formalize.reference import stored as stored_comparison
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 
@@ -163,6 +164,8 @@ def create_app(
             )  # fmt: skip
         summary = formalize.summary(pid)
         candidates = order_candidates(formalize.candidates(pid), summary)
+        for cv in candidates:
+            cv.comparison = stored_comparison(formalize, problem, cv.candidate)
         view = ProblemView(problem, candidates, summary, review.current(pid), review.history(pid))
         chosen, start = editor_start(view, wanted)
         text = start if code is None else code

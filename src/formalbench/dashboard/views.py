@@ -27,6 +27,7 @@ class CandidateView:
     rank: int | None  # the summary's rank (1 = best); None when the summary skips it
     verdict: str  # the summary's remark on this candidate
     key: str | None = None  # the name the summary's text uses for its statement (C1, C2...)
+    comparison: dict[str, Any] | None = None  # BEq and GTED against the problem's reference
 
     @property
     def errors(self) -> list[Diagnostic]:

@@ -26,6 +26,7 @@ from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.core.records import Record
 from formalbench.judge.ranking import model_labels
+from formalbench.pipelines.formalize.reference import reference_table
 from formalbench.pipelines.run_dir import is_writable, read_json_object, write_text_atomic
 from formalbench.store.formalize import FormalizeStore
 
@@ -101,6 +102,9 @@ class FormalizeMetrics(Record):
     candidates: int = 0
     categories: dict[str, CategoryMetrics] = Field(default_factory=dict)
     models: list[ModelMetrics] = Field(default_factory=list)
+    # per model label, when problems carry a reference: beq, gted_mean, gted_above_0_9,
+    # compiled, candidates (IndiMathBench's table; see pipelines/formalize/reference.py)
+    reference: dict[str, dict[str, Any]] = Field(default_factory=dict)
     run: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -138,6 +142,7 @@ def compute(store: FormalizeStore) -> FormalizeMetrics:
         models.setdefault(c.model, []).append(c)
     labels = model_labels(models)
     out.models = [_model_metrics(spec, labels[spec], mine) for spec, mine in models.items()]
+    out.reference = reference_table(store, labels)
     return out
 
 

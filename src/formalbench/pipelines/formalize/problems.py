@@ -1,7 +1,8 @@
 """Read the PROBLEMS file of `formalbench formalize`: JSONL, one informal problem a line.
 
 Each line is an object with `id` and `informal` (text), and optionally `solution` (the
-answer of a "find" problem), `category` and `source`; any other field is kept in the
+answer of a "find" problem), `category`, `source` and `reference` (a formal statement in
+the run's assistant that candidates are compared with: BEq, GTED); any other field is kept in the
 problem's metadata. Every malformed line is reported as `file:line: what is wrong`, all of
 them at once, because fixing a file one error per run is tedious. The name `example` (when
 no such file exists) is the small set shipped with the package.
@@ -18,7 +19,7 @@ from formalbench.core.formalization import Problem
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "formalize"
 SHIPPED = {"example": EXAMPLES / "problems.jsonl"}
-_KNOWN = {"id", "informal", "solution", "category", "source", "metadata"}
+_KNOWN = {"id", "informal", "solution", "category", "source", "metadata", "reference"}
 _MAX_SHOWN = 5
 
 
@@ -95,6 +96,7 @@ def _problem(line: str) -> Problem:
         category=_text(data, "category") or None,
         source=_text(data, "source"),
         metadata=metadata,
+        reference=_text(data, "reference") or None,
     )
 
 

@@ -48,6 +48,7 @@ from formalbench.pipelines.formalize.metrics import (
     write_metrics,
 )
 from formalbench.pipelines.formalize.problems import load_problems, resolve_problems_path
+from formalbench.pipelines.formalize.reference import compare_run
 from formalbench.pipelines.formalize.session import FormalizeObserver, Session
 from formalbench.pipelines.formalize.split import split_problem
 from formalbench.pipelines.formalize.statement import ASSISTANTS
@@ -185,6 +186,8 @@ async def _run(
                     if caught.signum is None:
                         raise
                     raise Interrupted(caught.signum) from None  # finished steps stay stored
+            # BEq runs coqc: after every chain, and kept in the store (a rerun redoes none)
+            await asyncio.to_thread(compare_run, store, backend, language)
             _write_log(files, session, backend, meter, result, time.perf_counter() - start)
             result.metrics = write_metrics(files, store)
     finally:
