@@ -1,4 +1,4 @@
-"""Importers on the real public samples in ../shared/data, and the loader's error handling."""
+"""Importers on the real public samples in the public data folder, and the loader's error handling."""
 
 from __future__ import annotations
 

@@ -11,12 +11,12 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from formalbench.core.records import Language, Task
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.store.runs import RunStore
+from tests.processes import coqc_under
 from tests.standins.openai_server import CHAT, StandinServer
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -33,17 +33,6 @@ def dataset(path: Path) -> Path:
     ]
     path.write_text("".join(t.model_dump_json() + "\n" for t in rows), encoding="utf-8")
     return path
-
-
-def coqc_under(tmp: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["name"]):
-        try:
-            if proc.info["name"] == "coqc" and proc.cwd().startswith(str(tmp)):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
 
 
 def asked_two(server: StandinServer) -> bool:

@@ -1,6 +1,6 @@
 """Error taxonomy on real assistant messages.
 
-Lean: the recorded REPL output in ../shared/fixtures/lean-repl (read from the files), plus
+Lean: the recorded REPL output in fixtures/lean-repl of the public data (read from the files), plus
 a few message texts that no fixture holds, written exactly as Lean 4 / Mathlib format them
 (`throwError` strings in their sources; marked below). Coq: strings captured from coqc 8.16.1
 (Debian) on small broken files, e.g. `printf 'Theorem t (n : nat) : n < 3.\\nProof. lia.

@@ -14,13 +14,13 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from formalbench.backends import sandbox
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.sandbox import isolation, run_limited, stop_all, sweep_stale, work_dir
 from formalbench.core.records import CheckStatus
+from tests.processes import coqc_under
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 needs_bwrap = pytest.mark.skipif(isolation() != "bwrap", reason="no working bwrap here")
@@ -115,17 +115,6 @@ SLOW_ORIGINAL = "Theorem slow : True.\nProof.\nAdmitted.\n"
 SLOW_CANDIDATE = "Theorem slow : True.\nProof.\n  do 1000000000 idtac.\n  exact I.\nQed.\n"
 
 
-def coqc_children(tmp: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["name"]):
-        try:
-            if proc.info["name"] == "coqc" and proc.cwd().startswith(str(tmp)):
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return found
-
-
 @needs_coq
 @pytest.mark.parametrize("layer", ["auto", "none"])  # bwrap --die-with-parent; setpriv alone
 def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, layer: str) -> None:
@@ -139,17 +128,17 @@ def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, lay
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while not coqc_children(tmp) and time.monotonic() < deadline:
+        while not coqc_under(tmp) and time.monotonic() < deadline:
             assert proc.poll() is None, "formalbench ended before its check started"
             time.sleep(0.1)
-        assert coqc_children(tmp), "no coqc started"
+        assert coqc_under(tmp), "no coqc started"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     deadline = time.monotonic() + 10
-    while coqc_children(tmp) and time.monotonic() < deadline:
+    while coqc_under(tmp) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert coqc_children(tmp) == []
+    assert coqc_under(tmp) == []
     # Its folders (a check's, or the cache of compiled originals): formalbench-KIND-PID-*
     owned = re.compile(rf"^formalbench-[a-z]+-{proc.pid}-")
     left = [p.name for p in tmp.iterdir() if owned.match(p.name)]

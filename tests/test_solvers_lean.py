@@ -1,6 +1,6 @@
 """Solvers on Lean tasks, where no Lean toolchain can run: the backend is a test-only
 `Backend` subclass that answers each check with a `CheckResult` built here from messages in
-the REPL's JSON shape (../shared/fixtures/lean-repl: `{"severity", "pos", "endPos", "data"}`,
+the REPL's JSON shape (fixtures/lean-repl of the public data: `{"severity", "pos", "endPos", "data"}`,
 read by the real `message_to_diagnostic`). Message texts are Lean's own: the trace message
 of `trace "..."` (fixtures: trace_simp), the heartbeat error as `Core.throwMaxHeartbeat`
 writes it (recent toolchains, quoted in leanprover/lean4#11183) and the recursion-limit
