@@ -7,12 +7,15 @@ from pathlib import Path
 import psutil
 
 
-def coqc_under(folder: Path) -> list[psutil.Process]:
-    """Live coqc processes whose working directory lies under `folder`."""
+def coqc_under(folder: Path, compiling: str | None = None) -> list[psutil.Process]:
+    """Live coqc processes whose working directory lies under `folder` (and, if given, whose
+    command line names the file `compiling`: the candidate, not the original built first)."""
     found = []
-    for proc in psutil.process_iter(["name"]):
+    for proc in psutil.process_iter(["name", "cmdline"]):
         try:
-            if proc.info["name"] == "coqc" and proc.cwd().startswith(str(folder)):
+            if proc.info["name"] != "coqc" or not proc.cwd().startswith(str(folder)):
+                continue
+            if compiling is None or compiling in (proc.info["cmdline"] or []):
                 found.append(proc)
         except psutil.Error:
             continue

@@ -18,6 +18,7 @@ import pytest
 
 from formalbench.backends import sandbox
 from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.sandbox import isolation, run_limited, stop_all, sweep_stale, work_dir
 from formalbench.core.records import CheckStatus
 from tests.processes import coqc_under
@@ -111,6 +112,7 @@ def test_stop_all_ends_a_running_process_at_once() -> None:
     sandbox.resume_starting()
 
 
+CANDIDATE_FILE = f"{LOCAL_MODULE}.v"  # the slow one (the original is compiled first, quickly)
 SLOW_ORIGINAL = "Theorem slow : True.\nProof.\nAdmitted.\n"
 SLOW_CANDIDATE = "Theorem slow : True.\nProof.\n  do 1000000000 idtac.\n  exact I.\nQed.\n"
 
@@ -128,10 +130,10 @@ def test_sigkill_of_formalbench_leaves_no_coqc_and_no_folder(tmp_path: Path, lay
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 90
-        while not coqc_under(tmp) and time.monotonic() < deadline:
+        while not coqc_under(tmp, CANDIDATE_FILE) and time.monotonic() < deadline:
             assert proc.poll() is None, "formalbench ended before its check started"
             time.sleep(0.1)
-        assert coqc_under(tmp), "no coqc started"
+        assert coqc_under(tmp, CANDIDATE_FILE), "no coqc started on the candidate"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
