@@ -25,6 +25,7 @@ BUNDLE = DATA / "git-histories" / "coq-topology.bundle"
 COMMIT, PATH = "40256857a47f", "theories/ZornsLemma/InverseImage.v"
 
 
+@needs_shared
 def test_synthesis_drops_superficial_and_unreadable(tmp_path) -> None:
     task = _seed_run(tmp_path)
     superficial = json.dumps(

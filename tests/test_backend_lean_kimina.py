@@ -15,11 +15,13 @@ from formalbench.cli.main import app
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.records import CheckStatus
 from standins.kimina_server import serve
+from tests.shared_data import needs_shared
 
 HEADER = "import Mathlib\nimport Aesop\n\n"
 RECORDED_BODY = "theorem foo (x : Int) : x = x := by\n  have h : x = 1 := by sorry"  # have_by_sorry
 
 
+@needs_shared  # the stand-in server replays the recorded REPL sessions
 def test_reply_positions_come_back_to_snippet_lines_with_axioms() -> None:
     source = HEADER + RECORDED_BODY
     with serve() as server, KiminaBackend(server.url) as kimina:
