@@ -299,12 +299,12 @@ class StrictVerifier:
         findings = self.static_findings(original, candidate, kind)
         seen = {(f.subject, f.line, f.column) for f in findings}
         findings += [f for f in gated if (f.subject, f.line, f.column) not in seen]
+        names = self.targets(original)
         hard = findings
         if self._identity is not None:  # a changed target signature: Lean has the last word
-            hard = [f for f in findings if not deferred(f, self.targets(original))]
+            hard = [f for f in findings if not deferred(f, names)]
         compile_needed = self._compile_needed(hard) and not gated
-        targets = self.targets(original) if compile_needed else None
-        return t0, findings, targets
+        return t0, findings, names if compile_needed else None
 
     def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
         """Where this verdict is kept: everything it depends on, the assistant's version too."""
