@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -165,6 +166,17 @@ def mine_command(
             typer.echo(f"  validated          {result['validated']}")
 
 
+def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], int]) -> int:
+    """Run `step` with a progress bar on stderr; `step` reports (done, total, status)."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+
+    with make_progress(Console(stderr=True)) as progress:
+        bar = progress.add_task(label, total=None, status="")
+        return step(lambda d, t, s: progress.update(bar, completed=d, total=t, status=s))
+
+
 def _models(spec: str, judge: str | None, run_dir: Path):
     """The models, each answering repeats from the run's response cache (resumed runs and
     the judge's fixed-seed samples cost no second call)."""
@@ -188,21 +200,12 @@ def synthesize_command(
     limit: Annotated[int | None, typer.Option("--limit", help="Newest N tasks only.")] = None,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms."""
-    from rich.console import Console
-
-    from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
     chat, judge_model = _models(model, judge, run_dir)
-    with make_progress(Console(stderr=True)) as progress:
-        bar = progress.add_task("synthesizing", total=None, status="")
-        kept = synthesize_run(
-            run_dir,
-            chat,
-            judge_model,
-            limit,
-            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
-        )
+    kept = _with_bar(
+        "synthesizing", lambda report: synthesize_run(run_dir, chat, judge_model, limit, report)
+    )
     typer.echo(f"{kept} tasks kept after instruction synthesis and reverse validation")
 
 
@@ -217,19 +220,10 @@ def eval_command(
     ] = None,
 ) -> None:
     """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
-    from rich.console import Console
-
-    from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.evaluate import evaluate_run
 
     chat, judge_model = _models(model, judge, run_dir)
-    with make_progress(Console(stderr=True)) as progress:
-        bar = progress.add_task("evaluating", total=None, status="")
-        solved = evaluate_run(
-            run_dir,
-            chat,
-            samples,
-            judge_model,
-            lambda d, t, s: progress.update(bar, completed=d, total=t, status=s),
-        )
+    solved = _with_bar(
+        "evaluating", lambda report: evaluate_run(run_dir, chat, samples, judge_model, report)
+    )
     typer.echo(f"{solved} tasks with at least one judged pass; see `formalbench report`")
