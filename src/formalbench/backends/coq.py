@@ -147,6 +147,11 @@ class CoqBackend(Backend):
         result.diagnostics.extend(pending.failed)
         return result
 
+    def run(self, text: str, timeout: float) -> ProcessOutcome:
+        """coqc's raw outcome on `text` (stdout included), for callers that read what Coq
+        prints (BEq's probes, operator trees); gated and sandboxed like every check."""
+        return self._run(text, timeout)
+
     def _run(self, text: str, timeout: float, workdir: Path | None = None) -> ProcessOutcome:
         if timeout <= 0:  # the check's time went on earlier runs: nothing to start
             return ProcessOutcome(CheckStatus.timeout, None, "", "", 0.0)

@@ -216,7 +216,7 @@ class CoqBeq:
         t0 = time.perf_counter()
         # the backend's process runner (limits, scrubbed env, throw-away dir); its stdout
         # carries the markers, which a CheckResult does not keep
-        outcome = self.backend._run(script, self.timeout * len(items))
+        outcome = self.backend.run(script, self.timeout * len(items))
         said = {f"{i}_{k}": v for i, k, v in _SAID.findall(outcome.stdout)}
         return said, outcome.stderr, time.perf_counter() - t0
 

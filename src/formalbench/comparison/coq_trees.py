@@ -24,7 +24,7 @@ def coq_trees(
     lines = [BASE_HEADER, header, "Set Printing All.\nSet Printing Width 1000000.\n"]
     for i, s in enumerate(statements):
         lines.append(f'Goal True. idtac "{_MARK} {i}". Abort.\nCheck ({s.term}).\n')
-    outcome = backend._run("".join(lines), backend.timeout)  # stdout holds the printed terms
+    outcome = backend.run("".join(lines), backend.timeout)  # stdout holds the printed terms
     # the backend runs coqc with `-time`: drop its `Chars a - b [...]` lines
     stdout = "\n".join(ln for ln in outcome.stdout.splitlines() if not _TIME.match(ln))
     parts = _SPLIT.split(stdout)
