@@ -104,7 +104,14 @@ async def run_formal_stages(
                 progress("formal", done, total)
             return result
 
-        results = await asyncio.gather(*(one(p) for p in problems))
+        # A TaskGroup: when one exercise fails (the model endpoint is gone, a budget is
+        # spent), the others are cancelled before the store closes; what they finished stays.
+        try:
+            async with asyncio.TaskGroup() as group:
+                running = [group.create_task(one(p)) for p in problems]
+        except BaseExceptionGroup as failed:  # the first failure, as the caller knows it
+            raise failed.exceptions[0] from None
+        results = [t.result() for t in running]
     finally:
         store.close()
     tasks_file = run_dir / "tasks.jsonl"
