@@ -45,7 +45,12 @@ PROBLEMS = [
         usable=True,
     )
     for i, (pid, text) in enumerate(
-        [("la/trace", TRACE), ("la/square", SQUARE), ("la/broken", BROKEN), ("la/garbled", GARBLED)],
+        [
+            ("la/trace", TRACE),
+            ("la/square", SQUARE),
+            ("la/broken", BROKEN),
+            ("la/garbled", GARBLED),
+        ],
         start=1,
     )
 ]
@@ -68,9 +73,7 @@ TRACE_THM = (
 )
 SQUARE_THM = "Theorem sq_pos (n : nat) (h : 0 < n) : 0 < n * n.\nProof.\nAdmitted."
 SQUARE_DROPPED = "Theorem sq_pos (n : nat) (h2 : n <= 10) : 0 < n * n.\nProof.\nAdmitted."
-SQUARE_FIXED = (
-    "Theorem sq_pos (n : nat) (h : 0 < n) (h2 : n <= 10) : 0 < n * n.\nProof.\nAdmitted."
-)
+SQUARE_FIXED = "Theorem sq_pos (n : nat) (h : 0 < n) (h2 : n <= 10) : 0 < n * n.\nProof.\nAdmitted."
 RANK_BAD = "Definition rank (A : nat -> nat -> nat) : nat := column_space_dim A."
 RANK_HOLE = "Definition rank (A : nat -> nat -> nat) : nat.\nAdmitted."
 PLUS_ZERO = "Theorem plus_zero (n : nat) : n + 0 = n.\nProof.\nAdmitted."

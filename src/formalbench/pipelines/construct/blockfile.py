@@ -151,14 +151,14 @@ def extract_code(reply: str, syntax: Syntax, block: Block) -> str:
 def block_problems(code: str, kind: BlockKind, syntax: Syntax) -> list[Diagnostic]:
     """Text-level errors of a block's code (lines relative to the block)."""
     language = syntax.language
-    tokens = tokenize(code, language)
+    tokens = tokenize(code, language, comments=True)
     found: list[Diagnostic] = []
     for tok in tokens:
         if tok.is_comment and _MARKER.search(tok.text):
             found.append(
                 _error("block comments belong to the pipeline: do not write one", tok.line)
             )
-    decls = split_decls(code, language, tokens)
+    decls = split_decls(code, language, [t for t in tokens if not t.is_comment])
     if not decls:
         return [*found, _error("the block declares nothing", None)]
     for d in decls:

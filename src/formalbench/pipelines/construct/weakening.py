@@ -33,6 +33,7 @@ from formalbench.pipelines.construct.block_records import BlockReview
 _THEOREMS = {Language.coq: "Theorem", Language.lean: "theorem"}
 _ARROWS = frozenset({"->", "→"})
 _FORALL = frozenset({"forall", "∀"})
+_BINDING = frozenset({"forall", "∀", "exists", "∃", "fun", "λ", "let"})
 _SYNONYMS = {"->": "→", "<->": "↔", "<=": "≤", ">=": "≥", "forall": "∀", "exists": "∃"}
 _GOAL_WORDS = ("conclusion", "goal", "objective", "claim", "task_drift", "weak")
 
@@ -126,13 +127,27 @@ def _read_type(tokens: list[Token], st: Statement) -> None:
             _binders(tokens[1:comma], st)
             tokens = tokens[comma + 1 :]
             continue
-        parts = _split_top(tokens, _ARROWS)
-        if len(parts) == 1:
+        arrow = _first_arrow(tokens)
+        if arrow is None:
             break
-        for premise in parts[:-1]:
-            st.hypotheses[_norm(premise)] += 1
-        tokens = parts[-1]
+        st.hypotheses[_norm(tokens[:arrow])] += 1
+        tokens = tokens[arrow + 1 :]
     st.conclusion = _norm(tokens)
+
+
+def _first_arrow(tokens: list[Token]) -> int | None:
+    """The top-level implication arrow, unless a binder (`exists x, ...`) reaches over it."""
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.text in OPEN_BRACKETS:
+            depth += 1
+        elif tok.text in CLOSE_BRACKETS:
+            depth = max(0, depth - 1)
+        elif depth == 0 and tok.text in _ARROWS:
+            return i
+        elif depth == 0 and tok.text in _BINDING:
+            return None
+    return None
 
 
 def _first_top(tokens: list[Token], text: str) -> int | None:
