@@ -339,3 +339,14 @@ def test_a_killed_run_resumes_without_redoing_finished_steps(
     assert resumed.fresh_calls == reference.fresh_calls - calls
     assert resumed.fresh_compiles == reference.fresh_compiles - compiles
     assert (run_dir / "tasks.jsonl").read_bytes() == (reference_dir / "tasks.jsonl").read_bytes()
+
+
+def test_a_changed_problem_loses_its_stored_result(tmp_path: Path) -> None:
+    store = ConstructFormalStore(tmp_path / "construct.sqlite")
+    store.add_problem("a", {"text": "one"})
+    store.finish_problem("a", "validated", {"status": "validated"})
+    store.add_problem("a", {"text": "one"})
+    assert store.result("a") == {"status": "validated"}
+    store.add_problem("a", {"text": "two"})
+    assert store.result("a") is None and store.statuses() == {"a": "pending"}
+    store.close()

@@ -65,15 +65,19 @@ class ConstructFormalStore:
 
     # -- problems -----------------------------------------------------------------------
     def add_problem(self, problem_id: str, problem: dict[str, Any]) -> None:
-        """Register a problem (kept as stored when it is already there)."""
+        """Register a problem. One stored with other text (the source stages changed it)
+        loses its result, so it is constructed again; its remembered calls and compiles
+        stay, keyed by what was asked, and serve whatever is asked again."""
+        text = json.dumps(problem, ensure_ascii=False, sort_keys=True)
         with self._lock, transaction(self._conn):
             position = self._conn.execute(
                 "SELECT COALESCE(MAX(position) + 1, 0) FROM cf_problems"
             ).fetchone()[0]
             self._conn.execute(
                 "INSERT INTO cf_problems (id, position, problem) VALUES (?, ?, ?)"
-                " ON CONFLICT (id) DO NOTHING",
-                (problem_id, position, json.dumps(problem, ensure_ascii=False)),
+                " ON CONFLICT (id) DO UPDATE SET problem = excluded.problem,"
+                " status = 'pending', result = NULL WHERE cf_problems.problem != excluded.problem",
+                (problem_id, position, text),
             )
 
     def finish_problem(self, problem_id: str, status: str, result: dict[str, Any]) -> None:

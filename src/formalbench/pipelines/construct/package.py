@@ -21,16 +21,18 @@ writes it, so a resumed run rewrites the files of finished exercises from the st
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.construct import ConstructProblem
+from formalbench.core.errors import InputError
 from formalbench.core.records import CheckResult, Informal, Task, TaskKind
 from formalbench.pipelines.construct.block_records import Block, BlockStatus, BlockTrail
 from formalbench.pipelines.construct.blockfile import BlockFile, hole_count
 from formalbench.pipelines.construct.blocks import statement_of
-from formalbench.pipelines.run_dir import write_json_atomic, write_text_atomic
 
 VALIDATED = "validated"
 REVIEW_FAILED = "review_failed"
@@ -186,9 +188,32 @@ def write_package(instances_dir: Path, result: dict[str, Any]) -> list[Path]:
     formal: list[Path] = []
     for name, value in result["files"].items():
         path = instances_dir / name
+        text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
         if isinstance(value, str):
-            write_text_atomic(path, value)
             formal.append(path)
         else:
-            write_json_atomic(path, value)
+            text += "\n"
+        if _unchanged(path, text):  # a rerun: no rewrite (each atomic write syncs the disk)
+            continue
+        _replace(path, text)
     return formal
+
+
+def _replace(path: Path, text: str) -> None:
+    """Whole or not at all (temporary file, then rename), without syncing the disk: the
+    store is the record, and a file torn by a power cut differs from it, so the next run
+    rewrites it. (A sync per file cost more than all the rest of packaging.)"""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+
+
+def _unchanged(path: Path, text: str) -> bool:
+    try:
+        return path.read_text(encoding="utf-8") == text
+    except (OSError, UnicodeDecodeError):
+        return False
