@@ -40,6 +40,7 @@ from formalbench.pipelines.construct.blockfile import (
 from formalbench.pipelines.construct.formal import (
     FormalResult,
     FormalStageConfig,
+    formal_summary,
     run_formal_stages,
 )
 from formalbench.pipelines.construct.weakening import statements, weakening_findings
@@ -207,6 +208,15 @@ def test_the_funnel_of_the_run(finished: tuple[Path, FormalResult]) -> None:
     assert (result.blocks, result.blocks_compiled, result.blocks_accepted) == (5, 4, 4)
     assert result.instances == 3 and result.tasks == 2
     assert result.tasks_file == run_dir / "tasks.jsonl"
+    summary = formal_summary(run_dir)  # what a report reads, from the store alone
+    assert (summary.blocks, summary.blocks_compiled, summary.instances, summary.tasks) == (
+        5,
+        4,
+        3,
+        2,
+    )
+    assert summary.validation == result.validation
+    assert formal_summary(run_dir.parent / "nothing-here").exercises == 0
     assert set(result.prompt_hashes) == {"split", "translate", "repair", "review", "rewrite",
                                          "weakening"}  # fmt: skip
 

@@ -96,6 +96,14 @@ class ConstructFormalStore:
             ).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def results(self) -> list[dict[str, Any]]:
+        """The results of the finished problems, in the order they were registered."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT result FROM cf_problems WHERE result IS NOT NULL ORDER BY position"
+            ).fetchall()
+        return [json.loads(r[0]) for r in rows]
+
     def statuses(self) -> dict[str, str]:
         with self._lock:
             rows = self._conn.execute(

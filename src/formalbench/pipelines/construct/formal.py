@@ -38,8 +38,9 @@ from formalbench.pipelines.construct.session import FormalStageConfig, Session
 from formalbench.pipelines.construct.translate import translate_block
 from formalbench.pipelines.run_dir import write_text_atomic
 from formalbench.store.construct_formal import ConstructFormalStore
+from formalbench.store.db import StoreError
 
-__all__ = ["FormalResult", "FormalStageConfig", "run_formal_stages"]
+__all__ = ["FormalResult", "FormalStageConfig", "formal_summary", "run_formal_stages"]
 
 DATABASE = "construct.sqlite"
 Progress = Callable[[str, int, int], None]
@@ -117,14 +118,19 @@ async def run_formal_stages(
     tasks_file = run_dir / "tasks.jsonl"
     lines = [json.dumps(r["task"], ensure_ascii=False) + "\n" for r in results if r["task"]]
     write_text_atomic(tasks_file, "".join(lines))
+    out = counts(results, run_dir)
+    out.fresh_calls, out.fresh_compiles = session.fresh_calls, session.fresh_compiles
+    out.prompt_hashes = dict(session.prompt_hashes)
+    return out
+
+
+def counts(results: Sequence[dict[str, Any]], run_dir: Path) -> FormalResult:
+    """The figures of a set of exercise packages (as the store keeps them)."""
     out = FormalResult(
         exercises=len(results),
-        tasks_file=tasks_file,
-        instances_dir=instances_dir,
-        tasks=len(lines),
-        fresh_calls=session.fresh_calls,
-        fresh_compiles=session.fresh_compiles,
-        prompt_hashes=dict(session.prompt_hashes),
+        tasks_file=run_dir / "tasks.jsonl",
+        instances_dir=run_dir / "instances",
+        tasks=sum(1 for r in results if r["task"]),
     )
     for r in results:
         stats = r["statistics"]
@@ -134,6 +140,24 @@ async def run_formal_stages(
         out.instances += any(isinstance(v, str) for v in r["files"].values())
         out.validation[r["status"]] = out.validation.get(r["status"], 0) + 1
     return out
+
+
+def formal_summary(run_dir: Path) -> FormalResult:
+    """The formal stages' figures of a run folder, read-only from its store (for reports:
+    `blocks`, `blocks_compiled`, `instances`, `tasks_file`...); exercises not finished yet
+    are not counted. A folder whose store has no formal tables yet counts nothing."""
+    run_dir = Path(run_dir)
+    path = run_dir / DATABASE
+    if not path.is_file():
+        return counts([], run_dir)
+    try:
+        store = ConstructFormalStore(path, readonly=True)
+    except StoreError:  # the source stages ran, the formal ones not yet
+        return counts([], run_dir)
+    try:
+        return counts(store.results(), run_dir)
+    finally:
+        store.close()
 
 
 def _stems(problems: Sequence[ConstructProblem]) -> dict[str, str]:
