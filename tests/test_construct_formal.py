@@ -22,6 +22,7 @@ from pydantic import ValidationError
 import formalbench
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.holes import hole_decls
+from formalbench.core.errors import InputError
 from formalbench.core.records import Language
 from formalbench.datasets import load_tasks
 from formalbench.pipelines.construct.block_records import (
@@ -37,6 +38,7 @@ from formalbench.pipelines.construct.blockfile import (
     assert_frozen,
     block_problems,
 )
+from formalbench.pipelines.construct.fewshot import for_repair, for_translation, load_examples
 from formalbench.pipelines.construct.formal import (
     FormalResult,
     FormalStageConfig,
@@ -184,12 +186,24 @@ def _run(run_dir: Path, model: Any = None) -> FormalResult:
         )
 
 
+MODEL = script.model()  # the model of the module's run, whose calls some tests read
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FormalResult]:
     if shutil.which("coqc") is None:
         pytest.skip("coqc is not installed")
     run_dir = tmp_path_factory.mktemp("construct") / "run"
-    return run_dir, _run(run_dir)
+    return run_dir, _run(run_dir, MODEL)
+
+
+def _prompts(marker: str) -> list[str]:
+    """The last user message of every call whose system text holds `marker`."""
+    return [
+        [m.content for m in c.messages if m.role == "user"][-1]
+        for c in MODEL.calls
+        if marker in c.messages[0].content
+    ]
 
 
 def _trail(run_dir: Path, stem: str) -> dict[str, Any]:
@@ -360,3 +374,50 @@ def test_a_changed_problem_loses_its_stored_result(tmp_path: Path) -> None:
     store.add_problem("a", {"text": "two"})
     assert store.result("a") is None and store.statuses() == {"a": "pending"}
     store.close()
+
+
+# --- few-shot helper --------------------------------------------------------------------------
+def _block(kind: BlockKind, content: str) -> Block:
+    return Block(index=1, source="s", source_idx="Ex", kind=kind, content=content)
+
+
+def test_fewshot_examples_are_chosen_by_kind_and_by_diagnostics() -> None:
+    examples = load_examples(None, Language.coq)
+    assert examples and load_examples(None, Language.lean) == []
+    algo = for_translation(examples, _block(BlockKind.algo, "an update rule x_{k+1}"), 2)
+    assert algo and {e.kind for e in algo} == {BlockKind.algo}
+    defn = _block(BlockKind.defn, "a matrix is symmetric when A i j = A j i")
+    assert for_translation(examples, defn, 1)[0].code.startswith("Definition symmetric")
+    scope = 'The term "x" has type "R" while it is expected to have type "nat".'
+    fixes = for_repair(examples, defn, scope, 1)
+    assert fixes and "Rlt_dec" in fixes[0].code
+    assert for_repair(examples, defn, "Syntax error: '.' expected.", 2) == []
+
+
+@needs_coqc
+def test_the_shipped_fewshot_examples_compile() -> None:
+    examples = load_examples(None, Language.coq)
+    text = COQ.header + "\n".join(e.code for e in examples) + "\n"
+    with CoqBackend(workers=1) as backend:
+        assert backend.check(text).compiled
+    repairs = [e for e in examples if e.is_repair]
+    assert all(not block_problems(e.code, e.kind, COQ) for e in examples)
+    assert any(block_problems(e.broken or "", e.kind, COQ) for e in repairs)
+
+
+def test_a_bad_fewshot_file_is_one_line_naming_it(tmp_path: Path) -> None:
+    bad = tmp_path / "shots.jsonl"
+    bad.write_text('{"language": "coq", "kind": "lemma", "content": "x", "code": "y"}\n')
+    with pytest.raises(InputError, match=r"shots.jsonl:1: kind"):
+        load_examples(bad, Language.coq)
+
+
+@needs_coqc
+def test_translations_and_repairs_are_shown_examples(finished: tuple[Path, FormalResult]) -> None:
+    translations = [
+        c for c in MODEL.calls if "below the block's marker comment" in c.messages[0].content
+    ]
+    defn = next(c for c in translations if "introducing `trace`" in c.messages[-1].content)
+    assert "An example block (defn)" in defn.messages[1].content  # an earlier turn
+    repair = next(p for p in _prompts("was rejected by the checker") if "sum_list" in p)
+    assert "How similar errors were fixed elsewhere" in repair

@@ -27,6 +27,7 @@ from formalbench.judge.reply import Unreadable, ask_json
 from formalbench.llm.base import ChatModel, Message
 from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.construct.blockfile import SYNTAX, Syntax
+from formalbench.pipelines.construct.fewshot import FewShotExample, load_examples
 from formalbench.store.construct_formal import ConstructFormalStore
 
 M = TypeVar("M", bound=BaseModel)
@@ -44,6 +45,8 @@ class FormalStageConfig:
     timeout: float = 60.0  # seconds per compile
     header: str | None = None  # the file scaffold; None: the assistant's default imports
     concurrency: int = 4  # exercises worked on at once
+    fewshot: int = 2  # examples shown to a translation and to a repair (0: none)
+    fewshot_file: str | None = None  # JSONL of examples; None: the shipped set
     tasks_from_unreviewed: bool = False  # also emit tasks whose blocks failed review
 
     def as_dict(self) -> dict[str, Any]:
@@ -71,6 +74,13 @@ class Session:
     fresh_calls: int = 0  # calls that reached the model in this process
     fresh_compiles: int = 0  # compiles that reached the assistant in this process
     _version: str | None = None
+    _examples: list[FewShotExample] | None = None
+
+    @property
+    def examples(self) -> list[FewShotExample]:
+        if self._examples is None:
+            self._examples = load_examples(self.config.fewshot_file, self.backend.language)
+        return self._examples
 
     @property
     def syntax(self) -> Syntax:

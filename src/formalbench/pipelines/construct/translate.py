@@ -23,6 +23,7 @@ from formalbench.pipelines.construct.blockfile import (
     relative,
 )
 from formalbench.pipelines.construct.blocks import statement_of
+from formalbench.pipelines.construct.fewshot import for_repair, for_translation
 from formalbench.pipelines.construct.session import Session
 
 _RAW_SHOWN = 3000
@@ -89,7 +90,12 @@ async def translate_block(
 ) -> list[CompileRound]:
     """Algorithm 2 for one block: translation, then up to R repairs. The last round of the
     list is the block's fate (compiled or not)."""
-    messages = session.prompt("translate", **block_vars(session, problem, bfile, block))
+    shots = for_translation(session.examples, block, session.config.fewshot)
+    messages = session.prompt(
+        "translate",
+        **block_vars(session, problem, bfile, block),
+        examples=[e.model_dump(mode="json") for e in shots],
+    )
     first = await _reply_round(
         session, problem, bfile, block, f"translate:{block.index}", messages,
         stage="translate", number=0,
@@ -126,8 +132,10 @@ async def repair_loop(
         else:
             previous = last.code
             errors = describe(last.diagnostics, last.code)
+        shots = for_repair(session.examples, block, errors, session.config.fewshot)
         messages = session.prompt(
             "repair",
+            examples=[e.model_dump(mode="json") for e in shots],
             **block_vars(session, problem, bfile, block),
             previous=previous.strip("\n"),
             errors=errors,
