@@ -173,7 +173,7 @@ def test_the_prefix_is_frozen() -> None:
 
 
 # --- end to end with coqc -----------------------------------------------------------------------
-def _run(run_dir: Path, model: Any = None) -> FormalResult:
+def _run(run_dir: Path, model: Any = None, progress: Any = None) -> FormalResult:
     with CoqBackend(workers=1) as backend:
         return asyncio.run(
             run_formal_stages(
@@ -182,11 +182,13 @@ def _run(run_dir: Path, model: Any = None) -> FormalResult:
                 model=model or script.model(),
                 run_dir=run_dir,
                 config=CONFIG,
+                progress=progress,
             )
         )
 
 
 MODEL = script.model()  # the model of the module's run, whose calls some tests read
+PROGRESS: list[tuple[str, int, int]] = []
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +196,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, FormalResu
     if shutil.which("coqc") is None:
         pytest.skip("coqc is not installed")
     run_dir = tmp_path_factory.mktemp("construct") / "run"
-    return run_dir, _run(run_dir, MODEL)
+    return run_dir, _run(run_dir, MODEL, lambda *step: PROGRESS.append(step))
 
 
 def _prompts(marker: str) -> list[str]:
@@ -221,6 +223,7 @@ def test_the_funnel_of_the_run(finished: tuple[Path, FormalResult]) -> None:
     # formal blocks: trace 2, square 1, broken 2 (hints are not formal); rank never compiles
     assert (result.blocks, result.blocks_compiled, result.blocks_accepted) == (5, 4, 4)
     assert result.instances == 3 and result.tasks == 2
+    assert [step[1:] for step in PROGRESS] == [(i, 4) for i in range(1, 5)]
     assert result.tasks_file == run_dir / "tasks.jsonl"
     summary = formal_summary(run_dir)  # what a report reads, from the store alone
     assert (summary.blocks, summary.blocks_compiled, summary.instances, summary.tasks) == (
