@@ -424,3 +424,35 @@ def test_translations_and_repairs_are_shown_examples(finished: tuple[Path, Forma
     assert "An example block (defn)" in defn.messages[1].content  # an earlier turn
     repair = next(p for p in _prompts("was rejected by the checker") if "sum_list" in p)
     assert "How similar errors were fixed elsewhere" in repair
+
+
+def test_lean_blocks_are_checked_the_same_way() -> None:
+    lean = SYNTAX[Language.lean]
+
+    def problems(code: str, kind: BlockKind) -> list[str]:
+        return [d.message for d in block_problems(code, kind, lean)]
+
+    assert problems("theorem t (n : ℕ) : n ≤ n * n := by sorry", BlockKind.thm) == []
+    assert "left unfinished" in problems("def f : ℕ := sorry", BlockKind.defn)[0]
+    assert "imports belong" in problems("import Mathlib\ndef f : ℕ := 1", BlockKind.defn)[0]
+    forged = "/- [BLOCK Ex | 1 | thm] -/\ntheorem t : 1 = 1 := by sorry"
+    assert "block comments belong" in problems(forged, BlockKind.thm)[0]
+    block = Block(index=2, source="s", source_idx="Ex 3", kind=BlockKind.thm, content="c")
+    assert lean.block_comment(block) == "/- [BLOCK Ex 3 | 2 | thm] -/"
+
+
+@needs_coqc
+def test_formalbench_eval_runs_on_the_tasks_file(
+    finished: tuple[Path, FormalResult], tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from formalbench.cli.main import app
+
+    run_dir, _ = finished
+    out = tmp_path / "eval"
+    args = ["eval", str(run_dir / "tasks.jsonl"), "--solver", "portfolio", "--tactics", "nia"]
+    result = CliRunner().invoke(app, [*args, "--run-dir", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["tasks"] == 2 and summary["solved"] == ["la/square"]
