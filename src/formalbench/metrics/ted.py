@@ -32,62 +32,75 @@ Ints = npt.NDArray[np.int64]
 @dataclass(frozen=True)
 class _Post:
     """A tree in post-order: node keys, leftmost-leaf indexes, keyroots and their nesting
-    levels (1 + the deepest keyroot strictly inside)."""
+    levels (1 + the deepest keyroot strictly inside); `rows` and `inner` feed the cost
+    estimate of a layout (`_steps`)."""
 
     keys: list[tuple[str, str | None]]  # what renaming compares
     lml: list[int]
     keyroots: list[int]
     levels: dict[int, int]
+    rows: int  # table rows over the keyroots that are not leaves
+    inner: int  # nodes that are not leaves: the rows on some table's leftmost path
 
     @property
     def size(self) -> int:
         return len(self.keys)
 
+    @property
+    def depth(self) -> int:
+        return max(self.levels.values())
 
-def _postorder(tree: OpTree) -> _Post:
-    keys: list[tuple[str, str | None]] = []
-    lml: list[int] = []
-    stack: list[tuple[OpTree, int]] = [(tree, 0)]
-    firsts: list[int] = []  # leftmost leaf of the node on the stack, once known
-    while stack:
-        node, child = stack[-1]
-        if child == 0:
-            firsts.append(-1)
-        if child < len(node.children):
-            stack[-1] = (node, child + 1)
-            stack.append((node.children[child], 0))
-            continue
-        stack.pop()
-        first = firsts.pop()
-        index = len(keys)
-        keys.append((node.label, node.free))
-        lml.append(index if first < 0 else first)
-        if firsts and firsts[-1] < 0:
-            firsts[-1] = lml[index]
-    last: dict[int, int] = {}
-    for i, leaf in enumerate(lml):
-        last[leaf] = i  # the highest node with that leftmost leaf
+
+def _post(keys: list[tuple[str, str | None]], sizes: list[int]) -> _Post:
+    """A post-order from its keys and subtree sizes (a subtree is the range ending at its
+    root, so its leftmost leaf is where the range starts)."""
+    lml = [i - size + 1 for i, size in enumerate(sizes)]
+    last = {leaf: i for i, leaf in enumerate(lml)}  # the highest node with that leaf
     keyroots = sorted(last.values())
     at = [0] * len(keys)
+    rows = 0
     for k in keyroots:  # ascending post-order: inner keyroots come first
         at[k] = 1 + max(at[lml[k] : k], default=0)
-    return _Post(keys, lml, keyroots, {k: at[k] for k in keyroots})
+        if k != lml[k]:
+            rows += k - lml[k] + 1
+    inner = len(keys) - len(last)
+    return _Post(keys, lml, keyroots, {k: at[k] for k in keyroots}, rows, inner)
+
+
+def _orders(tree: OpTree) -> tuple[_Post, _Post]:
+    """The post-order of `tree` and of its mirror image (children reversed), which is the
+    reversed pre-order; mirroring both trees keeps their distance and may need fewer steps."""
+    pre: list[tuple[str, str | None]] = []
+    pre_sizes: list[int] = []
+    post: list[tuple[str, str | None]] = []
+    post_sizes: list[int] = []
+
+    def walk(node: OpTree) -> int:
+        key = (node.label, node.free)
+        at = len(pre)
+        pre.append(key)
+        pre_sizes.append(0)
+        size = 1
+        for child in node.children:
+            size += walk(child)
+        pre_sizes[at] = size
+        post.append(key)
+        post_sizes.append(size)
+        return size
+
+    walk(tree)
+    return _post(post, post_sizes), _post(pre[::-1], pre_sizes[::-1])
 
 
 def _steps(a: _Post, b: _Post) -> int:
-    """Vector steps the algorithm takes with `a` first (to pick the cheaper order)."""
-    depth = max(b.levels.values())
-    total = 0
-    for k in a.keyroots:
-        size = k - a.lml[k]  # row 1 (the leftmost leaf) is one step
-        on_path = sum(1 for x in range(a.lml[k] + 1, k + 1) if a.lml[x] == a.lml[k])
-        total += 1 + size - on_path + on_path * depth
-    return total
+    """Vector steps the algorithm takes with `a` first: a row each, and a row on a table's
+    leftmost path once per level of `b`'s tables (to pick the cheapest layout)."""
+    return a.rows + a.inner * (b.depth - 1)
 
 
 def _rename_costs(a: _Post, b: _Post, big: int) -> Ints:
     """cost[x, y] = 0 for equal labels or two free-cost nodes of the same kind, else 1;
-    a last column of `big` stands for the empty-forest columns."""
+    a last column of `big` stands for the empty forest."""
     ids: dict[str, int] = {}
     la = np.array([ids.setdefault(lbl, len(ids)) for lbl, _ in a.keys])
     lb = np.array([ids.setdefault(lbl, len(ids)) for lbl, _ in b.keys])
@@ -96,60 +109,57 @@ def _rename_costs(a: _Post, b: _Post, big: int) -> Ints:
     fb = np.array([kinds.setdefault(f, len(kinds)) for _, f in b.keys])
     same = (la[:, None] == lb[None, :]) | ((fa[:, None] == fb[None, :]) & (fa[:, None] > 0))
     cost = np.full((a.size, b.size + 1), big, dtype=np.int64)
-    cost[:, : b.size] = (~same).astype(np.int64)
+    cost[:, : b.size] = ~same
     return cost
 
 
 @dataclass
 class _Columns:
-    """The side-by-side forest tables of every keyroot of the second tree.
+    """The forest tables of every keyroot of the second tree, side by side in one row.
 
-    Column c holds node `node[c]` (or the empty forest, `node[c] == n2`) of the table of
-    keyroot `table[c]`; `pos[c]` is its place in that table (the forest's size), `lcol[c]`
-    the column of the forest left of its subtree, `on_left[c]` whether it is on the table's
-    leftmost path. Values are stored shifted by `shift` (table s sits s * big lower), so a
-    plain cumulative minimum never crosses from one table into the next.
+    Column c holds node `node[c]` (`n2` for a table's empty forest) of a table whose
+    leftmost leaf is `start[c]`; `pos[c]` is its place in the table (the forest's size),
+    `lcol[c]` the column of the forest left of its subtree, `on_left[c]` whether it is on
+    the table's leftmost path. Tables are laid out by nesting level (`spans[level]` is the
+    slice of that level's columns) and, after a pad column 0, values are stored shifted by
+    `shift` (each table far below the one before), so a plain cumulative minimum never
+    crosses from one table into the next.
     """
 
     node: Ints
-    table: Ints
     pos: Ints
     lcol: Ints
     on_left: npt.NDArray[np.bool_]
     shift: Ints
-    start: Ints  # first node of each column's table (its leftmost leaf)
+    start: Ints
+    spans: list[tuple[int, int]]
 
 
 def _columns(b: _Post, big: int) -> _Columns:
-    node: list[int] = []
-    table: list[int] = []
-    pos: list[int] = []
-    lcol: list[int] = []
-    on_left: list[bool] = []
-    start: list[int] = []
-    for s, k in enumerate(b.keyroots):
-        first, lk = len(node), b.lml[k]
-        node.append(b.size)
-        lcol.append(first)
-        on_left.append(False)
-        for y in range(lk, k + 1):
-            node.append(y)
-            lcol.append(first + b.lml[y] - lk)
-            on_left.append(b.lml[y] == lk)
-        width = len(node) - first
-        table += [s] * width
-        pos += range(width)
-        start += [lk] * width
-    tables = np.array(table, dtype=np.int64)
-    places = np.array(pos, dtype=np.int64)
+    order = sorted(b.keyroots, key=lambda k: (b.levels[k], k))
+    lml = np.array(b.lml)
+    firsts = np.array([b.lml[k] for k in order])
+    widths = np.array(order) - firsts + 2  # the empty forest, then the subtree's nodes
+    ends = np.cumsum(widths) + 1  # after the pad column 0
+    begins = ends - widths
+    table = np.repeat(np.arange(1, len(order) + 1), widths)
+    pos = np.arange(int(ends[-1]) - 1) - np.repeat(begins - 1, widths)
+    start = np.repeat(firsts, widths)
+    node = np.where(pos == 0, b.size, start + pos - 1)
+    node_lml = lml[np.minimum(node, b.size - 1)]
+    empty = pos == 0
+    lcol = np.where(empty, 0, node_lml - start) + np.repeat(begins, widths)
+    levels = [b.levels[k] for k in order]
+    cuts = [int(begins[i]) for i in range(len(order)) if i == 0 or levels[i] != levels[i - 1]]
+    cuts.append(int(ends[-1]))
     return _Columns(
-        np.array(node),
-        tables,
-        places,
-        np.array(lcol),
-        np.array(on_left),
-        -(places + tables * big),
-        np.array(start),
+        np.concatenate([[b.size], node]),
+        np.concatenate([[0], pos]),
+        np.concatenate([[0], lcol]),
+        np.concatenate([[False], ~empty & (node_lml == start)]),
+        np.concatenate([[0], -(pos + table * big)]),
+        np.concatenate([[0], start]),
+        list(zip(cuts, cuts[1:], strict=False)),
     )
 
 
@@ -174,57 +184,53 @@ def _distance(a: _Post, b: _Post) -> int:
         found = matches[leaves][:, left_nodes + 1] > matches[leaves][:, sub]
         tree[leaves[:, None], left_nodes[None, :]] = left_nodes - sub + 1 - found
     row0 = col.pos + col.shift
-    # per level of the second tree's keyroots, for rows on a table's leftmost path
-    levels = np.array([b.levels[k] for k in b.keyroots])[col.table]
-    steps = []
-    for level in range(1, max(b.levels.values()) + 1):
-        cols = np.nonzero(levels == level)[0]
-        mask = col.on_left[cols]
-        lefts = cols[mask]
-        ren_add = np.where(mask, -1, huge)  # shifted diagonal: shift[c] - shift[c - 1] = -1
-        diag0 = np.where(mask, huge, row0[col.lcol[cols]] + col.shift[cols])
-        diag0 = diag0 - col.shift[col.lcol[cols]]
-        steps.append((cols, lefts, col.node[lefts], col.node[cols], ren_add, diag0))
+    row0[0] = huge  # the pad column never wins a minimum
     lshift = col.shift - col.shift[col.lcol]
+    # rows on a table's leftmost path, one level of tables at a time: on that path the
+    # diagonal is a rename (shifted: shift[c] - shift[c - 1] = -1), elsewhere a subtree
+    # distance found earlier in the same row
+    steps = []
+    for lo, hi in col.spans:
+        mask = col.on_left[lo:hi]
+        nodes = col.node[lo:hi]
+        renames = np.where(mask, rename[:, nodes] - 1, huge)
+        diag0 = np.where(mask, huge, row0[col.lcol[lo:hi]] + lshift[lo:hi])
+        lefts = np.nonzero(mask)[0] + lo
+        steps.append((lo, hi, renames, nodes, diag0, lefts, col.node[lefts], col.shift[lefts]))
     for k in a.keyroots:
         lk = a.lml[k]
         if lk == k:
             continue
-        rows = k - lk + 2
-        fd = np.empty((rows, len(col.node)), dtype=np.int64)
+        fd = np.empty((k - lk + 2, len(col.node)), dtype=np.int64)
+        fd[:, 0] = huge  # the pad column (rows on the leftmost path never write it)
         fd[0] = row0
         found = matches[lk][range_end] > matches[lk][col.start]
-        fd[1] = np.where(col.pos == 0, 1, col.pos - found) + col.shift
+        fd[1, 1:] = (np.where(col.pos == 0, 1, col.pos - found) + col.shift)[1:]
         tree[lk, left_nodes] = fd[1, left] - col.shift[left]
         done = tree[lk : k + 1][:, col.node] + lshift  # rows off the leftmost path: final
-        for r in range(2, rows):
+        for r in range(2, k - lk + 2):
             x = lk + r - 1
             up = fd[r - 1] + 1
             if a.lml[x] != lk:
                 np.minimum(up, fd[a.lml[x] - lk].take(col.lcol) + done[r - 1], out=up)
                 np.minimum.accumulate(up, out=fd[r])
                 continue
-            prev = fd[r - 1]
-            costs = rename[x]
-            for cols, lefts, lnodes, nodes, ren_add, diag0 in steps:
-                cand = np.minimum(up[cols], prev.take(cols - 1) + costs.take(nodes) + ren_add)
-                np.minimum(cand, diag0 + tree[x].take(nodes), out=cand)
-                fd[r, cols] = np.minimum.accumulate(cand)
-                tree[x, lnodes] = fd[r, lefts] - col.shift[lefts]
+            prev, out, known = fd[r - 1], fd[r], tree[x]
+            for level, (lo, hi, renames, nodes, diag0, lefts, lnodes, lshifts) in enumerate(steps):
+                cand = prev[lo - 1 : hi - 1] + renames[x]
+                np.minimum(cand, up[lo:hi], out=cand)
+                if level:  # level 1 tables are paths: no subtree off their leftmost path
+                    np.minimum(cand, diag0 + known.take(nodes), out=cand)
+                np.minimum.accumulate(cand, out=out[lo:hi])
+                known[lnodes] = out[lefts] - lshifts
     return int(tree[n1 - 1, n2 - 1])
-
-
-def _shape(tree: OpTree) -> list[tuple[str, str | None, int]]:
-    """Pre-order labels, flags and child counts: equal lists mean identical trees."""
-    return [(n.label, n.free, len(n.children)) for n in tree.nodes()]
 
 
 def zhang_shasha(a: OpTree, b: OpTree) -> int:
     """The edit distance of `a` and `b` under GTED's costs (unit insert/delete; renaming free
     between equal labels or two free-cost nodes of the same kind)."""
-    if _shape(a) == _shape(b):
+    if a == b:
         return 0
-    pa, pb = _postorder(a), _postorder(b)
-    if _steps(pb, pa) < _steps(pa, pb):
-        pa, pb = pb, pa
-    return _distance(pa, pb)
+    (pa, ma), (pb, mb) = _orders(a), _orders(b)
+    layouts = [(pa, pb), (pb, pa), (ma, mb), (mb, ma)]
+    return _distance(*min(layouts, key=lambda ab: _steps(*ab)))
