@@ -9,18 +9,32 @@ from typing import Any
 from formalbench.backends.base import Backend
 from formalbench.backends.lean.backend import LeanBackend
 from formalbench.comparison.beq_coq import BeqResult, CoqBeq, _header, parse_statement
-from formalbench.comparison.beq_lean import LeanBeq
+from formalbench.comparison.beq_lean import LeanBeq, merged_header, parse_lean_statement
+from formalbench.comparison.beq_model import SAMPLES, ModelTier, coq_direction, lean_direction
 from formalbench.comparison.coq_trees import coq_trees
 from formalbench.core.errors import InputError
+from formalbench.llm.base import ChatModel
 from formalbench.metrics.coq_optree import CoqParseError
 from formalbench.metrics.gted import gted
 from formalbench.metrics.lean_optree import LeanParseError, lean_tree
 
 
-def compare_coq(reference: str, candidate: str, timeout: float = 120.0) -> dict[str, Any]:
-    """BEq (tier 1, portfolio) and GTED over Coq's fully printed terms."""
+def compare_coq(
+    reference: str,
+    candidate: str,
+    timeout: float = 120.0,
+    model: ChatModel | None = None,
+    samples: int = SAMPLES,
+) -> dict[str, Any]:
+    """BEq (tier 1, portfolio; tier 2 with `model`) and GTED over Coq's printed terms."""
     beq = CoqBeq(timeout=timeout)
     result = beq.compare(reference, candidate)
+    if model is not None:
+        p = parse_statement(reference, "reference")
+        q = parse_statement(candidate, "candidate")
+        header = _header(p, q)
+        tasks = (coq_direction(p, q, header), coq_direction(q, p, header))
+        result = ModelTier(model, beq.backend, samples, timeout=timeout).settle(result, tasks)
     out = _shape(result)
     if result.compiled:
         p = parse_statement(reference, "reference")
@@ -39,13 +53,22 @@ def compare_lean(
     timeout: float = 120.0,
     backend: Backend | None = None,
     project_dir: Path | None = None,
+    model: ChatModel | None = None,
+    samples: int = SAMPLES,
 ) -> dict[str, Any]:
-    """BEq (tier 1) through a Lean backend (the given one, else the Lake project's) and GTED
-    from the statements' text (our Lean grammar; `gted` is None where it does not parse)."""
+    """BEq (tier 1; tier 2 with `model`) through a Lean backend (the given one, else the
+    Lake project's) and GTED from the statements' text (our Lean grammar; `gted` is None
+    where it does not parse)."""
     own = backend is None
     lean = backend or LeanBackend(project_dir=project_dir, timeout=timeout)
     try:
         result = LeanBeq(lean, timeout=timeout).compare(reference, candidate)
+        if model is not None:
+            p = parse_lean_statement(reference, "reference")
+            q = parse_lean_statement(candidate, "candidate")
+            header = merged_header(p, q)
+            tasks = (lean_direction(p, q, header), lean_direction(q, p, header))
+            result = ModelTier(model, lean, samples, timeout=timeout).settle(result, tasks)
     finally:
         if own:
             lean.close()
@@ -67,6 +90,7 @@ def _shape(result: BeqResult) -> dict[str, Any]:
         "tier": result.tier,
         "trivial": {"forward": result.forward.trivial, "backward": result.backward.trivial},
         "tactics": {"forward": result.forward.detail, "backward": result.backward.detail},
+        "notes": result.notes,
     }
 
 
@@ -78,10 +102,17 @@ def compare(
     *,
     backend_object: Backend | None = None,
     project_dir: Path | None = None,
+    model: ChatModel | None = None,
+    samples: int = SAMPLES,
 ) -> dict[str, Any]:
-    """`formalbench compare`: BEq and GTED of a candidate against a reference."""
+    """`formalbench compare`: BEq and GTED of a candidate against a reference; with a
+    model, BEq's tier 2 tries the directions the portfolio left open."""
+    if samples < 1:
+        raise InputError(f"--samples {samples}: at least one sample")
     if backend == "coq":
-        return compare_coq(reference, candidate, timeout)
+        return compare_coq(reference, candidate, timeout, model, samples)
     if backend == "lean":
-        return compare_lean(reference, candidate, timeout, backend_object, project_dir)
+        return compare_lean(
+            reference, candidate, timeout, backend_object, project_dir, model, samples
+        )
     raise InputError(f"--backend {backend!r}: expected coq or lean")
