@@ -189,14 +189,18 @@ def _distance(a: _Post, b: _Post) -> int:
     # rows on a table's leftmost path, one level of tables at a time: on that path the
     # diagonal is a rename (shifted: shift[c] - shift[c - 1] = -1), elsewhere a subtree
     # distance found earlier in the same row
+    # where, in the same row, the tree distance of a column's node is found: the column of
+    # that node on the leftmost path of its own table (the pad column where none is needed)
+    home = np.zeros(n2 + 1, dtype=np.int64)
+    home[left_nodes] = left
     steps = []
     for lo, hi in col.spans:
         mask = col.on_left[lo:hi]
         nodes = col.node[lo:hi]
         renames = np.where(mask, rename[:, nodes] - 1, huge)
-        diag0 = np.where(mask, huge, row0[col.lcol[lo:hi]] + lshift[lo:hi])
-        lefts = np.nonzero(mask)[0] + lo
-        steps.append((lo, hi, renames, nodes, diag0, lefts, col.node[lefts], col.shift[lefts]))
+        source = np.where(mask, 0, home[nodes])
+        diag0 = row0[col.lcol[lo:hi]] + lshift[lo:hi] - col.shift[source]
+        steps.append((lo, hi, renames, source, np.where(mask, huge, diag0)))
     for k in a.keyroots:
         lk = a.lml[k]
         if lk == k:
@@ -215,14 +219,14 @@ def _distance(a: _Post, b: _Post) -> int:
                 np.minimum(up, fd[a.lml[x] - lk].take(col.lcol) + done[r - 1], out=up)
                 np.minimum.accumulate(up, out=fd[r])
                 continue
-            prev, out, known = fd[r - 1], fd[r], tree[x]
-            for level, (lo, hi, renames, nodes, diag0, lefts, lnodes, lshifts) in enumerate(steps):
+            prev, out = fd[r - 1], fd[r]
+            for level, (lo, hi, renames, source, diag0) in enumerate(steps):
                 cand = prev[lo - 1 : hi - 1] + renames[x]
                 np.minimum(cand, up[lo:hi], out=cand)
                 if level:  # level 1 tables are paths: no subtree off their leftmost path
-                    np.minimum(cand, diag0 + known.take(nodes), out=cand)
+                    np.minimum(cand, diag0 + out.take(source), out=cand)
                 np.minimum.accumulate(cand, out=out[lo:hi])
-                known[lnodes] = out[lefts] - lshifts
+            tree[x, left_nodes] = out[left] - col.shift[left]
     return int(tree[n1 - 1, n2 - 1])
 
 
