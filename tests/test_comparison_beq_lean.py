@@ -164,3 +164,22 @@ def test_beq_on_the_papers_human_labelled_pairs() -> None:
     tp = sum(v and y for v, y in zip(verdicts, labels, strict=True))
     assert tp == sum(verdicts)  # precision 100 %
     assert tp / sum(labels) >= 0.7286
+
+
+def test_formalize_reference_table_gets_lean_beq_from_the_backend(lean: LeanBackend) -> None:
+    from formalbench.core.formalization import Candidate, CompileRound
+    from formalbench.core.records import Language
+    from formalbench.pipelines.formalize.reference import compare_one
+
+    def candidate(code: str, compiled: bool = True) -> Candidate:
+        rounds = [CompileRound(round=1, code=code, compiled=compiled)]
+        return Candidate(
+            id="p/m/0", problem_id="p", model="m", sample=0, language=Language.lean, rounds=rounds
+        )
+
+    same = compare_one(ref(won(0, 1)), candidate(cand(won(2, 0))), lean, Language.lean)
+    assert same["beq"] is True and same["tier"] == "portfolio" and same["gted"] > 0.5
+    one_way = compare_one(ref(won(0, 1)), candidate(cand()), lean, Language.lean)
+    assert one_way["beq"] is False and one_way["forward"] and not one_way["backward"]
+    broken = compare_one(ref(), candidate(cand(), compiled=False), lean, Language.lean)
+    assert broken["beq"] is False
