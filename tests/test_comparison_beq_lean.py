@@ -183,3 +183,21 @@ def test_formalize_reference_table_gets_lean_beq_from_the_backend(lean: LeanBack
     assert one_way["beq"] is False and one_way["forward"] and not one_way["backward"]
     broken = compare_one(ref(), candidate(cand(), compiled=False), lean, Language.lean)
     assert broken["beq"] is False
+
+
+def printed(var: str) -> str:
+    """A comment that makes the stand-in print, on that line, a `pp.all` term."""
+    term = f"∀ ({var} : Nat), @LT.lt.{{0}} Nat instLTNat {var} (@HPow.hPow.{{0,0,0}} Nat Nat Nat"
+    term += f" (@instHPow.{{0,0}} Nat Nat instPowNat) (@OfNat.ofNat.{{0}} Nat 2 (instOfNatNat 2)) {var})"
+    return "-- fake:info=" + (term + " : Prop").replace(" ", "~") + "\n"
+
+
+def test_gted_comes_from_the_elaborated_statements_where_lean_prints_them(
+    lean: LeanBackend, log: Path
+) -> None:
+    out = compare(ref(printed("n")), cand(printed("m")), "lean", backend_object=lean)
+    assert out["gted_source"] == "elaborated" and out["gted"] == 1.0
+    (query,) = [b for b in bodies(log) if "pp.all" in b]
+    assert query.count("set_option pp.all true in\n#check (∀") == 2
+    text = compare(ref(), cand(), "lean", backend_object=lean)  # nothing printed: text trees
+    assert text["gted_source"] == "text" and text["gted"] is not None

@@ -12,6 +12,7 @@ from formalbench.comparison.beq_coq import BeqResult, CoqBeq, _header, parse_sta
 from formalbench.comparison.beq_lean import LeanBeq, merged_header, parse_lean_statement
 from formalbench.comparison.beq_model import SAMPLES, ModelTier, coq_direction, lean_direction
 from formalbench.comparison.coq_trees import coq_trees
+from formalbench.comparison.lean_trees import elaborated_trees
 from formalbench.core.errors import InputError
 from formalbench.llm.base import ChatModel
 from formalbench.metrics.coq_optree import CoqParseError
@@ -57,24 +58,30 @@ def compare_lean(
     samples: int = SAMPLES,
 ) -> dict[str, Any]:
     """BEq (tier 1; tier 2 with `model`) through a Lean backend (the given one, else the
-    Lake project's) and GTED from the statements' text (our Lean grammar; `gted` is None
-    where it does not parse)."""
+    Lake project's) and GTED over the trees of the statements as Lean elaborates them
+    (`pp.all`), else from their text (our Lean grammar; `gted` is None where it does not
+    parse); `gted_source` says which."""
     own = backend is None
     lean = backend or LeanBackend(project_dir=project_dir, timeout=timeout)
     try:
         result = LeanBeq(lean, timeout=timeout).compare(reference, candidate)
+        p = parse_lean_statement(reference, "reference")
+        q = parse_lean_statement(candidate, "candidate")
+        header = merged_header(p, q)
         if model is not None:
-            p = parse_lean_statement(reference, "reference")
-            q = parse_lean_statement(candidate, "candidate")
-            header = merged_header(p, q)
             tasks = (lean_direction(p, q, header), lean_direction(q, p, header))
             result = ModelTier(model, lean, samples, timeout=timeout).settle(result, tasks)
+        trees = elaborated_trees(lean, header, [p, q]) if result.compiled else [None, None]
     finally:
         if own:
             lean.close()
     out = _shape(result)
+    tp, tq = trees
+    if tp is not None and tq is not None:  # both from Lean, or both from the text
+        out["gted"], out["gted_source"] = gted(tp, tq), "elaborated"
+        return out
     try:
-        out["gted"] = gted(lean_tree(reference), lean_tree(candidate))
+        out["gted"], out["gted_source"] = gted(lean_tree(reference), lean_tree(candidate)), "text"
     except LeanParseError as exc:
         out["gted"], out["gted_error"] = None, str(exc)
     return out
