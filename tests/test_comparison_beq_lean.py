@@ -113,6 +113,7 @@ def test_compare_reports_beq_and_gted_for_lean(lean: LeanBackend) -> None:
     out = compare(ref(won(0, 1)), cand(won(2, 0)), "lean", backend_object=lean)
     assert out["beq"] and out["forward"] and out["backward"] and out["compiled"]
     assert out["tier"] == "portfolio" and 0.5 < out["gted"] <= 1.0
+    assert out["timeout"] == 120.0 and out["seconds"]["forward"] > 0
 
 
 def test_statements_are_gated_and_reduced_to_their_proposition() -> None:

@@ -36,7 +36,7 @@ def compare_coq(
         header = _header(p, q)
         tasks = (coq_direction(p, q, header), coq_direction(q, p, header))
         result = ModelTier(model, beq.backend, samples, timeout=timeout).settle(result, tasks)
-    out = _shape(result)
+    out = _shape(result, timeout)
     if result.compiled:
         p = parse_statement(reference, "reference")
         q = parse_statement(candidate, "candidate")
@@ -75,7 +75,7 @@ def compare_lean(
     finally:
         if own:
             lean.close()
-    out = _shape(result)
+    out = _shape(result, timeout)
     tp, tq = trees
     if tp is not None and tq is not None:  # both from Lean, or both from the text
         out["gted"], out["gted_source"] = gted(tp, tq), "elaborated"
@@ -87,7 +87,9 @@ def compare_lean(
     return out
 
 
-def _shape(result: BeqResult) -> dict[str, Any]:
+def _shape(result: BeqResult, timeout: float) -> dict[str, Any]:
+    """The printed record: verdicts, the tier that decided, what proved each direction, the
+    limit the assistant ran under and the seconds each direction took."""
     return {
         "beq": result.beq,
         "forward": result.forward.counts,
@@ -98,6 +100,8 @@ def _shape(result: BeqResult) -> dict[str, Any]:
         "trivial": {"forward": result.forward.trivial, "backward": result.backward.trivial},
         "tactics": {"forward": result.forward.detail, "backward": result.backward.detail},
         "notes": result.notes,
+        "timeout": timeout,
+        "seconds": {"forward": result.forward.seconds, "backward": result.backward.seconds},
     }
 
 
