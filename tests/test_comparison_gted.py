@@ -13,7 +13,7 @@ from formalbench.cli.main import app
 from formalbench.comparison.beq_human import beq_human_pairs
 from formalbench.comparison.gted_pairs import read_pairs, score_pairs, summarize
 from formalbench.core.errors import InputError
-from formalbench.metrics.gted import engines, gted
+from formalbench.metrics.gted import engines, gted, tree_edit_distance
 from formalbench.metrics.optree import tree_from_json
 from tests.shared_data import DATA, needs_shared
 
@@ -36,6 +36,14 @@ def test_the_authors_205_scores_are_reproduced_from_their_trees() -> None:
     assert summary["in_sample"]["threshold"] == pytest.approx(0.754)
     assert summary["in_sample"]["kappa"] == pytest.approx(0.438, abs=5e-4)
     assert summary["cross_validated"]["kappa"] < summary["in_sample"]["kappa"]
+
+
+@needs_shared
+def test_the_default_engine_gives_apted_distances_on_all_205_pairs() -> None:
+    records = read_pairs(PAIRS)
+    for r in records:
+        a, b = tree_from_json(r["label_tree"]), tree_from_json(r["prediction_tree"])
+        assert tree_edit_distance(a, b, "zhang-shasha") == tree_edit_distance(a, b, "apted")
 
 
 @needs_shared

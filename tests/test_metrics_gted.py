@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from formalbench.metrics.agreement import Agreement, agreement, best_threshold, cross_validated
@@ -133,3 +135,31 @@ def test_beq_at_k_is_pass_at_k_over_judged_candidates() -> None:
     assert beq_at_k(results, 4) == pytest.approx(2 / 3)
     table = beq_table(results)
     assert table["beq_count"] == 2 and set(table) == {"beq@1", "beq@2", "beq@4", "beq_count"}
+
+
+def _random_tree(rng: random.Random, size: int) -> OpTree:
+    labels = [" _ + _ ", " _ = _ ", "f _ ", "x", "1"]
+    nodes = [
+        OpTree(rng.choice(labels), [], rng.choice([None, None, VARIABLE, HYPOTHESIS]))
+        for _ in range(size)
+    ]
+    for i in range(1, size):
+        nodes[rng.randrange(i)].children.append(nodes[i])
+    return nodes[0]
+
+
+def test_zhang_shasha_equals_apted_on_random_trees() -> None:
+    rng = random.Random(12)
+    for _ in range(300):
+        a = _random_tree(rng, rng.randint(1, 14))
+        b = _random_tree(rng, rng.randint(1, 14))
+        assert tree_edit_distance(a, b, "zhang-shasha") == tree_edit_distance(a, b, "apted")
+    # deep chains and wide fans: the layouts (mirrored, swapped) the engine picks between
+    chain = OpTree("a")
+    for label in "bcabcabc":
+        chain = OpTree(label, [chain, OpTree("x", [], VARIABLE)])
+    fan = OpTree("a", [OpTree(c) for c in "abcabcxyz"])
+    for a, b in [(chain, fan), (fan, chain), (chain, chain.children[0])]:
+        assert tree_edit_distance(a, b, "zhang-shasha") == tree_edit_distance(a, b, "apted")
+    with pytest.raises(ValueError):
+        tree_edit_distance(chain, fan, "nope")

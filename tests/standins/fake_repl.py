@@ -16,7 +16,8 @@ are answered with the declaration's signature made into a type (see `_query_answ
 Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep=S`,
 `fake:crash` (stack-overflow message on stderr, then abort), `fake:grow=MB` (keeps MB of
 resident memory), `fake:noise` (non-JSON text on stdout before the reply), `fake:error-here`
-(an error message at the position of the marker), `fake:write=NAME` (writes the file NAME,
+(an error message at the position of the marker), `fake:info=TEXT` (an information message
+TEXT, `~` standing for a blank, at the marker's line: what a probe's `trace` prints), `fake:write=NAME` (writes the file NAME,
 relative to its working directory, as code run while elaborating could), `fake:whoami` (an
 information message whose text is JSON: its working directory and environment). With
 `--json FILE` it acts as `lean --json FILE` instead (one message a line, exit code 1 on
@@ -142,6 +143,11 @@ class Replayer:
                     messages.append(
                         {"severity": "error", "pos": at, "endPos": at, "data": "fake error"}
                     )
+        for number, text in enumerate(lines, start=1):
+            for info in re.findall(r"fake:info=(\S+)", text):
+                at = {"line": number, "column": 0}
+                data = info.replace("~", " ")
+                messages.append({"severity": "info", "pos": at, "endPos": at, "data": data})
         axioms = marks.get("axioms", self.axioms)
         for number, name in targets:
             at = {"line": number, "column": 0}

@@ -1,6 +1,7 @@
-"""`formalbench compare REFERENCE CANDIDATE --backend coq`: are two statements the same?
-BEq (each proved from the other by a fixed tactic portfolio, and not provable alone) and
-GTED (operator-tree similarity). The comparison modules load inside the command."""
+"""`formalbench compare REFERENCE CANDIDATE --backend coq|lean [--model SPEC]`: are two
+statements the same? BEq (each proved from the other by a fixed tactic portfolio, then with
+`--model` by sampled proofs under the strict verifier, and not provable alone) and GTED
+(operator-tree similarity). The comparison modules load inside the command."""
 
 from __future__ import annotations
 
@@ -30,24 +31,39 @@ def _read(path: Path, what: str) -> str:
 def compare_command(
     reference: Annotated[Path, typer.Argument(help="File with the reference theorem.")],
     candidate: Annotated[Path, typer.Argument(help="File with the candidate theorem.")],
-    backend: Annotated[str, typer.Option(help="coq (lean: not yet).")] = "coq",
+    backend: Annotated[str, typer.Option(help="coq or lean.")] = "coq",
     model: Annotated[
-        str | None, typer.Option(help="Model for BEq tier 2 (not yet: tier 1 only).")
+        str | None,
+        typer.Option(help="Model spec for BEq tier 2 (proofs of the directions left open)."),
+    ] = None,
+    samples: Annotated[int, typer.Option(help="Tier 2: samples per direction.")] = 4,
+    lean_project: Annotated[
+        Path | None, typer.Option(help="Lake project for --backend lean (default: found).")
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds for the proof assistant.")] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """BEq and GTED of a candidate statement against a reference."""
     from formalbench.comparison.compare import compare
+    from formalbench.llm.registry import make_model
 
-    if model is not None:
-        raise InputError("--model: BEq with a model (tier 2) is not built yet")
-    out = compare(_read(reference, "reference"), _read(candidate, "candidate"), backend, timeout)
+    if lean_project is not None and not lean_project.is_dir():
+        raise InputError(f"--lean-project {lean_project}: not a directory")
+    out = compare(
+        _read(reference, "reference"),
+        _read(candidate, "candidate"),
+        backend,
+        timeout,
+        project_dir=lean_project,
+        model=make_model(model) if model is not None else None,
+        samples=samples,
+    )
     if json_out:
         sys.stdout.write(json.dumps(out) + "\n")
         return
     verdict = "equivalent (BEq)" if out["beq"] else "not shown equivalent"
+    score = "n/a" if out["gted"] is None else f"{out['gted']:.3f}"
     sys.stdout.write(
         f"{verdict}: forward {out['forward']}, backward {out['backward']}, "
-        f"GTED {out['gted']:.3f}, compiled {out['compiled']}\n"
+        f"GTED {score}, compiled {out['compiled']}, tier {out['tier']}\n"
     )

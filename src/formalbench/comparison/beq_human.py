@@ -12,15 +12,17 @@ from formalbench.core.errors import InputError
 
 
 def beq_human_pairs(folder: Path) -> list[dict[str, Any]]:
-    """One record per labelled candidate: name, label_statement, prediction_statement,
+    """One record per labelled candidate: name, label_statement, label_header (the
+    reference's imports and `open`s, which the candidates assume too), prediction_statement,
     human_equivalent, generator."""
     bench = folder / "proofnet" / "benchmark.jsonl"
     try:
-        refs = {}
+        refs, headers = {}, {}
         for line in bench.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 row = json.loads(line)
                 refs[row["full_name"]] = row["formal_stmt"]
+                headers[row["full_name"]] = row.get("header", "")
         out = []
         for gen in sorted((folder / "human_equivalence").iterdir()):
             cands = json.loads((gen / "autoformalization.json").read_text(encoding="utf-8"))
@@ -33,6 +35,7 @@ def beq_human_pairs(folder: Path) -> list[dict[str, Any]]:
                             {
                                 "name": f"{gen.name}/{name}",
                                 "label_statement": refs[name],
+                                "label_header": headers[name],
                                 "prediction_statement": stmt,
                                 "human_equivalent": bool(labels[stmt]),
                                 "generator": gen.name,

@@ -6,8 +6,9 @@ verdict is kept in the store's step table under `reference:<candidate id>` with 
 the candidate's text, so a resumed run recomputes nothing.
 
 Coq: BEq by the tier-1 portfolio (`comparison.beq_coq`, real coqc) and GTED over Coq's fully
-printed terms. Lean: BEq needs a Lean toolchain and is not built, so `beq` is None (unknown,
-never False); GTED comes from the statement text (`metrics.lean_optree`).
+printed terms. Lean: BEq by the tier-1 portfolio through the run's Lean backend
+(`comparison.beq_lean`); without one `beq` is None (unknown, never False). GTED comes from
+the statement text (`metrics.lean_optree`).
 """
 
 from __future__ import annotations
@@ -78,12 +79,31 @@ def compare_one(
 
     out: dict[str, Any] = {"beq": None, "gted": None, "compiled": candidate.compiled}
     if language == Language.lean:
-        out["error"] = "BEq needs a Lean toolchain (not built): beq is unknown"
+        from formalbench.backends.lean.backend import LeanBackend
+        from formalbench.comparison.beq_lean import LeanBeq
+
+        out["error"] = "BEq needs a Lean backend: beq is unknown"
         if candidate.compiled:
             try:
                 out["gted"] = round(gted(lean_tree(reference), lean_tree(candidate.code)), 4)
             except LeanParseError as exc:
                 out["error"] = f"GTED: {exc}"
+        if isinstance(backend, LeanBackend):
+            out.pop("error", None)
+            if not candidate.compiled:
+                out["beq"] = False
+                return out
+            try:
+                found = LeanBeq(backend, timeout=backend.timeout).compare(reference, candidate.code)
+            except FormalbenchError as exc:
+                out["error"] = str(exc)
+                return out
+            out.update(
+                beq=found.beq,
+                forward=found.forward.counts,
+                backward=found.backward.counts,
+                tier=found.tier,
+            )
         return out
     if not candidate.compiled:
         out["beq"] = False

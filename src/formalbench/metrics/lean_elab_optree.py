@@ -1,0 +1,184 @@
+"""Lean operator trees from the elaborated statement, as Lean prints it under `pp.all`
+(`set_option pp.all true in #check (P : Prop)`): every application is explicit (`@f.{u} a b`),
+no notation is left, so an application is one node labelled by its head (universe levels
+dropped) with all its arguments as children, `∀`/`fun` are nodes with their binders, `→` is a
+node, and numerals are folded (`@OfNat.ofNat.{0} Nat 2 (instOfNatNat 2)` becomes `2`). Bound
+names are free-cost: a binder whose type is a proposition (headed by a relation or
+connective, or an arrow or `∀` into one) is a hypothesis, any other a variable.
+
+The printed syntax is read from Lean's pretty-printer rules; no Lean toolchain ran where this
+was written, so it is tested on hand-written samples of that output only. `comparison.
+lean_trees` falls back to the text parser (`lean_optree`) wherever this grammar fails.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lark import Lark, Transformer
+from lark.exceptions import LarkError
+
+from formalbench.metrics.lean_optree import LeanParseError
+from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
+
+GRAMMAR = r"""
+?start: term
+?term: "∀" binders "," term             -> forall
+     | lambda
+     | arrow
+lambda: "fun" binders "=>" term         -> fun
+?arrow: app "→" term                    -> arrow
+      | app
+?app: app atom                          -> apply
+    | app lambda                        -> apply
+    | atom
+?atom: NAME                             -> name
+     | "@" NAME                         -> name
+     | NUMBER                           -> name
+     | "(" term ")"
+binders: group+
+group: "(" bname+ ":" term ")"
+     | "{" bname+ ":" term "}"
+     | "⦃" bname+ ":" term "⦄"
+     | "[" bname ":" term "]"
+     | "[" term "]"                     -> instance
+     | bname+ ":" term
+bname: NAME
+NUMBER: /\d+(\.\d+)?/
+NAME: /[^\W\d](?:[\w'!?✝]|\.(?!\{))*(?:\.\{[^}]*\})?/
+    | /«[^»]*»/
+%ignore /\s+/
+"""
+
+PROP_HEADS = frozenset(
+    [
+        "Eq",
+        "Ne",
+        "LT.lt",
+        "LE.le",
+        "GT.gt",
+        "GE.ge",
+        "Not",
+        "And",
+        "Or",
+        "Iff",
+        "Exists",
+        "True",
+        "False",
+        "Membership.mem",
+        "Dvd.dvd",
+        "HasSubset.Subset",
+        "HasSSubset.SSubset",
+        "Nat.Prime",
+        "Prime",
+        "Irrational",
+        "Function.Injective",
+        "Function.Surjective",
+        "Function.Bijective",
+        "Continuous",
+        "Differentiable",
+        "IsOpen",
+        "IsClosed",
+        "Filter.Tendsto",
+        "Set.InjOn",
+        "Set.SurjOn",
+        "Set.BijOn",
+    ]
+)
+
+
+class _App(OpTree):
+    __slots__ = ()
+
+
+class _Build(Transformer):
+    def name(self, items: list) -> OpTree:
+        return OpTree(re.sub(r"\.\{[^}]*\}$", "", str(items[0])))
+
+    def apply(self, items: list) -> OpTree:
+        fun, arg = items
+        if isinstance(fun, _App):
+            return _App(fun.label, [*fun.children, arg])
+        if not fun.children:
+            return _App(fun.label, [arg])
+        return _App("@apply", [fun, arg])
+
+    def arrow(self, items: list) -> OpTree:
+        return OpTree(" _ → _ ", list(items))
+
+    def bname(self, items: list) -> str:
+        return str(items[0])
+
+    def group(self, items: list) -> list[tuple[str, OpTree]]:
+        *names, typ = items
+        return [(n, typ) for n in names]
+
+    def instance(self, items: list) -> list[tuple[str, OpTree]]:
+        return [("inst✝", items[0])]
+
+    def binders(self, items: list) -> list[tuple[str, OpTree]]:
+        return [b for g in items for b in g]
+
+    def _binder(self, label: str, binders: list, body: OpTree) -> OpTree:
+        kids = []
+        for name, typ in binders:
+            kind = HYPOTHESIS if _is_prop(typ) else VARIABLE
+            kids.append(OpTree(" _ : _ ", [OpTree(name, [], kind), typ]))
+        return OpTree(label, [*kids, body])
+
+    def forall(self, items: list) -> OpTree:
+        return self._binder("∀ _ , _", items[0], items[1])
+
+    def fun(self, items: list) -> OpTree:
+        return self._binder("fun _ => _", items[0], items[1])
+
+
+def _is_prop(typ: OpTree) -> bool:
+    """A proposition: headed by a relation or connective, or an arrow/`∀` into one."""
+    if typ.label in (" _ → _ ", "∀ _ , _"):
+        return _is_prop(typ.children[-1])
+    return typ.label in PROP_HEADS
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    return Lark(GRAMMAR, parser="lalr")
+
+
+def _fold(node: OpTree) -> OpTree:
+    """`@OfNat.ofNat T n inst` is the numeral n; `@OfScientific.ofScientific T inst m s e`
+    the decimal m·10^-e (s true) or m·10^e."""
+    kids = node.children
+    if node.label == "OfNat.ofNat" and len(kids) == 3 and kids[1].label.isdigit():
+        return OpTree(kids[1].label)
+    if node.label == "OfScientific.ofScientific" and len(kids) == 5:
+        m, sign, e = (k.label for k in kids[2:])
+        if m.isdigit() and e.isdigit() and sign in ("true", "false"):
+            if sign == "false":
+                return OpTree(str(int(m) * 10 ** int(e)))
+            digits = m.rjust(int(e) + 1, "0")
+            return OpTree(f"{digits[: len(digits) - int(e)]}.{digits[len(digits) - int(e) :]}")
+    node.children = [_fold(c) for c in kids]
+    return node
+
+
+def lean_elab_tree(printed: str) -> OpTree:
+    """The operator tree of a proposition printed by `#check` under `pp.all` (a trailing
+    `: Prop` is dropped)."""
+    text = re.sub(r"\s*:\s*Prop\s*$", "", printed.strip())
+    try:
+        tree = _Build().transform(_parser().parse(text))
+    except LarkError as exc:
+        raise LeanParseError(str(exc).strip().splitlines()[0][:200]) from None
+    tree = _fold(tree)
+    bound: dict[str, str] = {}
+    for node in tree.nodes():
+        if node.label in ("∀ _ , _", "fun _ => _"):
+            for b in node.children[:-1]:
+                name = b.children[0]
+                bound.setdefault(name.label, name.free or VARIABLE)
+    for node in tree.nodes():
+        if not node.children and node.label in bound:
+            node.free = bound[node.label]
+    return OpTree("theorem", [tree])
