@@ -184,6 +184,11 @@ def test_header_stops_at_scoped_commands_doc_comments_and_open_comments() -> Non
     unclosed = split_header("import A\nopen B /- never closed\ndef x := 1")
     assert unclosed.header_key == "import A" and unclosed.body.startswith("open B /-")
     assert split_header("def x := 1").body_offset == 0
+    # a scoped command on one line with the declaration it scopes over stays in the body
+    one_line = split_header(
+        "import A\nset_option maxHeartbeats 400000 in theorem t : True := by\n  trivial"
+    )
+    assert one_line.header_key == "import A" and one_line.body.startswith("set_option")
 
 
 def test_axiom_answers_in_every_wording() -> None:

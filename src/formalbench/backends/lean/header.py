@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 _HEADER_COMMAND = re.compile(r"^(import|open|set_option)\s")
-_SCOPED = re.compile(r"\sin\s*$")
+_SCOPED = re.compile(r"\sin(\s|$)")  # `... in` ends the line or a command follows
 _CONTINUATION = re.compile(r"^\s+[^\s\-/][^:=()]*$")  # indented names continuing an `open`
 
 
