@@ -26,8 +26,11 @@ _TOKEN = re.compile(
     r"""(?:@\{[^}]*\})?|(?P<sym>=>|:=|[()\[\]{}|,:@%;.]|[^\sA-Za-z_])"""
 )
 _KEYWORDS = frozenset(
-    "forall fun let in match with end as return fix cofix struct for if then else "
-    "Prop Set Type SProp Inductive CoInductive Variant Record Structure Notation".split()
+    (
+        *("forall", "fun", "let", "in", "match", "with", "end", "as", "return", "fix"),
+        *("cofix", "struct", "for", "if", "then", "else", "Prop", "Set", "Type", "SProp"),
+        *("Inductive", "CoInductive", "Variant", "Record", "Structure", "Notation"),
+    )
 )
 
 
