@@ -85,7 +85,8 @@ def stats_command(
         else list(trivial_default(backend))
     )
     store = DepsCache(None if no_cache else (cache or default_cache()))
-    with CoqBackend(workers=workers, timeout=timeout) as coq, store:
+    coq = CoqBackend(workers=workers, timeout=timeout)
+    with coq, store:
         walker = CoqDependencyWalker(coq, store, workers=workers, timeout=timeout)
         report = dependency_density(tasks, walker, k=k, trivial=names)
     if html is not None:

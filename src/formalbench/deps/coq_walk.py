@@ -70,7 +70,8 @@ def _statement_decl(decls: list[Decl], holes: Iterable[int]) -> Decl | None:
     """The statement to measure: the first theorem with a hole, else the first named hole."""
     named = [decls[i] for i in sorted(holes) if decls[i].name]
     theorems = [d for d in named if d.kind == "Theorem"]
-    return (theorems or named or [None])[0]
+    chosen = theorems or named
+    return chosen[0] if chosen else None
 
 
 def _closed_prefix(text: str, decl: Decl) -> str | None:
