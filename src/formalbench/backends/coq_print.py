@@ -32,6 +32,7 @@ class Answers:
     outputs: dict[int, list[str]] = field(default_factory=dict)
     failed: dict[int, str] = field(default_factory=dict)
     source_error: str | None = None  # the source before the queries did not compile
+    source_line: int | None = None  # where in the source (1-based) it failed
     status: CheckStatus = CheckStatus.ok
     runs: int = 0
 
@@ -64,13 +65,21 @@ def _split(stdout: str, nonce: str) -> dict[str, list[str]]:
     return outputs
 
 
-def ask(backend: CoqBackend, source: str, queries: list[str], timeout: float) -> Answers:
-    """Run `source` followed by `queries` (each one sentence, e.g. `Print x.`)."""
+def ask(
+    backend: CoqBackend,
+    source: str,
+    queries: list[str],
+    timeout: float,
+    *,
+    reruns: int = MAX_RERUNS,
+) -> Answers:
+    """Run `source` followed by `queries` (each on one line, e.g. `Print x.`); `reruns`: how
+    many times the queries after a failed one are asked again."""
     body = source if source.endswith("\n") else source + "\n"
     base = body.count("\n")  # the appended text starts on line base + 1 (its line 0)
     answers = Answers()
     todo = list(range(len(queries)))
-    for _ in range(1 + MAX_RERUNS):
+    for _ in range(1 + reruns):
         if not todo:
             break
         nonce = secrets.token_hex(6)
@@ -96,6 +105,7 @@ def ask(backend: CoqBackend, source: str, queries: list[str], timeout: float) ->
         at = on_line.get((error.line or 0) - base - 1)
         if at is None:
             answers.source_error = error.text.strip()[:500]
+            answers.source_line = error.line
             return answers
         answers.failed[at] = error.text.strip()[:200]
         answers.outputs.pop(at, None)

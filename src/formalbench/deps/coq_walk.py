@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_print import Answers, ask
+from formalbench.backends.coq_print import MAX_RERUNS, Answers, ask
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.coq_terms import Printed, parse_about, parse_print
 from formalbench.checking.decls import Decl
@@ -92,22 +92,24 @@ class CoqDependencyWalker:
         *,
         workers: int = 2,
         timeout: float = 120.0,
+        batch: int = 40,
     ) -> None:
         self.backend = backend
         self.cache = cache or DepsCache()
         self.workers = max(1, workers)
         self.timeout = timeout
+        self.batch = max(1, batch)  # tasks of one import context per coqc run
         self.version = backend.version()
         self.stats = WalkStats()
 
-    def _ask(self, source: str, queries: list[str]) -> Answers:
-        answers = ask(self.backend, source, queries, self.timeout)
+    def _ask(self, source: str, queries: list[str], reruns: int = MAX_RERUNS) -> Answers:
+        answers = ask(self.backend, source, queries, self.timeout, reruns=reruns)
         self.stats.coqc_runs += answers.runs
         return answers
 
     # --- step 1: the task's own file ------------------------------------------------------
-    def statement(self, task: Task) -> StatementDeps:
-        """The statement of `task` and its own file's declarations (cached by text)."""
+    def _prepare(self, task: Task) -> StatementDeps | _Pending:
+        """The task's statement from the cache, or what to ask coqc about it."""
         out = StatementDeps(task.id)
         text = task.source_text
         try:
@@ -124,53 +126,71 @@ class CoqDependencyWalker:
         out.context = "\n".join(
             " ".join(text[d.start : d.end].split()) for d in before if d.kind in _LOADING
         )  # one sentence a line
-        own = list(
-            dict.fromkeys(d.name for d in before if d.name and d.kind in TERM_KINDS and d.name)
-        )
+        own = list(dict.fromkeys(d.name for d in before if d.name and d.kind in TERM_KINDS))
         names = [target.name or "", *own]
         key = _sha("statement-1", self.version, prefix, *names)
         payload = self.cache.statement(key)
         if payload is None:
-            payload = self._ask_statement(prefix, names)
-            if payload.get("error") is None or payload.get("cacheable"):
-                self.cache.put_statement(key, payload)
-        else:
-            self.stats.tasks_cached += 1
-        out.error = payload.get("error")
-        out.root = payload.get("root", "")
-        out.edges = {k: list(v) for k, v in payload.get("edges", {}).items()}
-        out.kinds = dict(payload.get("kinds", {}))
-        return out
+            return _Pending(out, prefix, names, key)
+        self.stats.tasks_cached += 1
+        return _filled(out, payload)
 
-    def _ask_statement(self, prefix: str, names: list[str]) -> dict[str, Any]:
-        queries = [q for n in names for q in (f"About {n}.", f"Print {n}.")]
-        answers = self._ask(prefix, queries)
+    def statement(self, task: Task) -> StatementDeps:
+        """The statement of `task` and its own file's declarations (cached by text)."""
+        prepared = self._prepare(task)
+        return prepared if isinstance(prepared, StatementDeps) else self._single(prepared)
+
+    def _single(self, pending: _Pending) -> StatementDeps:
+        answers = self._ask(pending.prefix, _queries(pending.names, ""))
         if answers.source_error is not None:
             # a file that does not compile here (a missing library, another Coq) stays so
-            return {"error": f"does not compile: {answers.source_error}", "cacheable": True}
+            payload = {"error": f"does not compile: {answers.source_error}", "cacheable": True}
+        elif answers.status.value != "ok":
+            payload = {"error": f"coqc ended with {answers.status.value}"}
+        else:
+            payload = _payload(answers.outputs, 0, pending.names, "")
+        return self._keep(pending, payload)
+
+    def _keep(self, pending: _Pending, payload: dict[str, Any]) -> StatementDeps:
+        if payload.get("error") is None or payload.get("cacheable"):
+            self.cache.put_statement(pending.key, payload)
+        return _filled(pending.deps, payload)
+
+    def _batch(self, context: str, pendings: list[_Pending]) -> list[StatementDeps]:
+        """Tasks of one import context in one coqc run, each in its own module (`fbT<i>`):
+        the context is loaded once. A task that breaks the file is asked alone, the others
+        again together; a context that does not load fails all of them."""
+        if len(pendings) == 1:
+            return [self._single(pendings[0])]
+        head = context + "\n"
+        parts = [head]
+        line = head.count("\n") + 1
+        spans: list[tuple[int, int]] = []
+        queries: list[str] = []
+        for i, p in enumerate(pendings):
+            block = f"Module fbT{i}.\n{p.prefix}\nEnd fbT{i}.\n"
+            spans.append((line, line + block.count("\n") - 1))
+            line += block.count("\n")
+            parts.append(block)
+            queries += _queries(p.names, f"fbT{i}.")
+        answers = self._ask("".join(parts), queries)
+        if answers.source_error is not None:
+            where = answers.source_line or 0
+            broken = next((i for i, (a, b) in enumerate(spans) if a <= where <= b), None)
+            if broken is None:  # the shared context itself
+                payload = {"error": f"does not compile: {answers.source_error}", "cacheable": True}
+                return [self._keep(p, payload) for p in pendings]
+            alone = self._single(pendings[broken])
+            rest = self._batch(context, pendings[:broken] + pendings[broken + 1 :])
+            return rest[:broken] + [alone] + rest[broken:]
         if answers.status.value != "ok":
-            return {"error": f"coqc ended with {answers.status.value}"}
-        printed: dict[str, Printed] = {}
-        local: dict[str, str] = {}  # name as printed (constructors too) -> Candidate.<...>
-        root = ""
-        for j, name in enumerate(names):
-            about = parse_about(answers.outputs.get(2 * j, []))
-            shown = parse_print(answers.outputs.get(2 * j + 1, []))
-            if about is None or shown is None:
-                continue
-            path = about[1]
-            printed[path] = shown
-            root = root or (path if j == 0 else "")
-            for alias in {name, shown.name, *shown.declares}:
-                local[alias] = path
-        if not root.startswith(LOCAL):
-            return {"error": "coqc did not print the statement"}
-        edges: dict[str, list[str]] = {}
-        kinds: dict[str, str] = {}
-        for path, shown in printed.items():
-            edges[path] = [local.get(r, r) for r in shown.refs if local.get(r) != path]
-            kinds[path] = shown.kind
-        return {"root": root, "edges": edges, "kinds": kinds, "error": None}
+            return [self._single(p) for p in pendings]
+        out = []
+        at = 0
+        for i, p in enumerate(pendings):
+            out.append(self._keep(p, _payload(answers.outputs, at, p.names, f"fbT{i}.")))
+            at += 2 * len(p.names)
+        return out
 
     # --- step 2: library names in each import context -------------------------------------
     def resolve(self, statements: Sequence[StatementDeps]) -> None:
@@ -180,32 +200,31 @@ class CoqDependencyWalker:
             if s.error is None:
                 groups.setdefault(s.context, []).append(s)
 
-        def one(context: str) -> dict[str, str | None]:
-            key = _sha("context-1", self.version, context)
+        known: dict[str, dict[str, str | None]] = {}
+        wanted: dict[str, list[str]] = {}
+        for context, members in groups.items():
             printed = sorted(
                 {
                     r
-                    for s in groups[context]
+                    for s in members
                     for refs in s.edges.values()
                     for r in refs
                     if not r.startswith(LOCAL)
                 }
             )
-            known = self.cache.names(key, printed)
-            todo = [n for n in printed if n not in known]
+            known[context] = self.cache.names(_sha("context-1", self.version, context), printed)
+            todo = [n for n in printed if n not in known[context]]
             if todo:
-                answers = self._ask(context + "\n", [f"About {n}." for n in todo])
-                found = {
-                    n: _qualified(answers.outputs.get(i))
-                    for i, n in enumerate(todo)
-                    if i in answers.outputs
-                }
-                self.cache.put_names(key, found)
-                known.update(found)
-            return known
-
+                wanted[context] = todo
+        contexts = sorted(wanted)
+        size = max(1, -(-len(contexts) // self.workers))
+        chunks = [contexts[i : i + size] for i in range(0, len(contexts), size)]
         with ThreadPoolExecutor(self.workers) as pool:
-            resolved = dict(zip(groups, pool.map(one, groups), strict=True))
+            for found in pool.map(lambda chunk: self._about_in(chunk, wanted), chunks):
+                for context, names in found.items():
+                    self.cache.put_names(_sha("context-1", self.version, context), names)
+                    known[context].update(names)
+        resolved = known
         for context, members in groups.items():
             names = resolved[context]
             for s in members:
@@ -213,6 +232,35 @@ class CoqDependencyWalker:
                     node: _dedupe(r if r.startswith(LOCAL) else names.get(r) for r in refs)
                     for node, refs in s.edges.items()
                 }
+
+    def _about_in(
+        self, contexts: list[str], wanted: dict[str, list[str]]
+    ) -> dict[str, dict[str, str | None]]:
+        """`About` each wanted name in its context, every context in its own module of one
+        file (an `Import` inside a module ends with it); one run per context if that fails."""
+        items: list[str] = []
+        where: dict[int, tuple[str, str]] = {}
+        for i, context in enumerate(contexts):
+            items.append(f"Module fbC{i}. " + " ".join(context.split("\n")))
+            for name in wanted[context]:
+                where[len(items)] = (context, name)
+                items.append(f"About {name}.")
+            items.append(f"End fbC{i}.")
+        answers = self._ask("", items, reruns=0)
+        found: dict[str, dict[str, str | None]] = {c: {} for c in contexts}
+        if answers.failed or answers.source_error or len(answers.outputs) < len(items):
+            for context in contexts:
+                names = wanted[context]
+                alone = self._ask(context + "\n", [f"About {n}." for n in names])
+                found[context] = {
+                    n: _qualified(alone.outputs.get(i))
+                    for i, n in enumerate(names)
+                    if i in alone.outputs
+                }
+            return found
+        for index, (context, name) in where.items():
+            found[context][name] = _qualified(answers.outputs.get(index))
+        return found
 
     # --- step 3: the library, shared by all tasks -----------------------------------------
     def library(
@@ -278,14 +326,31 @@ class CoqDependencyWalker:
     ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]:
         """Each task's own part and the library part of the walk to distance `depth`."""
 
-        def one(task: Task) -> StatementDeps:
-            result = self.statement(task)
+        prepared = [self._prepare(task) for task in tasks]
+        groups: dict[str, list[_Pending]] = {}
+        for p in prepared:
+            if isinstance(p, _Pending):
+                groups.setdefault(p.deps.context, []).append(p)
+        batches = [
+            (context, members[i : i + self.batch])
+            for context, members in groups.items()
+            for i in range(0, len(members), self.batch)
+        ]
+        if progress is not None:
+            progress(sum(isinstance(p, StatementDeps) for p in prepared))
+
+        def one(item: tuple[str, list[_Pending]]) -> list[StatementDeps]:
+            done = self._batch(*item)
             if progress is not None:
-                progress(1)
-            return result
+                progress(len(done))
+            return done
 
         with ThreadPoolExecutor(self.workers) as pool:
-            statements = list(pool.map(one, tasks))
+            answered = {s.task_id: s for group in pool.map(one, batches) for s in group}
+        statements = [
+            p if isinstance(p, StatementDeps) else answered.get(p.deps.task_id, p.deps)
+            for p in prepared
+        ]
         self.resolve(statements)
         roots = {
             r
@@ -298,6 +363,61 @@ class CoqDependencyWalker:
         requires = {s.context for s in statements if s.error is None}
         library = self.library(roots, depth, requires) if roots else {}
         return statements, library
+
+
+@dataclass
+class _Pending:
+    """A task whose statement coqc must be asked about."""
+
+    deps: StatementDeps
+    prefix: str  # the file up to the statement, closed with `Admitted.`
+    names: list[str]  # the statement, then the file's own declarations before it
+    key: str
+
+
+def _queries(names: list[str], module: str) -> list[str]:
+    return [q for n in names for q in (f"About {module}{n}.", f"Print {module}{n}.")]
+
+
+def _filled(out: StatementDeps, payload: dict[str, Any]) -> StatementDeps:
+    out.error = payload.get("error")
+    out.root = payload.get("root", "")
+    out.edges = {k: list(v) for k, v in payload.get("edges", {}).items()}
+    out.kinds = dict(payload.get("kinds", {}))
+    return out
+
+
+def _payload(
+    outputs: dict[int, list[str]], at: int, names: list[str], module: str
+) -> dict[str, Any]:
+    """The statement's part of the graph from the answers at `at`.. (About, Print per name);
+    `module`: the `fbT<i>.` the task sat in, dropped from paths so that a task's entry is
+    the same whether it was asked alone or in a batch."""
+    printed: dict[str, Printed] = {}
+    local: dict[str, str] = {}  # name as printed (constructors too) -> Candidate.<...>
+    root = ""
+    inner = LOCAL + module
+    for j, name in enumerate(names):
+        about = parse_about(outputs.get(at + 2 * j, []))
+        shown = parse_print(outputs.get(at + 2 * j + 1, []))
+        if about is None or shown is None:
+            continue
+        path = about[1]
+        if module:
+            path = LOCAL + path.split(inner, 1)[1] if inner in path else path
+        printed[path] = shown
+        root = root or (path if j == 0 else "")
+        for alias in {name, shown.name, *shown.declares}:
+            local[alias] = path
+            local[module + alias] = path
+    if not root.startswith(LOCAL):
+        return {"error": "coqc did not print the statement"}
+    edges: dict[str, list[str]] = {}
+    kinds: dict[str, str] = {}
+    for path, shown in printed.items():
+        edges[path] = [local.get(r, r) for r in shown.refs if local.get(r) != path]
+        kinds[path] = shown.kind
+    return {"root": root, "edges": edges, "kinds": kinds, "error": None}
 
 
 def _qualified(lines: list[str] | None) -> str | None:
