@@ -72,3 +72,8 @@ def test_assumptions_aliases_and_about() -> None:
 def test_text_the_reader_cannot_follow_counts_every_identifier() -> None:
     # an unbalanced term: every name is a reference, erring towards finding more
     assert set(term_refs("fun x : nat => (f x")) >= {"f", "x", "nat"}
+
+
+def test_a_deeply_nested_numeral_does_not_overflow_the_reader() -> None:
+    deep = "@eq nat " + "(S " * 3000 + "O" + ")" * 3000 + " x"
+    assert set(term_refs(deep)) == {"eq", "nat", "S", "O", "x"}

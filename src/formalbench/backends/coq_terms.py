@@ -244,7 +244,7 @@ def term_refs(text: str) -> list[str]:
     reader = _Reader(toks)
     try:
         reader.term(frozenset())
-    except (_Unreadable, IndexError):
+    except (_Unreadable, IndexError, RecursionError):  # RecursionError: `S (S (... 1000 deep`
         return _all_names(toks)
     return list(dict.fromkeys(reader.refs))
 
@@ -338,7 +338,7 @@ def _inductive(text: str) -> Printed:
                 declares.append(ctor)
                 reader.take(":")
                 reader.term(frozenset({"|", "."}))
-        except (_Unreadable, IndexError):
+        except (_Unreadable, IndexError, RecursionError):  # RecursionError: `S (S (... 1000 deep`
             refs += _all_names(block[1:])
             continue
         refs += reader.refs

@@ -390,6 +390,15 @@ def _filled(out: StatementDeps, payload: dict[str, Any]) -> StatementDeps:
 def _payload(
     outputs: dict[int, list[str]], at: int, names: list[str], module: str
 ) -> dict[str, Any]:
+    try:
+        return _read_payload(outputs, at, names, module)
+    except Exception as exc:  # one odd answer skips its task, never the run
+        return {"error": f"could not read coqc's answer: {exc!r}"[:300]}
+
+
+def _read_payload(
+    outputs: dict[int, list[str]], at: int, names: list[str], module: str
+) -> dict[str, Any]:
     """The statement's part of the graph from the answers at `at`.. (About, Print per name);
     `module`: the `fbT<i>.` the task sat in, dropped from paths so that a task's entry is
     the same whether it was asked alone or in a batch."""
