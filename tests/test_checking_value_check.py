@@ -44,8 +44,7 @@ def _reasons(backend: CoqBackend, candidate: str, original: str = ORIGINAL) -> l
 
 
 CASES = {
-    "epsilon": EPSILON
-    + "Definition answer : R := epsilon (inhabits 0) (fun x => x * x = 4).\n",
+    "epsilon": EPSILON + "Definition answer : R := epsilon (inhabits 0) (fun x => x * x = 4).\n",
     "indefinite description": "Require Import IndefiniteDescription.\n"
     "Lemma two : exists x : R, x = 2. Proof. exists 2. reflexivity. Qed.\n"
     "Definition answer : R := proj1_sig (constructive_indefinite_description _ two).\n",
@@ -56,8 +55,7 @@ CASES = {
     "Definition twice (y : R) := y + proj1_sig pick.\n"
     "Definition answer : R := twice 0.\n",
     # a notation hides the name from the text layer; the elaborated value shows it
-    "hidden behind a notation and a helper": EPSILON
-    + "Notation pick := epsilon.\n"
+    "hidden behind a notation and a helper": EPSILON + "Notation pick := epsilon.\n"
     "Definition helper (P : R -> Prop) : R := pick (inhabits 0) P.\n"
     "Definition answer : R := helper (fun x => x = 2).\n",
 }
@@ -113,3 +111,23 @@ def test_the_verifier_refuses_what_only_the_value_shows_and_passes_an_honest_ans
     assert verdict.reasons == [Reason.non_constructive], verdict.findings
     honest = HEAD + "Definition answer : R := 2 * 3.\n" + SPEC
     assert verifier.verify(ORIGINAL, honest).passed
+
+
+def test_a_choice_in_a_constant_the_text_never_names_is_found_in_a_second_round(
+    backend: CoqBackend,
+) -> None:
+    # `abstract` puts the choice into `pick_subproof`, a constant the text does not name
+    candidate = (
+        HEAD
+        + (
+            "Require Import IndefiniteDescription.\n"
+            "Definition pick : {x : R | x = 2}.\nProof. abstract (apply "
+            "constructive_indefinite_description; exists 2; reflexivity). Defined.\n"
+            "Definition answer : R := proj1_sig pick.\n"
+        )
+        + SPEC
+    )
+    findings = value_findings(backend, ORIGINAL, candidate, VerifierPolicy())
+    assert [f.reason for f in findings] == [Reason.non_constructive], findings
+    assert "constructive_indefinite_description" in findings[0].message
+    assert "pick_subproof" in findings[0].message  # reached in the second run
