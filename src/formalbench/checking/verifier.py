@@ -48,6 +48,7 @@ from formalbench.checking.lean_identity import (
     deferred,
     settle_deferred,
 )
+from formalbench.checking.lean_value_check import lean_value_findings
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.checking.value_check import value_findings
@@ -102,7 +103,7 @@ class StrictVerifier:
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
         self._rules = {
             "policy": self.policy.model_dump(mode="json"),
-            "values": "coq-print-all-1",  # the value-level check of constructions
+            "values": "print-all-1",  # the value-level check of constructions (Coq, Lean)
             "always": compile_always,
             "gate": GATE_VERSION,
         }
@@ -352,7 +353,25 @@ class StrictVerifier:
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
                 findings += self.assistant_findings(result, targets, original) + same
+                if self._lean_values_due(original, kind, result, findings):
+                    findings += lean_value_findings(
+                        self.backend, original, candidate, self.policy, timeout
+                    )
         return self._keep(key, self._verdict(findings, result, t0))
+
+    def _lean_values_due(
+        self,
+        original: str,
+        kind: TaskKind | None,
+        result: CheckResult,
+        findings: list[Finding],
+    ) -> bool:
+        """Whether the Lean value-level check (`lean_value_check`) should run now: a
+        construction task, a backend that answers queries, a candidate with no finding yet."""
+        if self._identity is None or findings or not result.compiled:
+            return False
+        kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
+        return kind in CONSTRUCTION_KINDS
 
     def assistant_layer(
         self,
@@ -428,4 +447,15 @@ class StrictVerifier:
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
                 findings += self.assistant_findings(result, targets, original) + same
+                if self._lean_values_due(original, kind, result, findings):
+                    import asyncio  # loaded lazily, as in `averify`
+
+                    findings += await asyncio.to_thread(
+                        lean_value_findings,
+                        self.backend,
+                        original,
+                        candidate,
+                        self.policy,
+                        timeout,
+                    )
         return self._verdict(findings, result, t0)

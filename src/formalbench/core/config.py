@@ -81,8 +81,8 @@ LEAN_VALUE_CHOICE: tuple[str, ...] = (
     "Classical.indefiniteDescription",
 )
 LEAN_VALUE_EXTREMA: tuple[str, ...] = (
-    "InfSet.sInf",
-    "SupSet.sSup",
+    "sInf",
+    "sSup",
     "iInf",
     "iSup",
     "Function.argmin",
