@@ -54,7 +54,10 @@ def stats_command(
             "default trivial set."
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(help="coqc processes at once.")] = 2,
+    workers: Annotated[int, typer.Option(help="Assistant processes at once.")] = 2,
+    lean_project: Annotated[
+        Path | None, typer.Option(help="Lean: the Lake project whose Mathlib the tasks use.")
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds per coqc run.")] = 120.0,
 ) -> None:
     """Dependency density (AMBER's rho_k): distinct non-trivial library declarations within
@@ -63,14 +66,7 @@ def stats_command(
         raise InputError(f"--k {k}: must be at least 1")
     if backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
-    if backend == "lean":
-        raise InputError(
-            "--backend lean: the Lean walk is not available yet (Coq only); see the README "
-            "section 'Dependency density'"
-        )
-    from formalbench.backends.coq import CoqBackend
     from formalbench.datasets.loader import load_tasks
-    from formalbench.deps.coq_walk import CoqDependencyWalker
     from formalbench.deps.stats import dependency_density
     from formalbench.metrics.density import trivial_default
     from formalbench.store.deps_cache import DepsCache
@@ -85,10 +81,25 @@ def stats_command(
         else list(trivial_default(backend))
     )
     store = DepsCache(None if no_cache else (cache or default_cache()))
-    coq = CoqBackend(workers=workers, timeout=timeout)
-    with coq, store:
-        walker = CoqDependencyWalker(coq, store, workers=workers, timeout=timeout)
-        report = dependency_density(tasks, walker, k=k, trivial=names)
+    if backend == "coq":
+        from formalbench.backends.coq import CoqBackend
+        from formalbench.deps.coq_walk import CoqDependencyWalker
+
+        coq = CoqBackend(workers=workers, timeout=timeout)
+        with coq, store:
+            walker = CoqDependencyWalker(coq, store, workers=workers, timeout=timeout)
+            report = dependency_density(tasks, walker, k=k, trivial=names)
+    else:
+        from formalbench.backends.registry import make_backend
+        from formalbench.deps.lean_walk import LeanDependencyWalker
+
+        options: dict[str, object] = {"workers": workers, "timeout": timeout}
+        if lean_project is not None:
+            options["project_dir"] = lean_project
+        lean = make_backend("lean", **options)
+        with lean, store:
+            lean_walker = LeanDependencyWalker(lean, store, workers=workers, timeout=timeout)
+            report = dependency_density(tasks, lean_walker, k=k, trivial=names)
     if html is not None:
         from formalbench.reporting.density import write_density_html
 
@@ -121,7 +132,7 @@ def _print_table(report: object, dataset: str) -> None:
     console.print(table)
     console.print(
         f"{len(report.measured)} tasks measured, {len(report.skipped)} skipped; "
-        f"{report.walk.coqc_runs} coqc runs, {report.elapsed:.1f}s"
+        f"{report.walk.coqc_runs} assistant runs, {report.elapsed:.1f}s"
     )
     for t in report.skipped:
         console.print(f"skipped {t.id}: {t.skipped}", markup=False)

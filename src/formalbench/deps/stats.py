@@ -11,13 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import networkx as nx
 
 from formalbench.core.records import Task
-from formalbench.deps.coq_walk import LOCAL, CoqDependencyWalker, StatementDeps, WalkStats
+from formalbench.deps.coq_walk import LOCAL, StatementDeps, WalkStats
 from formalbench.metrics.density import rho, summarize
+
+
+class Walker(Protocol):
+    """What `dependency_density` needs of a walk (`CoqDependencyWalker`, `LeanDependencyWalker`)."""
+
+    stats: WalkStats
+
+    def walk(
+        self, tasks: Sequence[Task], depth: int, progress: Callable[[int], None] | None = None
+    ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]: ...
+
 
 ROOT = "@statement"  # the problem p itself; its file's declarations are `Candidate.*`
 
@@ -81,7 +92,7 @@ def task_graph(
             if used not in graph:
                 local = used.startswith(LOCAL)
                 kind = library.get(used, ("", []))[0]
-                graph.add_node(used, counted=not local and kind != "alias")
+                graph.add_node(used, counted=not local and kind not in ("alias", "unknown"))
             graph.add_edge(node, used)
             if used not in seen:
                 seen.add(used)
@@ -91,7 +102,7 @@ def task_graph(
 
 def dependency_density(
     tasks: Sequence[Task],
-    walker: CoqDependencyWalker,
+    walker: Walker,
     *,
     k: int = 3,
     trivial: Collection[str] = (),
