@@ -309,7 +309,7 @@ class CoqDependencyWalker:
         decls: dict[str, tuple[str, list[str]]] = {}
         for name, p in shown.items():
             if p is None:
-                decls[name] = ("unknown", [])
+                decls[name] = ("unprinted", [])  # a real declaration (About found it)
                 continue
             refs = [*p.refs, p.name] if p.kind == "inductive" else p.refs
             qualified = [q for q in _dedupe(resolved.get(r) for r in refs) if q != name]
