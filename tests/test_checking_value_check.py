@@ -131,3 +131,10 @@ def test_a_choice_in_a_constant_the_text_never_names_is_found_in_a_second_round(
     assert [f.reason for f in findings] == [Reason.non_constructive], findings
     assert "constructive_indefinite_description" in findings[0].message
     assert "pick_subproof" in findings[0].message  # reached in the second run
+
+
+def test_a_record_of_the_file_is_followed_through_its_projection(backend: CoqBackend) -> None:
+    candidate = (
+        HEAD + ("Record box := { val : R }.\nDefinition answer : R := val {| val := 2 |}.\n") + SPEC
+    )
+    assert _reasons(backend, candidate) == []

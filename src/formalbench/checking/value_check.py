@@ -245,6 +245,8 @@ def _walk(
             if path.startswith(LOCAL_MODULE + ".") and path not in seen:
                 seen.add(path)
                 todo.append(path)
+                if path not in printed:  # the file's own, not printed yet (a projection, ...)
+                    unknown.add(ref)
     return findings, unknown
 
 
