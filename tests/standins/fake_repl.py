@@ -11,7 +11,8 @@ own environment numbers and refuses unknown ones like the REPL ("Unknown environ
 (configurable: --axioms, or `fake:axioms=a,b` in the cmd; "none" for no axioms); a NAME that
 does not occur in the rest of the cmd gets an "unknown constant" error. The verifier's identity
 queries (`set_option pp.all true in ... #check @_root_.NAME` / `#print _root_.NAME`) at the end
-are answered with the declaration's signature made into a type (see `_query_answer`).
+are answered with the declaration's signature made into a type (see `_query_answer`); a
+`#print` of a def, abbrev or instance also shows its value text, as Lean's does.
 
 Magic text in a cmd makes it misbehave: `fake:hang` (never answers), `fake:sleep=S`,
 `fake:crash` (stack-overflow message on stderr, then abort), `fake:grow=MB` (keeps MB of
@@ -212,7 +213,23 @@ def _query_answer(base: str, number: int, query: re.Match[str]) -> dict[str, Any
         data = f"@{name} : " + (f"∀ {binders}, {type_}" if binders else type_)
     else:
         data = f"{decl['kw']} {name} {binders} : {type_}".replace("  ", " ")
+        value = _value(base[decl.end() :])
+        if value and decl["kw"] in ("def", "abbrev", "instance"):
+            data += f" :=\n{value}"  # as Lean's `#print` shows a definition's value
     return {"severity": "info", "pos": at, "endPos": end, "data": data}
+
+
+def _value(text: str) -> str:
+    """A declaration's value text after its top-level `:=`, up to the next command (layout
+    collapsed), or "" when it has none."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{⟨"
+        depth -= ch in ")]}⟩"
+        if depth == 0 and text.startswith(":=", i):
+            rest = re.split(r"\n(?=\S)", text[i + 2 :].lstrip(" \t"), maxsplit=1)[0]
+            return " ".join(rest.split())
+    return ""
 
 
 def _misbehave(marks: dict[str, str], out: Any, crash_stream: Any = None) -> None:

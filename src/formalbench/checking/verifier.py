@@ -48,8 +48,10 @@ from formalbench.checking.lean_identity import (
     deferred,
     settle_deferred,
 )
+from formalbench.checking.lean_value_check import lean_value_findings
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
+from formalbench.checking.value_check import value_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import (
@@ -101,6 +103,7 @@ class StrictVerifier:
         self.cache = cache if backend is not None else None  # the text layer alone is cheap
         self._rules = {
             "policy": self.policy.model_dump(mode="json"),
+            "values": "print-all-1",  # the value-level check of constructions (Coq, Lean)
             "always": compile_always,
             "gate": GATE_VERSION,
         }
@@ -341,7 +344,7 @@ class StrictVerifier:
         if targets is not None:
             assert self.backend is not None
             if self.coq_identity is not None:
-                result, more = self.assistant_layer(original, candidate, targets, timeout)
+                result, more = self.assistant_layer(original, candidate, targets, timeout, kind)
                 findings += more
             else:
                 result, same = checked(
@@ -350,12 +353,36 @@ class StrictVerifier:
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
                 findings += self.assistant_findings(result, targets, original) + same
+                if self._lean_values_due(original, kind, result, findings):
+                    findings += lean_value_findings(
+                        self.backend, original, candidate, self.policy, timeout
+                    )
         return self._keep(key, self._verdict(findings, result, t0))
 
+    def _lean_values_due(
+        self,
+        original: str,
+        kind: TaskKind | None,
+        result: CheckResult,
+        findings: list[Finding],
+    ) -> bool:
+        """Whether the Lean value-level check (`lean_value_check`) should run now: a
+        construction task, a backend that answers queries, a candidate with no finding yet."""
+        if self._identity is None or findings or not result.compiled:
+            return False
+        kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
+        return kind in CONSTRUCTION_KINDS
+
     def assistant_layer(
-        self, original: str, candidate: str, targets: list[str], timeout: float | None
+        self,
+        original: str,
+        candidate: str,
+        targets: list[str],
+        timeout: float | None,
+        kind: TaskKind | None = None,
     ) -> tuple[CheckResult, list[Finding]]:
-        """The assistant's check of the candidate and its findings (blocking)."""
+        """The assistant's check of the candidate and its findings (blocking); a construction
+        that compiled gets the value-level check (`value_check`, one more run of coqc)."""
         assert self.backend is not None
         if self.coq_identity is None:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
@@ -364,6 +391,11 @@ class StrictVerifier:
         findings = self.assistant_findings(result, targets, original)
         if split is not None and split.compiled and result.compiled:
             findings += self._axiom_findings(split, targets, original)
+        kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
+        if kind in CONSTRUCTION_KINDS and result.compiled and not findings:
+            findings += value_findings(
+                self.coq_identity.backend, original, candidate, self.policy, timeout
+            )
         return result, findings + identity
 
     async def averify(
@@ -405,7 +437,7 @@ class StrictVerifier:
                 loop = asyncio.get_running_loop()
                 result, more = await loop.run_in_executor(
                     self.backend._pool(),
-                    lambda: self.assistant_layer(original, candidate, targets, timeout),
+                    lambda: self.assistant_layer(original, candidate, targets, timeout, kind),
                 )
                 findings += more
             else:
@@ -415,4 +447,15 @@ class StrictVerifier:
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
                 findings += self.assistant_findings(result, targets, original) + same
+                if self._lean_values_due(original, kind, result, findings):
+                    import asyncio  # loaded lazily, as in `averify`
+
+                    findings += await asyncio.to_thread(
+                        lean_value_findings,
+                        self.backend,
+                        original,
+                        candidate,
+                        self.policy,
+                        timeout,
+                    )
         return self._verdict(findings, result, t0)

@@ -44,6 +44,51 @@ CHOICE_CONSTANTS: tuple[str, ...] = (
     "Classical.epsilon",
     "Classical.indefiniteDescription",
 )
+# What the elaborated value of a construction must not reach (checking/value_check.py): a
+# choice operator, or a library infimum/supremum (picking the optimum of the problem's own
+# feasible set is no construction). An entry is a full name or a last-name suffix.
+COQ_VALUE_CHOICE: tuple[str, ...] = (
+    "epsilon",
+    "epsilon_statement",
+    "iota",
+    "iota_statement",
+    "constructive_indefinite_description",
+    "constructive_definite_description",
+    "classical_indefinite_description",
+    "classical_definite_description",
+    "Coq.Logic.ClassicalEpsilon.epsilon",
+    "Coq.Logic.ChoiceFacts.FunctionalChoice",
+)
+COQ_VALUE_EXTREMA: tuple[str, ...] = (
+    "Glb_Rbar",
+    "Lub_Rbar",
+    "Rbar_glb",
+    "Rbar_lub",
+    "Inf_seq",
+    "Sup_seq",
+    "LimInf_seq",
+    "LimSup_seq",
+    "completeness",
+    "glb",
+    "lub",
+)
+LEAN_VALUE_CHOICE: tuple[str, ...] = (
+    "Classical.choose",
+    "Exists.choose",
+    "Nonempty.some",
+    "Classical.epsilon",
+    "Classical.choice",
+    "Classical.indefiniteDescription",
+)
+LEAN_VALUE_EXTREMA: tuple[str, ...] = (
+    "sInf",
+    "sSup",
+    "iInf",
+    "iSup",
+    "Function.argmin",
+    "Function.argminOn",
+    "Function.invFun",
+)
 # Words refused in the value of a construction task and in the helpers it uses: a `partial`
 # def is opaque to the kernel, so nothing can be proved about the value it computes.
 CONSTRUCTION_FORBIDDEN: tuple[str, ...] = ("partial",)
@@ -60,6 +105,21 @@ class VerifierPolicy(Record):
     construction_forbidden: list[str] = Field(
         default_factory=lambda: list(CONSTRUCTION_FORBIDDEN)
     )  # construction tasks only: in the value and its helpers (forbidden_construct)
+    # The value-level check (checking/value_check.py); None lists take the language default.
+    value_check: bool = True
+    value_choice: list[str] | None = None
+    value_extrema: list[str] | None = None  # [] turns the infimum/supremum rule off
+
+    def value_refused_for(self, language: Language) -> tuple[list[str], list[str]]:
+        """(choice operators, library infima/suprema) a construction's value must not use."""
+        lean = language == Language.lean
+        choice = self.value_choice
+        extrema = self.value_extrema
+        if choice is None:
+            choice = list(LEAN_VALUE_CHOICE if lean else COQ_VALUE_CHOICE)
+        if extrema is None:
+            extrema = list(LEAN_VALUE_EXTREMA if lean else COQ_VALUE_EXTREMA)
+        return list(choice), list(extrema)
 
     def forbidden_for(self, language: Language) -> list[str]:
         if self.forbidden is not None:
