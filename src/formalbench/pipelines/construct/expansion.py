@@ -57,7 +57,16 @@ def _expand(
             node.truncated.append(ref.key)
             continue
         node.children.append(
-            _expand(target, index, budget - 1, expandable, path + (ref.key,), hop + 1, ref.raw, item.label)
+            _expand(
+                target,
+                index,
+                budget - 1,
+                expandable,
+                path + (ref.key,),
+                hop + 1,
+                ref.raw,
+                item.label,
+            )
         )
     return node
 

@@ -96,7 +96,8 @@ def _assemble(book: BookReading, depth: int, pattern: str | None, limit: int | N
         info = book.exercises[item.label]
         ex_id = f"{book.name}/{info.local_id}"
         if pattern and not any(
-            fnmatchcase(s, pattern) for s in (ex_id, info.local_id, info.source_idx, item.source_file)
+            fnmatchcase(s, pattern)
+            for s in (ex_id, info.local_id, info.source_idx, item.source_file)
         ):
             continue
         if limit is not None and len(exercises) >= limit:

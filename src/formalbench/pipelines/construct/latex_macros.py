@@ -51,9 +51,16 @@ class MacroDef:
 
     def apply(self, args: list[str | None]) -> str:
         values = [self.default if a is None else a for a in args]
-        return _PARAM.sub(
-            lambda m: "#" if m.group(1) == "#" else (values[int(m.group(1)) - 1] or ""), self.body
-        )
+
+        def value(m: re.Match[str]) -> str:
+            if m.group(1) == "#":
+                return "#"
+            v = values[int(m.group(1)) - 1] or ""
+            if v[:1].isalpha() and _TRAILING_WORD.search(self.body, 0, m.start()):
+                return " " + v  # `{\\bf#1}` with `b` is `{\\bf b}`, not `{\\bfb}`
+            return v
+
+        return _PARAM.sub(value, self.body)
 
 
 def collect_macros(text: str, source: str = "") -> list[MacroDef]:

@@ -107,7 +107,9 @@ class LatexBookReader:
         f = self._files.get(path)
         if f is None:
             text = blank_comments(read_text(path, self.root))
-            f = self._files[path] = _File(path.relative_to(self.root).as_posix(), text, ArgReader(text))
+            f = self._files[path] = _File(
+                path.relative_to(self.root).as_posix(), text, ArgReader(text)
+            )
         return f
 
     def _main_files(self) -> list[Path]:
@@ -343,11 +345,12 @@ class LatexBookReader:
             return
         ef = self._file(path)
         text = self._clean(ef.text)
-        solution = None
+        solution, solution_file = None, ""
         if rule.solution:
             spath = self.root / rule.solution.format(number, section=section)
             if spath.is_file():
                 solution = self._clean(self._file(spath).text)
+                solution_file = self._file(spath).rel
         local = self.conv.exercise_id.format(number=number, section=section)
         label = rule.label.format(number, section=section)
         self._add_exercise(f, label, local, text, None, number, begin, solution, ef.rel)
@@ -359,9 +362,7 @@ class LatexBookReader:
                     text=solution,
                     number=number,
                     section=self._section(),
-                    source_file=(self.root / rule.solution.format(number, section=section))
-                    .relative_to(self.root)
-                    .as_posix(),
+                    source_file=solution_file,
                     refs=self._refs(solution),
                 ),
                 expandable=False,
@@ -496,11 +497,27 @@ class LatexBookReader:
         return ""
 
     # ----------------------------------------------------------------- text and refs
-    def _clean(self, body: str) -> str:
+    def _inline_inputs(self, text: str, depth: int) -> str:
+        """Text with each `\\input{file}` (from an expanded macro) replaced by the file's text."""
+        if "\\input" not in text or depth > 5:
+            return text
+        out, i, reader = [], 0, ArgReader(text)
+        for m in CONTROL_WORD.finditer(text):
+            if m.group(1) != "input" or m.start() < i:
+                continue
+            a = reader.read(m.end(), "{")
+            path = self._resolve((a.values[0] or "").strip())
+            if path is None:
+                continue
+            out += [text[i : m.start()], self._clean(self._file(path).text, depth + 1)]
+            i = a.end
+        return "".join(out) + text[i:]
+
+    def _clean(self, body: str, depth: int = 0) -> str:
         for env in self.conv.unwrap_envs:
             body = body.replace("\\begin{" + env + "}", "").replace("\\end{" + env + "}", "\n")
         body = blank_comments(body)
-        text = expand(body, self.macros)
+        text = self._inline_inputs(expand(body, self.macros), depth)
         text = _SPACES.sub(" ", text)
         text = "\n".join(line.strip() for line in text.split("\n"))
         return _BLANK_LINES.sub("\n\n", text).strip()
