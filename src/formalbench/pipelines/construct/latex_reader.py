@@ -124,7 +124,7 @@ class LatexBookReader:
 
     def _book_name(self) -> str:
         mains = self._main_files()
-        if len(mains) == 1:
+        if len(mains) == 1 and mains[0].stem.lower() not in ("main", "book", "index", "root"):
             return mains[0].stem
         return self.root.name
 
@@ -134,10 +134,10 @@ class LatexBookReader:
         for path in self.tex_files + find_files(self.root, (".sty", ".cls")):
             f = self._file(path)
             for m in CONTROL_WORD.finditer(f.text):
-                if m.group(1) not in ("newtheorem", "newtheorem*"):
+                if m.group(1) != "newtheorem":
                     continue
-                a = f.reader.read(m.end(), "{[{[").values
-                name, shared, title, within = (v.strip() if v else v for v in a)
+                a = f.reader.read(m.end(), "*{[{[").values
+                star, name, shared, title, within = (v.strip() if v else v for v in a)
                 if not name or not title:
                     continue
                 word = re.sub(r"[^a-z]", "", title.lower())
@@ -145,7 +145,7 @@ class LatexBookReader:
                 kind = kind or word or name
                 declared[name] = EnvRule(
                     kind,
-                    numbered=not m.group(1).endswith("*"),
+                    numbered=star is None,
                     counter=shared,
                     within=within,
                 )
@@ -306,10 +306,11 @@ class LatexBookReader:
 
     def _count(self, env: str, rule: EnvRule) -> str:
         counter = rule.counter or env
+        owner = self.conv.envs.get(counter, rule)  # a shared counter numbers as its owner
         self._env_counts[counter] = self._env_counts.get(counter, 0) + 1
-        level = _LEVELS.get(rule.within or "", 0)
+        level = _LEVELS.get(owner.within or "", 0)
         n = str(self._env_counts[counter])
-        if rule.within and level:
+        if owner.within and level:
             return f"{self._number(level)}.{n}"
         return n
 
@@ -560,6 +561,8 @@ _LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3}
 
 
 def _within_level(conv: LatexConventions, counter: str) -> int:
+    if counter in conv.exercise_envs and counter not in conv.envs:
+        return _LEVELS["section"]  # an exercise environment no \newtheorem declares
     rule = conv.envs.get(counter)
     return _LEVELS.get(rule.within or "", -1) if rule and rule.within else -1
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
 from pylatexenc.macrospec import LatexContextDb
 
-CONTROL_WORD = re.compile(r"\\([A-Za-z@]+\*?|.)", re.DOTALL)
+CONTROL_WORD = re.compile(r"\\([A-Za-z@]+|.)", re.DOTALL)  # a star is an argument
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
 _CONTEXT = LatexContextDb()  # no macro specs: an unbraced argument is one token, as in TeX
 _CONTEXT.add_context_category("none", macros=[], environments=[], specials=[])
