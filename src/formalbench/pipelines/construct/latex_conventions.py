@@ -195,6 +195,9 @@ FCLA = LatexConventions(
             "{{", ("sections/{0}.tex", "exercises/{0}.tex"), 2, 0, 1, "section.{0}"
         ),
     },
+    sections={  # fcla writes a subsection either way
+        "subsect": SectionRule(3, "{{", 1, 0, "subsection.{section}.{0}", "subsection"),
+    },
     section_envs={
         "subsect": SectionRule(3, "{{", 1, 0, "subsection.{section}.{0}", "subsection"),
     },
