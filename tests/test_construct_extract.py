@@ -72,8 +72,12 @@ Apply Theorem~\ref{thm:missing} to $\R^2$.
 
 CH2 = r"""\chapter{More}
 \section{Problems}
+\begin{algorithm}[H]
+\caption{Bisection}\label{alg:bisect}
+Halve $[a, b]$ while $b - a > \varepsilon$.
+\end{algorithm}
 \begin{exercise}
-Prove Lemma~\ref{lem:b} directly.
+Prove Lemma~\ref{lem:b} directly, then run Algorithm~\ref{alg:bisect}.
 \end{exercise}
 """
 
@@ -107,6 +111,8 @@ def test_newtheorem_environments_become_labelled_statements_of_their_kind(book: 
     # \newtheorem{prop}[thm]: one counter shared, numbered within the chapter
     assert [items[k].number for k in ("prop:a", "lem:b", "thm:deep")] == ["1.1", "1.2", "1.3"]
     assert items["def:norm"].number == "1.1"
+    assert items["alg:bisect"].kind == "algorithm"
+    assert "\\caption{Bisection}" in items["alg:bisect"].text
     assert items["eq:tri"].kind == "equation"
     assert items["eq:tri"].number == "1.1"
     assert items["def:norm"].section == "Norms / Basics"
@@ -153,6 +159,12 @@ def test_exercises_inside_chapter_files_in_book_order_with_solution(book: Path) 
     assert ext.stats["with_solution"] == 1
 
 
+def test_algorithm_reference_expands(book: Path) -> None:
+    third = extract_textbook(book).exercises[2]
+    assert [c.label for c in third.expansion.children] == ["lem:b", "alg:bisect"]
+    assert node(third.expansion, "alg:bisect").text.endswith("b - a > \\varepsilon$.")
+
+
 def test_undefined_reference_is_recorded_never_invented(book: Path) -> None:
     ext = extract_textbook(book)
     second = ext.exercises[1]
@@ -160,8 +172,8 @@ def test_undefined_reference_is_recorded_never_invented(book: Path) -> None:
     assert second.expansion.unresolved == ["thm:missing"]
     assert second.expansion.children == []
     assert "thm:missing" not in {i.label for i in ext.items}
-    assert ext.stats["references"] == 4
-    assert ext.stats["resolved_references"] == 3
+    assert ext.stats["references"] == 5
+    assert ext.stats["resolved_references"] == 4
     assert ext.stats["unresolved_references"] == 1
 
 
@@ -197,7 +209,10 @@ def test_pattern_and_limit_select_exercises(book: Path) -> None:
     ]
     limited = extract_textbook(book, limit=1)
     assert [e.id for e in limited.exercises] == ["normbook/1.2.1"]
-    assert limited.stats["exercises"] == 3  # the book's count, whatever is selected
+    assert limited.stats["exercises"] == 1  # the selection's counts
+    assert limited.stats["references"] == 2 and limited.stats["unresolved_references"] == 0
+    assert limited.stats["book_exercises"] == 3  # and the book's
+    assert limited.stats["book_unresolved_references"] == 1
 
 
 def test_archives_read_like_the_folder(book: Path, tmp_path: Path) -> None:

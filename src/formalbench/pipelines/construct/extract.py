@@ -30,6 +30,8 @@ class Extraction(Record):
     conventions: str  # `fcla`, `general` or `markdown`
     items: list[TextbookItem] = Field(default_factory=list)  # every labelled item, book order
     exercises: list[ExtractedExercise] = Field(default_factory=list)  # the selected ones
+    # `exercises`, `references`, `resolved_references`, `unresolved_references`: of the
+    # selected exercises; `book_*`: the same over the whole book; `items_<kind>`: per kind
     stats: dict[str, int] = Field(default_factory=dict)
 
 
@@ -125,21 +127,26 @@ def _assemble(book: BookReading, depth: int, pattern: str | None, limit: int | N
 
 
 def _stats(book: BookReading, exercises: list[ExtractedExercise]) -> dict[str, int]:
+    """Counts of the selected exercises (what the run works on), then of the whole book."""
     all_ex = [i for i in book.items if i.kind == "exercise"]
+    selected = [r for e in exercises for r in e.refs]
     refs = [r for i in all_ex for r in i.refs]
     item_refs = [r for i in book.items for r in i.refs]
     stats = {
-        "exercises": len(all_ex),
-        "selected_exercises": len(exercises),
-        "with_solution": sum(1 for i in all_ex if i.solution),
-        "references": len(refs),
-        "resolved_references": sum(1 for r in refs if r.resolved),
-        "unresolved_references": sum(1 for r in refs if not r.resolved),
+        "exercises": len(exercises),
+        "references": len(selected),
+        "resolved_references": sum(1 for r in selected if r.resolved),
+        "unresolved_references": sum(1 for r in selected if not r.resolved),
+        "with_solution": sum(1 for e in exercises if e.solution),
+        "expansion_nodes": sum(count_nodes(e.expansion) - 1 for e in exercises),
+        "book_exercises": len(all_ex),
+        "book_references": len(refs),
+        "book_resolved_references": sum(1 for r in refs if r.resolved),
+        "book_unresolved_references": sum(1 for r in refs if not r.resolved),
         "items": len(book.items),
         "item_references": len(item_refs),
         "item_resolved_references": sum(1 for r in item_refs if r.resolved),
         "duplicate_labels": len(book.duplicate_labels),
-        "expansion_nodes": sum(count_nodes(e.expansion) - 1 for e in exercises),
     }
     for kind, n in sorted(Counter(i.kind for i in book.items).items()):
         stats[f"items_{kind}"] = n

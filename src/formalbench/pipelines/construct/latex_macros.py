@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from formalbench.pipelines.construct.latex_text import CONTROL_WORD, ArgReader
 
@@ -113,33 +114,55 @@ def _read_definition(reader: ArgReader, word: str, pos: int, source: str) -> Mac
     return MacroDef(name[1:], nargs, default, body, source)
 
 
+def _escaped(text: str, pos: int) -> bool:
+    """Whether the backslash at `pos` is the second of `\\\\` (a line break, not a macro)."""
+    n = 0
+    while pos - n - 1 >= 0 and text[pos - n - 1] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
 def _skip_space(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\n":
         pos += 1
     return pos
 
 
-def macro_table(defs: list[MacroDef], keep: Collection[str]) -> dict[str, MacroDef]:
+class MacroTable(dict[str, MacroDef]):
+    """Name -> definition, with one pattern finding calls of exactly these macros."""
+
+    @cached_property
+    def expanded(self) -> dict[str, str]:
+        """Macro bodies (arguments substituted) already expanded: the same calls recur."""
+        return {}
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        names = sorted(self, key=len, reverse=True)
+        return re.compile(r"\\(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z@])")
+
+
+def macro_table(defs: list[MacroDef], keep: Collection[str]) -> MacroTable:
     """Name -> definition to expand: later definitions win; `keep` and TeX programming stay."""
     table: dict[str, MacroDef] = {}
     for d in defs:
         table[d.name] = d
-    return {n: d for n, d in table.items() if n not in keep and not d.programs_tex}
+    return MacroTable({n: d for n, d in table.items() if n not in keep and not d.programs_tex})
 
 
 def expand(text: str, macros: Mapping[str, MacroDef], depth: int = 0) -> str:
     """`text` with every call of a macro in `macros` replaced by its expansion."""
     if not macros or "\\" not in text:
         return text
+    if not isinstance(macros, MacroTable):
+        macros = MacroTable(macros)
     out: list[str] = []
     reader: ArgReader | None = None
     i = 0
-    for m in CONTROL_WORD.finditer(text):
-        if m.start() < i:
+    for m in macros.pattern.finditer(text):
+        if m.start() < i or _escaped(text, m.start()):
             continue
-        macro = macros.get(m.group(1))
-        if macro is None:
-            continue
+        macro = macros[m.group(1)]
         end = m.end()
         args: list[str | None] = []
         if macro.nargs:
@@ -150,7 +173,10 @@ def expand(text: str, macros: Mapping[str, MacroDef], depth: int = 0) -> str:
             args, end = read.values, read.end
         body = macro.apply(args)
         if depth < MAX_DEPTH:
-            body = expand(body, macros, depth + 1)
+            done = macros.expanded.get(body)
+            if done is None:
+                done = macros.expanded[body] = expand(body, macros, depth + 1)
+            body = done
         out.append(text[i : m.start()])
         out.append(body)
         if _TRAILING_WORD.search(body) and end < len(text) and text[end].isalpha():

@@ -78,7 +78,8 @@ class LatexBookReader:
             raise InputError(f"{root}: no .tex files in this textbook folder")
         self._files: dict[Path, _File] = {}
         defs: list[MacroDef] = []
-        for path in self.tex_files + find_files(root, (".sty", ".cls")):
+        self.style_files = find_files(root, (".sty", ".cls"))
+        for path in self.tex_files + self.style_files:
             f = self._file(path)
             defs.extend(collect_macros(f.text, f.rel))
         base = (
@@ -90,6 +91,8 @@ class LatexBookReader:
         keep = set(self.conv.refs) | set(self.conv.includes) | set(self.conv.exercise_files)
         keep |= set(self.conv.block_macros) | set(self.conv.sections) | {"input", "include"}
         self.macros = macro_table(defs, keep)
+        names = sorted(self.conv.refs, key=len, reverse=True)
+        self._ref_pattern = re.compile(r"\\(" + "|".join(names) + r")(?![A-Za-z@])")
         self.book = BookReading(self._book_name(), self.conv.name)
         self._labels: dict[str, TextbookItem] = {}
         self._stack: list[Path] = []
@@ -131,7 +134,7 @@ class LatexBookReader:
     def _declared_theorems(self) -> dict[str, EnvRule]:
         """Environments declared with `\\newtheorem{name}[counter]{Title}[within]`."""
         declared: dict[str, EnvRule] = {}
-        for path in self.tex_files + find_files(self.root, (".sty", ".cls")):
+        for path in self.tex_files + self.style_files:
             f = self._file(path)
             for m in CONTROL_WORD.finditer(f.text):
                 if m.group(1) != "newtheorem":
@@ -515,9 +518,9 @@ class LatexBookReader:
         return "".join(out) + text[i:]
 
     def _clean(self, body: str, depth: int = 0) -> str:
+        """Item text from a body whose comments are blanked: unwrapped, expanded, tidied."""
         for env in self.conv.unwrap_envs:
             body = body.replace("\\begin{" + env + "}", "").replace("\\end{" + env + "}", "\n")
-        body = blank_comments(body)
         text = self._inline_inputs(expand(body, self.macros), depth)
         text = _SPACES.sub(" ", text)
         text = "\n".join(line.strip() for line in text.split("\n"))
@@ -526,10 +529,8 @@ class LatexBookReader:
     def _refs(self, text: str) -> list[Reference]:
         refs: list[Reference] = []
         reader: ArgReader | None = None
-        for m in CONTROL_WORD.finditer(text):
-            rule = self.conv.refs.get(m.group(1))
-            if rule is None:
-                continue
+        for m in self._ref_pattern.finditer(text):
+            rule = self.conv.refs[m.group(1)]
             reader = reader or ArgReader(text)
             a = reader.read(m.end(), rule.args)
             keys = a.values[rule.key_arg]
