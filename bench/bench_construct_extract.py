@@ -20,16 +20,20 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from formalbench.core.construct import ExpansionNode
 from formalbench.pipelines.construct.expansion import count_nodes, expand_item
 from formalbench.pipelines.construct.extract import _book_root, extract_textbook
 from formalbench.pipelines.construct.latex_reader import LatexBookReader
 
+T = TypeVar("T")
 DEFAULT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "fcla-latex.tar.gz"
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float], object]:
-    walls, cpus, result = [], [], None
+def timed(fn: Callable[[], T], repeat: int) -> tuple[list[float], list[float], T]:
+    walls: list[float] = []
+    cpus: list[float] = []
     for _ in range(repeat):
         w, c = time.perf_counter(), time.process_time()
         result = fn()
@@ -65,21 +69,22 @@ def main() -> None:
         root = _book_root(folder)
         walls, cpus, _ = timed(lambda: LatexBookReader(root).read(), args.repeat)
         line("reading alone (LaTeX reader)", walls, cpus)
-        stats = ext.stats  # type: ignore[attr-defined]
+        stats = ext.stats
         print(
             f"book: {stats['exercises']} exercises, {stats['items']} items, "
             f"{stats['references']} exercise references, {stats['resolved_references']} resolved"
         )
-        items = ext.items  # type: ignore[attr-defined]
+        items = ext.items
         index = {i.label: i for i in items}
         book = LatexBookReader(root).read()
         exercises = [i for i in items if i.kind == "exercise"]
         for depth in (1, 2, 3):
-            walls, cpus, trees = timed(
-                lambda d=depth: [expand_item(e, index, d, book.expandable) for e in exercises],
-                args.repeat,
-            )
-            nodes = sum(count_nodes(t) - 1 for t in trees)  # type: ignore[attr-defined]
+
+            def expand_all(d: int = depth) -> list[ExpansionNode]:
+                return [expand_item(e, index, d, book.expandable) for e in exercises]
+
+            walls, cpus, trees = timed(expand_all, args.repeat)
+            nodes = sum(count_nodes(t) - 1 for t in trees)
             per = 1000 * min(cpus) / len(exercises)
             print(
                 f"expansion depth {depth}: {per:6.3f} ms cpu per exercise "

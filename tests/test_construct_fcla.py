@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from formalbench.core.construct import ExpansionNode
 from formalbench.pipelines.construct.extract import Extraction, extract_textbook
 from tests.shared_data import DATA, needs_shared
 
@@ -122,7 +123,8 @@ def test_exercise_citing_nmus_expands_to_that_theorem_at_depth_one(
     assert theorem.text.startswith("Suppose that $A$ is a square matrix.")
     assert "has a unique solution for every choice of the constant vector" in theorem.text
     lines = (fcla / "sections/NM.tex").read_text().splitlines()
-    assert lines[theorem.line - 1].startswith("\\begin{theorem}{NMUS}")  # type: ignore[operator]
+    assert theorem.line is not None
+    assert lines[theorem.line - 1].startswith("\\begin{theorem}{NMUS}")
     assert "\\vect" not in theorem.text and "{\\bf b}" in theorem.text  # macros expanded
 
 
@@ -140,7 +142,7 @@ def test_exercise_text_solution_group_lead_in_and_section(extraction: Extraction
 
 
 def test_expansion_depth_and_provenance_hold_on_the_whole_book(extraction: Extraction) -> None:
-    def walk(node, hop, path):  # type: ignore[no-untyped-def]
+    def walk(node: ExpansionNode, hop: int, path: set[str]) -> None:
         assert node.depth == hop <= 3
         assert node.label not in path  # cycle guard
         for child in node.children:
