@@ -242,6 +242,26 @@ def test_without_a_main_file_every_tex_file_is_read_in_natural_order(tmp_path: P
     assert [e.text for e in ext.exercises] == ["Two.", "Ten."]
 
 
+def test_labels_of_parts_resolve_to_their_statement(tmp_path: Path) -> None:
+    root = write_book(
+        tmp_path / "parts",
+        {
+            "book.tex": "\\documentclass{article}\\newtheorem{thm}{Theorem}\\begin{document}\n"
+            "\\begin{thm}\\label{thm:two}\\begin{enumerate}\\item\\label{thm:two:a} $a$"
+            "\\end{enumerate}\\begin{align}x\\label{eq:x}\\end{align}\\end{thm}\n"
+            "\\begin{exercise}Use part \\ref{thm:two:a} and \\eqref{eq:x}.\\end{exercise}\n"
+            "\\end{document}\n",
+        },
+    )
+    ext = extract_textbook(root)
+    items = {i.label: i for i in ext.items}
+    assert items["thm:two:a"].kind == "theorem" and items["thm:two:a"].text == items["thm:two"].text
+    assert items["eq:x"].kind == "equation" and items["eq:x"].number == "1"
+    assert items["thm:two"].number == "1"
+    assert ext.stats["unresolved_references"] == 0
+    assert [c.label for c in ext.exercises[0].expansion.children] == ["thm:two:a", "eq:x"]
+
+
 def test_macro_expansion_unit() -> None:
     defs = collect_macros(
         r"\newcommand{\vect}[1]{\mathbf{#1}}\newcommand*{\bb}[1]{{\bf#1}}"

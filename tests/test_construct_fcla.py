@@ -61,6 +61,7 @@ def book_exercises(latex: Path) -> list[str]:
 def test_every_exercise_of_the_book_is_found_in_book_order(
     extraction: Extraction, fcla: Path
 ) -> None:
+    assert extraction.conventions == "fcla"  # detected: the book defines \\acronymref
     expected = book_exercises(fcla)
     assert len(expected) == 506
     assert [e.id for e in extraction.exercises] == [f"fcla/{x}" for x in expected]

@@ -18,7 +18,7 @@ from formalbench.core.construct import ExtractedExercise, TextbookItem
 from formalbench.core.errors import InputError
 from formalbench.core.records import Record
 from formalbench.pipelines.construct.expansion import DEFAULT_DEPTH, count_nodes, expand_item
-from formalbench.pipelines.construct.latex_reader import BookReading, LatexBookReader, _pick_main
+from formalbench.pipelines.construct.latex_reader import BookReading, LatexBookReader, pick_main
 from formalbench.pipelines.construct.markdown_reader import read_markdown_book
 from formalbench.pipelines.construct.sources import find_files, open_source
 
@@ -81,7 +81,7 @@ def _book_root(folder: Path) -> Path:
             mains.append(path)
     if not mains:
         return folder
-    return _pick_main(mains, folder).parent
+    return pick_main(mains, folder).parent
 
 
 def _assemble(book: BookReading, depth: int, pattern: str | None, limit: int | None) -> Extraction:

@@ -3,33 +3,28 @@
 The book is walked from its main file (the one with `\\documentclass` and
 `\\begin{document}`), following the include macros of its conventions; without a main file,
 every `.tex` file is read in natural order. Only the constructs the conventions name are
-looked at; their arguments and extents are read with pylatexenc (`ArgReader`), so the cost
-is that of the statements and exercises, not of every formula of the narrative. Item texts
-are comment-free, with the book's macros expanded; references are read from the expanded
-text (so a `\\propref` defined as `Proposition~\\ref*{...}` is seen as the `\\ref*` it is).
+looked at; their arguments and extents are read with `ArgReader` (pylatexenc), so the cost
+is that of the statements and exercises, not of every formula of the narrative.
+Item texts and references: `latex_itemtext`; division titles and numbers: `latex_numbering`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.core.construct import Reference, TextbookItem
+from formalbench.core.construct import TextbookItem
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.latex_conventions import (
     THEOREM_WORDS,
     EnvRule,
-    LatexConventions,
+    SectionRule,
     conventions_named,
     detect_conventions,
 )
-from formalbench.pipelines.construct.latex_macros import (
-    MacroDef,
-    collect_macros,
-    expand,
-    macro_table,
-)
+from formalbench.pipelines.construct.latex_itemtext import ItemText
+from formalbench.pipelines.construct.latex_macros import MacroDef, collect_macros, macro_table
+from formalbench.pipelines.construct.latex_numbering import Numbering
 from formalbench.pipelines.construct.latex_text import (
     CONTROL_WORD,
     ArgReader,
@@ -39,8 +34,7 @@ from formalbench.pipelines.construct.latex_text import (
 )
 from formalbench.pipelines.construct.sources import find_files, read_text
 
-_SPACES = re.compile(r"[ \t]+")
-_BLANK_LINES = re.compile(r"\n\s*\n(\s*\n)+")
+GENERIC_MAIN_NAMES = ("main", "book", "index", "root")
 
 
 @dataclass
@@ -77,32 +71,27 @@ class LatexBookReader:
         if not self.tex_files:
             raise InputError(f"{root}: no .tex files in this textbook folder")
         self._files: dict[Path, _File] = {}
-        defs: list[MacroDef] = []
         self.style_files = find_files(root, (".sty", ".cls"))
+        defs: list[MacroDef] = []
         for path in self.tex_files + self.style_files:
             f = self._file(path)
             defs.extend(collect_macros(f.text, f.rel))
-        base = (
-            conventions_named(conventions)
-            if conventions
-            else detect_conventions({d.name for d in defs})
-        )
+        if conventions:
+            base = conventions_named(conventions)
+        else:
+            base = detect_conventions({d.name for d in defs})
         self.conv = base.with_theorems(self._declared_theorems())
         keep = set(self.conv.refs) | set(self.conv.includes) | set(self.conv.exercise_files)
         keep |= set(self.conv.block_macros) | set(self.conv.sections) | {"input", "include"}
-        self.macros = macro_table(defs, keep)
-        names = sorted(self.conv.refs, key=len, reverse=True)
-        self._ref_pattern = re.compile(r"\\(" + "|".join(names) + r")(?![A-Za-z@])")
+        self.text = ItemText(
+            self.conv, macro_table(defs, keep), self._resolve, lambda p: self._file(p).text
+        )
+        self.at = Numbering(self.conv)
         self.book = BookReading(self._book_name(), self.conv.name)
-        self._labels: dict[str, TextbookItem] = {}
+        self._labels: set[str] = set()
         self._stack: list[Path] = []
         self._visited: set[Path] = set()
         self._groups: dict[tuple[str, int], tuple[int, str]] = {}
-        self._titles: dict[int, str] = {}
-        self._keys: dict[int, str] = {}
-        self._counts: dict[int, int] = {}
-        self._env_counts: dict[str, int] = {}
-        self._has_chapters = False
         self._last_exercise: TextbookItem | None = None
 
     # ----------------------------------------------------------------- files and setup
@@ -110,10 +99,18 @@ class LatexBookReader:
         f = self._files.get(path)
         if f is None:
             text = blank_comments(read_text(path, self.root))
-            f = self._files[path] = _File(
-                path.relative_to(self.root).as_posix(), text, ArgReader(text)
-            )
+            rel = path.relative_to(self.root).as_posix()
+            f = self._files[path] = _File(rel, text, ArgReader(text))
         return f
+
+    def _resolve(self, name: str) -> Path | None:
+        if not name:
+            return None
+        for candidate in (name, name + ".tex"):
+            path = self.root / candidate
+            if path.is_file() and path.suffix in (".tex", ".ltx", ""):
+                return path
+        return None
 
     def _main_files(self) -> list[Path]:
         mains = [
@@ -121,13 +118,11 @@ class LatexBookReader:
             for p in self.tex_files
             if "\\documentclass" in self._file(p).text and "\\begin{document}" in self._file(p).text
         ]
-        if mains:
-            return [_pick_main(mains, self.root)]
-        return self.tex_files
+        return [pick_main(mains, self.root)] if mains else self.tex_files
 
     def _book_name(self) -> str:
         mains = self._main_files()
-        if len(mains) == 1 and mains[0].stem.lower() not in ("main", "book", "index", "root"):
+        if len(mains) == 1 and mains[0].stem.lower() not in GENERIC_MAIN_NAMES:
             return mains[0].stem
         return self.root.name
 
@@ -143,14 +138,10 @@ class LatexBookReader:
                 star, name, shared, title, within = (v.strip() if v else v for v in a)
                 if not name or not title:
                     continue
-                word = re.sub(r"[^a-z]", "", title.lower())
-                kind = THEOREM_WORDS.get(word) or THEOREM_WORDS.get(name.lower().rstrip("*"))
-                kind = kind or word or name
+                word = "".join(c for c in title.lower() if c.isalpha())
+                kind = THEOREM_WORDS.get(word) or THEOREM_WORDS.get(name.lower())
                 declared[name] = EnvRule(
-                    kind,
-                    numbered=star is None,
-                    counter=shared,
-                    within=within,
+                    kind or word or name, numbered=star is None, counter=shared, within=within
                 )
         return declared
 
@@ -171,50 +162,42 @@ class LatexBookReader:
         begin = text.find("\\begin{document}")
         pos = begin if begin >= 0 and "\\documentclass" in text else 0
         inside = -1  # end of the statement/exercise environment the scan is in
-        eq_inside = -1
+        eq_inside = -1  # end of the equation environment the scan is in
         for m in CONTROL_WORD.finditer(text, pos):
             if m.start() < pos:
                 continue
             word = m.group(1)
             if word == "begin":
                 a = f.reader.read(m.end(), "{")
-                env = (a.values[0] or "").strip()
-                start = a.end
-                base = env.rstrip("*")
-                if base in self.conv.equation_envs:
-                    end, after = find_env_end(text, env, start)
-                    self._equations(f, env, m.start(), start, end, after)
-                    eq_inside = after
+                env, start = (a.values[0] or "").strip(), a.end
+                if env.rstrip("*") in self.conv.equation_envs:
+                    end, eq_inside = find_env_end(text, env, start)
+                    self._equations(f, env, m.start(), start, end, eq_inside)
                 elif m.start() < inside:
                     if env in self.conv.envs and self.conv.envs[env].kind != "exercise":
                         end, _ = find_env_end(text, env, start)  # nested: fcla's properties
                         self._env_item(f, env, m.start(), start, end)  # inside a definition
                 elif env in self.conv.envs or env in self.conv.exercise_envs:
-                    end, after = find_env_end(text, env, start)
+                    end, inside = find_env_end(text, env, start)
                     self._env_item(f, env, m.start(), start, end)
-                    inside = after
                 elif env in self.conv.solution_envs and self._last_exercise is not None:
-                    end, after = find_env_end(text, env, start)
-                    self._last_exercise.solution = self._clean(text[start:end])
-                    pos = after
+                    end, pos = find_env_end(text, env, start)
+                    self._last_exercise.solution = self.text.clean(text[start:end])
                 elif env in self.conv.section_envs:
                     rule = self.conv.section_envs[env]
-                    args = f.reader.read(start, rule.args)
-                    self._division(f, rule.level, args.values, rule.title_arg, rule.key_arg,
-                                   rule.label, rule.kind, m.start())  # fmt: skip
+                    self._division(f, rule, f.reader.read(start, rule.args).values, m.start())
                 elif env in self.conv.group_envs:
                     self._group(f, env, start)
                 continue
             if m.start() < inside and word not in self.conv.block_macros:
-                continue  # \\label inside an item is its own; divisions cannot be inside
+                continue  # a \label inside an item is the item's; no division is inside one
             if word == "label":
                 if m.start() >= eq_inside:
                     self._orphan_label(f, m.start(), m.end())
             elif word in self.conv.sections:
                 rule = self.conv.sections[word]
                 args = f.reader.read(m.end(), rule.args)
-                self._division(f, rule.level, args.values, rule.title_arg, rule.key_arg,
-                               rule.label, rule.kind, m.start())  # fmt: skip
+                self._division(f, rule, args.values, m.start())
                 pos = args.end
             elif word in self.conv.includes:
                 self._include(f, word, m.end())
@@ -225,152 +208,124 @@ class LatexBookReader:
         self._stack.pop()
 
     # ----------------------------------------------------------------- divisions
-    def _division(self, f: _File, level: int, values: list[str | None], title_arg: int | None,
-                  key_arg: int | None, label: str | None, kind: str, pos: int) -> None:  # fmt: skip
-        title = (values[title_arg] or "").strip() if title_arg is not None else ""
-        key = (values[key_arg] or "").strip() if key_arg is not None else ""
-        if level == 1:
-            self._has_chapters = True
-        self._counts[level] = self._counts.get(level, 0) + 1
-        for deeper in [k for k in self._counts if k > level]:
-            self._counts[deeper] = 0
-        for deeper in [k for k in self._titles if k > level]:
-            del self._titles[deeper]
-            self._keys.pop(deeper, None)
-        for counter in list(self._env_counts):
-            within = _within_level(self.conv, counter)
-            if (counter == "equation" and level == 1) or 0 <= level <= within:
-                self._env_counts[counter] = 0
-        self._titles[level] = _plain(expand(title, self.macros))
-        self._keys[level] = key
-        if label:
-            item = TextbookItem(
-                label=label.format(key, section=self._keys.get(2, "")),
-                kind=kind,
-                text="",
-                title=self._titles[level],
-                number=key or self._number(level),
-                section=self._section(),
-                source_file=f.rel,
-                line=line_of(f.text, pos),
+    def _division(self, f: _File, rule: SectionRule, values: list[str | None], pos: int) -> None:
+        title = (values[rule.title_arg] or "").strip()
+        key = (values[rule.key_arg] or "").strip() if rule.key_arg is not None else ""
+        self.at.open_division(rule.level, self.text.title(title) or "", key)
+        if rule.label:
+            self._add(
+                self._item(
+                    f,
+                    pos,
+                    rule.label.format(key, section=self.at.section_key),
+                    rule.kind,
+                    "",
+                    title=self.at.titles[rule.level],
+                    number=key or self.at.number(rule.level),
+                ),  # fmt: skip
+                expandable=False,
             )
-            self._add(item, expandable=False)
 
-    def _section(self) -> str:
-        return " / ".join(t for lvl, t in sorted(self._titles.items()) if lvl >= 1 and t)
-
-    def _number(self, level: int) -> str:
-        first = 1 if self._has_chapters else 2
-        return ".".join(str(self._counts.get(lv, 0)) for lv in range(first, level + 1))
+    def _include(self, f: _File, word: str, pos: int) -> None:
+        rule = self.conv.includes[word]
+        args = f.reader.read(pos, rule.args)
+        values = [(v or "").strip() for v in args.values]
+        if rule.level is not None and rule.title_arg is not None:
+            division = SectionRule(
+                rule.level, rule.args, rule.title_arg, rule.key_arg, rule.label, rule.kind
+            )
+            self._division(f, division, args.values, pos)
+        for i, template in enumerate(rule.files):
+            if i and rule.level is not None:
+                self.at.close_below(rule.level)  # later files belong to the division itself
+            path = self._resolve(template.format(*values))
+            if path is not None:
+                self._walk(path)
 
     # ----------------------------------------------------------------- items
-    def _env_item(self, f: _File, env: str, begin: int, start: int, end: int) -> None:
-        is_exercise = env in self.conv.exercise_envs or (
-            env in self.conv.envs and self.conv.envs[env].kind == "exercise"
+    def _item(self, f: _File, pos: int, label: str, kind: str, text: str,
+              **extra: object) -> TextbookItem:  # fmt: skip
+        return TextbookItem(
+            label=label,
+            kind=kind,
+            text=text,
+            section=self.at.section,
+            source_file=f.rel,
+            line=line_of(f.text, pos),
+            refs=self.text.refs(text) if text else [],
+            **extra,  # type: ignore[arg-type]  # the optional fields of TextbookItem
         )
+
+    def _env_item(self, f: _File, env: str, begin: int, start: int, end: int) -> None:
         rule = self.conv.envs.get(env) or EnvRule("exercise", within="section")
         args = f.reader.read(start, rule.args)
         body = f.text[args.end : end]
-        label = None
-        if rule.label_arg is not None:
-            raw = (args.values[rule.label_arg] or "").strip()
-            label = rule.label.format(raw, section=self._keys.get(2, "")) if raw else None
-        label = label or _own_label(f, body, args.end)
-        title = args.values[rule.title_arg] if rule.title_arg is not None else None
-        number = None
+        own, inner = _labels(f, body, args.end, self.conv.equation_envs)
+        label, number = own, None
         if rule.label_arg is not None:
             number = (args.values[rule.label_arg] or "").strip() or None
+            label = rule.label.format(number, section=self.at.section_key) if number else own
         elif rule.numbered:
-            number = self._count(env, rule)
-        kind = "exercise" if is_exercise else rule.kind
-        text = self._clean(body)
-        if is_exercise:
+            number = self.at.count(env, rule)
+        title = args.values[rule.title_arg] if rule.title_arg is not None else None
+        text = self.text.clean(body)
+        if env in self.conv.exercise_envs or rule.kind == "exercise":
             number = number or str(len(self.book.exercises) + 1)
-            local = self.conv.exercise_id.format(number=number, section=self._keys.get(2, ""))
+            local = self.conv.exercise_id.format(number=number, section=self.at.section_key)
             label = label or f"exercise:{local}"
-            self._add_exercise(f, label, local, text, title, number, begin)
-            return
-        if label is None:
+            item = self._add_exercise(f, label, local, text, title, number, begin)
+            kind, expandable = "exercise", True
+        elif label is not None:
+            title = self.text.title(title)
+            item = self._item(f, begin, label, rule.kind, text, title=title, number=number)
+            kind, expandable = rule.kind, rule.expand
+            self._add(item, expandable=expandable)
+        else:
             return  # an unlabelled statement: nothing can refer to it
-        self._add(
-            TextbookItem(
-                label=label,
-                kind=kind,
-                text=text,
-                title=_plain(expand(title, self.macros)) if title else None,
-                number=number,
-                section=self._section(),
-                source_file=f.rel,
-                line=line_of(f.text, begin),
-                refs=self._refs(text),
-            ),
-            expandable=rule.expand,
-        )
-
-    def _count(self, env: str, rule: EnvRule) -> str:
-        counter = rule.counter or env
-        owner = self.conv.envs.get(counter, rule)  # a shared counter numbers as its owner
-        self._env_counts[counter] = self._env_counts.get(counter, 0) + 1
-        level = _LEVELS.get(owner.within or "", 0)
-        n = str(self._env_counts[counter])
-        if owner.within and level:
-            return f"{self._number(level)}.{n}"
-        return n
+        for key, pos in inner:  # a label of a part (an \item): a reference to the whole
+            part_kind = "exercise_part" if kind == "exercise" else kind
+            alias = item.model_copy(
+                update={"label": key, "kind": part_kind, "line": line_of(f.text, pos)}
+            )
+            self._add(alias, expandable=expandable and kind != "exercise")
 
     def _add_exercise(self, f: _File, label: str, local: str, text: str, title: str | None,
                       number: str, pos: int, solution: str | None = None,
-                      source_file: str | None = None) -> None:  # fmt: skip
-        prefix = self._group_prefix(f, pos)
-        if prefix:
-            text = prefix + "\n\n" + text
-        item = TextbookItem(
-            label=label,
-            kind="exercise",
-            text=text,
-            title=_plain(expand(title, self.macros)) if title else None,
-            number=number,
-            section=self._section(),
-            line=line_of(f.text, pos),
-            solution=solution,
-            source_file=source_file or f.rel,
-            refs=self._refs(text),
-        )
+                      source_file: str | None = None) -> TextbookItem:  # fmt: skip
+        lead_in = self._group_prefix(f, pos)
+        if lead_in:
+            text = lead_in + "\n\n" + text
+        item = self._item(
+            f, pos, label, "exercise", text,
+            title=self.text.title(title), number=number, solution=solution,
+        )  # fmt: skip
+        if source_file:
+            item.source_file = source_file
         if self._add(item, expandable=True):
             self.book.exercises[label] = ExerciseInfo(local, f"Exercise {local}")
             self._last_exercise = item
+        return item
 
     def _exercise_files(self, f: _File, word: str, begin: int, pos: int) -> None:
         rule = self.conv.exercise_files[word]
-        args = f.reader.read(pos, rule.args)
-        number = (args.values[rule.number_arg] or "").strip()
-        section = self._keys.get(2, "")
+        number = (f.reader.read(pos, rule.args).values[rule.number_arg] or "").strip()
+        section = self.at.section_key
         path = self.root / rule.file.format(number, section=section)
         if not number or not path.is_file():
             return
         ef = self._file(path)
-        text = self._clean(ef.text)
-        solution, solution_file = None, ""
-        if rule.solution:
-            spath = self.root / rule.solution.format(number, section=section)
-            if spath.is_file():
-                solution = self._clean(self._file(spath).text)
-                solution_file = self._file(spath).rel
+        solution, sf = None, None
+        spath = self.root / rule.solution.format(number, section=section) if rule.solution else None
+        if spath is not None and spath.is_file():
+            sf = self._file(spath)
+            solution = self.text.clean(sf.text)
         local = self.conv.exercise_id.format(number=number, section=section)
         label = rule.label.format(number, section=section)
+        text = self.text.clean(ef.text)
         self._add_exercise(f, label, local, text, None, number, begin, solution, ef.rel)
-        if solution is not None and rule.solution_label:
-            self._add(
-                TextbookItem(
-                    label=rule.solution_label.format(number, section=section),
-                    kind="solution",
-                    text=solution,
-                    number=number,
-                    section=self._section(),
-                    source_file=solution_file,
-                    refs=self._refs(solution),
-                ),
-                expandable=False,
-            )
+        if sf is not None and solution is not None and rule.solution_label:
+            key = rule.solution_label.format(number, section=section)
+            self._add(self._item(sf, 0, key, "solution", solution, number=number), expandable=False)
 
     def _block(self, f: _File, word: str, begin: int, pos: int) -> None:
         rule = self.conv.block_macros[word]
@@ -378,6 +333,7 @@ class LatexBookReader:
         key = (args.values[rule.label_arg] or "").strip()
         if not key:
             return
+        body = ""
         if rule.file:
             path = self.root / rule.file.format(*[v or "" for v in args.values])
             body = self._file(path).text if path.is_file() else ""
@@ -386,104 +342,44 @@ class LatexBookReader:
         elif rule.until:
             stops = [j for s in rule.until if (j := f.text.find(s, args.end)) >= 0]
             body = f.text[args.end : min(stops, default=len(f.text))]
-        else:
-            body = ""
-        text = self._clean(body)
-        title = args.values[rule.title_arg] if rule.title_arg is not None else None
-        self._add(
-            TextbookItem(
-                label=rule.label.format(key, section=self._keys.get(2, "")),
-                kind=rule.kind,
-                text=text,
-                title=_plain(expand(title, self.macros)) if title else None,
-                number=key,
-                section=self._section(),
-                source_file=f.rel,
-                line=line_of(f.text, begin),
-                refs=self._refs(text),
-            ),
-            expandable=rule.expand,
+        title = self.text.title(args.values[rule.title_arg] if rule.title_arg is not None else None)
+        label = rule.label.format(key, section=self.at.section_key)
+        item = self._item(
+            f, begin, label, rule.kind, self.text.clean(body), title=title, number=key
         )
+        self._add(item, expandable=rule.expand)
 
     def _equations(self, f: _File, env: str, begin: int, start: int, end: int, after: int) -> None:
         body = f.text[start:end]
         labels = [m for m in CONTROL_WORD.finditer(body) if m.group(1) == "label"]
-        numbered = not env.endswith("*")
-        if numbered:
-            rows = 1 if env.rstrip("*") == "equation" else body.count("\\\\") + 1
-            rows -= body.count("\\nonumber") + body.count("\\notag")
-            first = self._env_counts.get("equation", 0) + 1
-            self._env_counts["equation"] = first - 1 + max(rows, 0)
+        numbers: list[str] = []
+        if not env.endswith("*"):
+            rows = 1 if env == "equation" else body.count("\\\\") + 1
+            numbers = self.at.count_equations(
+                rows - body.count("\\nonumber") - body.count("\\notag")
+            )
         if not labels:
             return
-        text = self._clean(f.text[begin:after])
+        text = self.text.clean(f.text[begin:after])
         for i, m in enumerate(labels):
             key = (f.reader.read(start + m.end(), "{").values[0] or "").strip()
-            if not key:
-                continue
-            number = None
-            if numbered:
-                n = str(first + i)
-                number = f"{self._number(1)}.{n}" if self._has_chapters else n
-            self._add(
-                TextbookItem(
-                    label=key,
-                    kind="equation",
-                    text=text,
-                    number=number,
-                    section=self._section(),
-                    source_file=f.rel,
-                    line=line_of(f.text, start + m.start()),
-                    refs=self._refs(text),
-                ),
-                expandable=True,
-            )
+            if key:
+                number = numbers[i] if i < len(numbers) else None
+                item = self._item(f, start + m.start(), key, "equation", text, number=number)
+                self._add(item, expandable=True)
 
     def _orphan_label(self, f: _File, begin: int, pos: int) -> None:
+        """A `\\label` outside any item: it names the division it follows."""
         key = (f.reader.read(pos, "{").values[0] or "").strip()
         if key and key not in self._labels:
-            level = max(self._titles, default=0)
-            title = self._titles.get(level, "")
-            self._add(
-                TextbookItem(
-                    label=key,
-                    kind="section",
-                    text="",
-                    title=title or None,
-                    number=self._number(level) if level else None,
-                    section=self._section(),
-                    source_file=f.rel,
-                    line=line_of(f.text, begin),
-                ),
-                expandable=False,
-            )
-
-    def _include(self, f: _File, word: str, pos: int) -> None:
-        rule = self.conv.includes[word]
-        args = f.reader.read(pos, rule.args)
-        values = [(v or "").strip() for v in args.values]
-        if rule.level is not None:
-            self._division(f, rule.level, list(args.values), rule.title_arg, rule.key_arg,
-                           rule.label, rule.kind, pos)  # fmt: skip
-        for i, template in enumerate(rule.files):
-            if i and rule.level is not None:  # later files belong to the division, not to
-                for deeper in [k for k in self._titles if k > rule.level]:  # its last part
-                    del self._titles[deeper]
-            path = self._resolve(template.format(*values))
-            if path is not None:
-                self._walk(path)
-
-    def _resolve(self, name: str) -> Path | None:
-        if not name:
-            return None
-        for candidate in (name, name + ".tex"):
-            path = self.root / candidate
-            if path.is_file() and path.suffix in (".tex", ".ltx", ""):
-                return path
-        return None
+            level = self.at.deepest
+            title = self.at.titles.get(level) or None
+            number = self.at.number(level) if level else None
+            item = self._item(f, begin, key, "section", "", title=title, number=number)
+            self._add(item, expandable=False)
 
     def _group(self, f: _File, env: str, start: int) -> None:
-        """Remember an exercise group's lead-in (text before its first exercise)."""
+        """Remember an exercise group's lead-in (its text before its first exercise)."""
         end, _ = find_env_end(f.text, env, start)
         first = end
         for word in list(self.conv.exercise_files) + [
@@ -492,7 +388,7 @@ class LatexBookReader:
             j = f.text.find("\\" + word, start, end)
             if j >= 0:
                 first = min(first, j)
-        self._groups[(f.rel, start)] = (end, self._clean(f.text[start:first]))
+        self._groups[(f.rel, start)] = (end, self.text.clean(f.text[start:first]))
 
     def _group_prefix(self, f: _File, pos: int) -> str:
         for (rel, start), (end, lead) in self._groups.items():
@@ -500,98 +396,50 @@ class LatexBookReader:
                 return lead
         return ""
 
-    # ----------------------------------------------------------------- text and refs
-    def _inline_inputs(self, text: str, depth: int) -> str:
-        """Text with each `\\input{file}` (from an expanded macro) replaced by the file's text."""
-        if "\\input" not in text or depth > 5:
-            return text
-        out, i, reader = [], 0, ArgReader(text)
-        for m in CONTROL_WORD.finditer(text):
-            if m.group(1) != "input" or m.start() < i:
-                continue
-            a = reader.read(m.end(), "{")
-            path = self._resolve((a.values[0] or "").strip())
-            if path is None:
-                continue
-            out += [text[i : m.start()], self._clean(self._file(path).text, depth + 1)]
-            i = a.end
-        return "".join(out) + text[i:]
-
-    def _clean(self, body: str, depth: int = 0) -> str:
-        """Item text from a body whose comments are blanked: unwrapped, expanded, tidied."""
-        for env in self.conv.unwrap_envs:
-            body = body.replace("\\begin{" + env + "}", "").replace("\\end{" + env + "}", "\n")
-        text = self._inline_inputs(expand(body, self.macros), depth)
-        text = _SPACES.sub(" ", text)
-        text = "\n".join(line.strip() for line in text.split("\n"))
-        return _BLANK_LINES.sub("\n\n", text).strip()
-
-    def _refs(self, text: str) -> list[Reference]:
-        refs: list[Reference] = []
-        reader: ArgReader | None = None
-        for m in self._ref_pattern.finditer(text):
-            rule = self.conv.refs[m.group(1)]
-            reader = reader or ArgReader(text)
-            a = reader.read(m.end(), rule.args)
-            keys = a.values[rule.key_arg]
-            if keys is None:
-                continue
-            kind = rule.kind
-            if rule.kind_arg is not None:
-                kind = (a.values[rule.kind_arg] or "").strip() or kind
-            raw = text[m.start() : a.end]
-            for key in keys.split(","):
-                key = key.strip()
-                if key:
-                    label = rule.label.format(key=key, kind=kind or "")
-                    refs.append(Reference(raw=raw, key=label, kind=kind))
-        return refs
-
     def _add(self, item: TextbookItem, *, expandable: bool) -> bool:
         if item.label in self._labels:
             self.book.duplicate_labels.append(item.label)
             return False
-        self._labels[item.label] = item
+        self._labels.add(item.label)
         self.book.items.append(item)
         if expandable:
             self.book.expandable.add(item.label)
         return True
 
 
-_LEVELS = {"part": 0, "chapter": 1, "section": 2, "subsection": 3}
-
-
-def _within_level(conv: LatexConventions, counter: str) -> int:
-    if counter in conv.exercise_envs and counter not in conv.envs:
-        return _LEVELS["section"]  # an exercise environment no \newtheorem declares
-    rule = conv.envs.get(counter)
-    return _LEVELS.get(rule.within or "", -1) if rule and rule.within else -1
-
-
-def _own_label(f: _File, body: str, offset: int) -> str | None:
-    """The first `\\label` of an environment's body that no inner environment owns."""
-    depth = 0
+def _labels(
+    f: _File, body: str, offset: int, equation_envs: tuple[str, ...]
+) -> tuple[str | None, list[tuple[str, int]]]:
+    """An environment's own `\\label` (the first no inner environment holds) and the labels
+    of its parts (inside inner environments other than equations, which label themselves)."""
+    own: str | None = None
+    inner: list[tuple[str, int]] = []
+    stack: list[str] = []
     for m in CONTROL_WORD.finditer(body):
         word = m.group(1)
-        if word == "begin":
-            depth += 1
-        elif word == "end":
-            depth -= 1
-        elif word == "label" and depth <= 0:
-            return (f.reader.read(offset + m.end(), "{").values[0] or "").strip() or None
-    return None
+        if word in ("begin", "end"):
+            name = (f.reader.read(offset + m.end(), "{").values[0] or "").strip().rstrip("*")
+            if word == "begin":
+                stack.append(name)
+            elif stack:
+                stack.pop()
+        elif word == "label":
+            key = (f.reader.read(offset + m.end(), "{").values[0] or "").strip()
+            if not key or any(env in equation_envs for env in stack):
+                continue
+            if not stack and own is None:
+                own = key
+            else:
+                inner.append((key, offset + m.start()))
+    return own, inner
 
 
-def _plain(title: str) -> str:
-    return " ".join(title.replace("{", "").replace("}", "").split())
-
-
-def _pick_main(mains: list[Path], root: Path) -> Path:
+def pick_main(mains: list[Path], root: Path) -> Path:
     """Of several main files, the one named like its folder (or main/book), else the largest."""
 
     def score(p: Path) -> tuple[int, int, int]:
         named = p.stem.lower() in (p.parent.name.lower(), p.parent.parent.name.lower())
-        usual = p.stem.lower() in ("main", "book", "index")
+        usual = p.stem.lower() in GENERIC_MAIN_NAMES
         return (len(p.relative_to(root).parts), -int(named or usual), -p.stat().st_size)
 
     return min(mains, key=score)
