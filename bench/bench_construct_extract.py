@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from formalbench.core.construct import ExpansionNode
 from formalbench.pipelines.construct.expansion import count_nodes, expand_item
-from formalbench.pipelines.construct.extract import _book_root, extract_textbook
+from formalbench.pipelines.construct.extract import book_root, extract_textbook
 from formalbench.pipelines.construct.latex_reader import LatexBookReader
 
 T = TypeVar("T")
@@ -66,7 +66,7 @@ def main() -> None:
         line("extract_textbook (source as given)", walls, cpus)
         walls, cpus, ext = timed(lambda: extract_textbook(folder), args.repeat)
         line("extract_textbook (unpacked folder)", walls, cpus)
-        root = _book_root(folder)
+        root = book_root(folder)
         walls, cpus, _ = timed(lambda: LatexBookReader(root).read(), args.repeat)
         line("reading alone (LaTeX reader)", walls, cpus)
         stats = ext.stats

@@ -287,6 +287,8 @@ MD = """# Chapter 1. Vector spaces
 
 Proof. Exchange the elements one by one, by Theorem 3 itself.
 
+Theorem 3 shows that dimension is well defined (narrative, not a new item).
+
 **Exercise 1.2.** Show that $\\{e_1, e_2\\}$ is a basis of $\\mathbb{R}^2$ (Theorem 3, Lemma 9).
 
 $$ x + y = 1 \\label{eq:line} $$
@@ -305,6 +307,7 @@ def test_markdown_reader_items_references_and_solutions(tmp_path: Path) -> None:
     root = write_book(tmp_path / "mdbook", {"01-spaces.md": MD})
     ext = extract_textbook(root)
     assert ext.conventions == "markdown"
+    assert ext.stats["duplicate_labels"] == 0 and ext.stats["items_theorem"] == 1
     items = {i.label: i for i in ext.items}
     assert items["theorem:3"].title == "Dimension"
     assert items["theorem:3"].section == "Chapter 1. Vector spaces / 1.1 Bases"

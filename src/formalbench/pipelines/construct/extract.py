@@ -61,7 +61,7 @@ def extract_textbook(
 
 def _read(folder: Path, source: Path, conventions: str | None) -> BookReading:
     if find_files(folder, (".tex", ".ltx")):
-        root = _book_root(folder)
+        root = book_root(folder)
         book = LatexBookReader(root, conventions).read()
     elif find_files(folder, (".md", ".markdown")):
         book = read_markdown_book(folder)
@@ -72,7 +72,7 @@ def _read(folder: Path, source: Path, conventions: str | None) -> BookReading:
     return book
 
 
-def _book_root(folder: Path) -> Path:
+def book_root(folder: Path) -> Path:
     """The folder of the main file (`\\documentclass` + `\\begin{document}`), else `folder`."""
     mains = []
     for path in find_files(folder, (".tex", ".ltx")):

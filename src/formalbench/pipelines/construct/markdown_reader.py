@@ -2,8 +2,9 @@
 
 Conventions (documented in the README):
 - files `*.md` in natural order; `#` headings are the sections (`##` below `#`, ...);
-- an item starts at a heading or a paragraph opening with a kind and a number, optionally in
-  bold and with a title: `### Exercise 1.2`, `**Exercise 1.2.**`, `**Theorem 3** (Rank)`,
+- an item starts at a heading or a paragraph opening with a kind and a number followed by
+  `.`, `:`, `(`, bold markers or the line's end (so "Theorem 3 shows ..." stays narrative),
+  optionally in bold and with a title: `### Exercise 1.2`, `**Exercise 1.2.**`, `**Theorem 3** (Rank)`,
   `Definition 2.1 (Basis).`; kinds: definition, theorem, lemma, proposition, corollary,
   example, algorithm, exercise (also `Problem`); an item without a number (`### Exercise`)
   is numbered `<file stem>-<n>` by its position among the file's unnumbered items of its kind;
@@ -32,6 +33,7 @@ _KIND_WORDS = "|".join(k.capitalize() for k in _KINDS)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _START = re.compile(
     rf"^(?:#{{1,6}}\s+)?[*_]{{0,2}}(?P<kind>{_KIND_WORDS})\b(?:\s+(?P<num>\d+(?:\.\d+)*[a-z]?))?"
+    r"(?=\s*(?:[.:(*_]|$))"  # "Theorem 3 shows that ..." is narrative, not a new item
     r"[.:]?[*_]{0,2}\s*(?:\((?P<title>[^)]*)\))?[.:]?[*_]{0,2}[.:]?\s*"
 )
 _REF = re.compile(rf"\b(?P<kind>{_KIND_WORDS})\s+(?P<num>\d+(?:\.\d+)*[a-z]?)\b")
