@@ -262,6 +262,29 @@ def test_labels_of_parts_resolve_to_their_statement(tmp_path: Path) -> None:
     assert [c.label for c in ext.exercises[0].expansion.children] == ["thm:two:a", "eq:x"]
 
 
+def test_declared_exercise_environment_multi_key_cref_and_escaped_percent(tmp_path: Path) -> None:
+    root = write_book(
+        tmp_path / "art",
+        {
+            "paper.tex": "\\documentclass{article}\n\\newtheorem{exer}{Exercise}[section]\n"
+            "\\newtheorem{lemma}{Lemma}\n\\begin{document}\n\\section{One}\n"
+            "\\begin{lemma}\\label{l1}A\\end{lemma}\\begin{lemma}\\label{l2}B\\end{lemma}\n"
+            "\\begin{exer}[Rates]\\label{ex:r}Grow by 5\\% using \\cref{l1,l2}. % not this\n"
+            "\\end{exer}\n\\end{document}\n",
+        },
+    )
+    ext = extract_textbook(root)
+    (exercise,) = ext.exercises
+    assert exercise.id == "paper/1.1" and exercise.source_idx == "Exercise 1.1"
+    assert exercise.text == "\\label{ex:r}Grow by 5\\% using \\cref{l1,l2}."  # labels kept
+    assert [(r.key, r.raw) for r in exercise.refs] == [
+        ("l1", "\\cref{l1,l2}"),
+        ("l2", "\\cref{l1,l2}"),
+    ]
+    assert [c.label for c in exercise.expansion.children] == ["l1", "l2"]
+    assert next(i for i in ext.items if i.label == "ex:r").title == "Rates"
+
+
 def test_macro_expansion_unit() -> None:
     defs = collect_macros(
         r"\newcommand{\vect}[1]{\mathbf{#1}}\newcommand*{\bb}[1]{{\bf#1}}"
