@@ -1,9 +1,9 @@
 """Low-level LaTeX text helpers shared by the readers: comments, control words, arguments.
 
-Arguments are read with pylatexenc's `LatexWalker` (groups, optional arguments, nesting,
-single-token arguments are its job); finding where a control word starts is a plain scan.
-Comments and verbatim bodies are blanked out (replaced by spaces, newlines kept) so that
-positions and line numbers of the original file stay valid.
+Arguments are read by `ArgReader`: braced and bracketed arguments by delimiter matching,
+unbraced ones (a token, a control sequence) by pylatexenc's `LatexWalker`; finding where a
+control word starts is a plain scan. Comments and verbatim bodies are blanked out (replaced
+by spaces, newlines kept) so that positions and line numbers of the original file stay valid.
 """
 
 from __future__ import annotations
@@ -34,11 +34,6 @@ def blank_comments(text: str) -> str:
             text = text[: i + len(opener)] + re.sub(r"[^\n]", " ", body) + text[j:]
             start = j + 1
     return text
-
-
-def strip_comments(text: str) -> str:
-    """`text` without `%` comments (a comment ending a line also drops the line's spaces)."""
-    return _COMMENT.sub(lambda m: m.group(1), text)
 
 
 @dataclass
