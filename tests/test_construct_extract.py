@@ -246,10 +246,14 @@ def test_labels_of_parts_resolve_to_their_statement(tmp_path: Path) -> None:
     root = write_book(
         tmp_path / "parts",
         {
-            "book.tex": "\\documentclass{article}\\newtheorem{thm}{Theorem}\\begin{document}\n"
+            "book.tex": "\\documentclass{article}\\newtheorem{thm}{Theorem}\n"
+            "\\newcommand{\\thmref}[1]{\\hyperref[#1]{Theorem~\\ref*{#1}}}\\begin{document}\n"
             "\\begin{thm}\\label{thm:two}\\begin{enumerate}\\item\\label{thm:two:a} $a$"
             "\\end{enumerate}\\begin{align}x\\label{eq:x}\\end{align}\\end{thm}\n"
-            "\\begin{exercise}Use part \\ref{thm:two:a} and \\eqref{eq:x}.\\end{exercise}\n"
+            "\\begin{thm}\\begin{enumerate}\\item\\label{thm:p:i} $b$\\end{enumerate}\\end{thm}\n"
+            "\\begin{exercise}Use part \\ref{thm:two:a} and \\eqref{eq:x}, "
+            "then \\hyperref[thm:p:i]{that part}.\\end{exercise}\n"
+            "\\begin{exercise}By \\thmref{thm:two}.\\end{exercise}\n"
             "\\end{document}\n",
         },
     )
@@ -259,7 +263,17 @@ def test_labels_of_parts_resolve_to_their_statement(tmp_path: Path) -> None:
     assert items["eq:x"].kind == "equation" and items["eq:x"].number == "1"
     assert items["thm:two"].number == "1"
     assert ext.stats["unresolved_references"] == 0
-    assert [c.label for c in ext.exercises[0].expansion.children] == ["thm:two:a", "eq:x"]
+    assert [c.label for c in ext.exercises[0].expansion.children] == [
+        "thm:two:a",
+        "eq:x",
+        "thm:p:i",  # an unlabelled theorem whose part is labelled: named by the part
+    ]
+    assert items["thm:p:i"].number == "2"
+    assert ext.exercises[0].refs[-1].raw == "\\hyperref[thm:p:i]{that part}"
+    # a macro wrapping \ref* in \hyperref makes one reference, not two
+    assert [r.raw for r in ext.exercises[1].refs] == [
+        "\\hyperref[thm:two]{Theorem~\\ref*{thm:two}}"
+    ]
 
 
 def test_declared_exercise_environment_multi_key_cref_and_escaped_percent(tmp_path: Path) -> None:

@@ -131,6 +131,7 @@ GENERAL_REFS = {
     "cref": _REF,
     "Cref": _REF,
     "eqref": RefRule("*{", key_arg=1, kind="equation"),
+    "hyperref": RefRule("[{", key_arg=0),  # \hyperref[label]{text}; the URL form has no key
 }
 THEOREM_WORDS = {
     "definition": "definition", "defn": "definition", "def": "definition", "dfn": "definition",

@@ -71,13 +71,17 @@ class ItemText:
         """The references `text` makes, in order (a `\\cref{a,b}` makes two)."""
         refs: list[Reference] = []
         reader: ArgReader | None = None
+        covered = 0  # end of the last reference: `\\hyperref[k]{Proposition~\\ref*{k}}` is one
         for m in self._ref_pattern.finditer(text):
+            if m.start() < covered:
+                continue
             rule = self.conv.refs[m.group(1)]
             reader = reader or ArgReader(text)
             a = reader.read(m.end(), rule.args)
             keys = a.values[rule.key_arg]
             if keys is None:
                 continue
+            covered = a.end
             kind = rule.kind
             if rule.kind_arg is not None:
                 kind = (a.values[rule.kind_arg] or "").strip() or kind

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.core.construct import TextbookItem
+from formalbench.core.construct import STATEMENT_KINDS, TextbookItem
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.latex_conventions import (
     THEOREM_WORDS,
@@ -140,8 +140,13 @@ class LatexBookReader:
                     continue
                 word = "".join(c for c in title.lower() if c.isalpha())
                 kind = THEOREM_WORDS.get(word) or THEOREM_WORDS.get(name.lower())
+                kind = kind or word or name
                 declared[name] = EnvRule(
-                    kind or word or name, numbered=star is None, counter=shared, within=within
+                    kind,
+                    numbered=star is None,
+                    counter=shared,
+                    within=within,
+                    expand=kind in STATEMENT_KINDS or kind == "exercise",  # not remarks
                 )
         return declared
 
@@ -275,7 +280,9 @@ class LatexBookReader:
             label = label or f"exercise:{local}"
             item = self._add_exercise(f, label, local, text, title, number, begin)
             kind, expandable = "exercise", True
-        elif label is not None:
+        elif label is not None or inner:
+            if label is None:  # only its parts are labelled: the first part names it
+                (label, _), inner = inner[0], inner[1:]
             title = self.text.title(title)
             item = self._item(f, begin, label, rule.kind, text, title=title, number=number)
             kind, expandable = rule.kind, rule.expand
