@@ -79,6 +79,7 @@ Halve $[a, b]$ while $b - a > \varepsilon$.
 \begin{exercise}
 Prove Lemma~\ref{lem:b} directly, then run Algorithm~\ref{alg:bisect}.
 \end{exercise}
+\exsol{Combine \propref{prop:a} with $\R$.}
 """
 
 
@@ -154,9 +155,10 @@ def test_exercises_inside_chapter_files_in_book_order_with_solution(book: Path) 
     assert first.section == "Norms / Exercises"
     assert first.source == "normbook/Exercises"
     assert first.solution == "Check the axioms of Definition~\\ref{def:norm}."
-    assert ext.exercises[1].solution is None
+    assert ext.exercises[1].solution is None  # the next exercise's \exsol is not its
+    assert ext.exercises[2].solution == "Combine Proposition~\\ref*{prop:a} with $\\mathbb{R}$."
     assert ext.stats["exercises"] == 3
-    assert ext.stats["with_solution"] == 1
+    assert ext.stats["with_solution"] == 2
 
 
 def test_algorithm_reference_expands(book: Path) -> None:

@@ -101,6 +101,7 @@ class LatexConventions:
     envs: dict[str, EnvRule]
     exercise_envs: tuple[str, ...] = ("exercise", "problem", "exer", "question")
     solution_envs: tuple[str, ...] = ("solution", "answer", "soln")
+    solution_macros: tuple[str, ...] = ("exsol",)  # `\exsol{answer}` after an exercise
     group_envs: tuple[str, ...] = ()  # a group's lead-in text is prefixed to its exercises
     equation_envs: tuple[str, ...] = (
         "equation", "align", "gather", "multline", "eqnarray", "flalign", "alignat",
@@ -181,6 +182,7 @@ FCLA = LatexConventions(
     },
     exercise_envs=(),
     solution_envs=(),
+    solution_macros=(),
     group_envs=("exercisegroup",),
     refs=GENERAL_REFS
     | {

@@ -83,6 +83,7 @@ class LatexBookReader:
         self.conv = base.with_theorems(self._declared_theorems())
         keep = set(self.conv.refs) | set(self.conv.includes) | set(self.conv.exercise_files)
         keep |= set(self.conv.block_macros) | set(self.conv.sections) | {"input", "include"}
+        keep |= set(self.conv.solution_macros)
         self.text = ItemText(
             self.conv, macro_table(defs, keep), self._resolve, lambda p: self._file(p).text
         )
@@ -210,6 +211,10 @@ class LatexBookReader:
                 self._exercise_files(f, word, m.start(), m.end())
             elif word in self.conv.block_macros:
                 self._block(f, word, m.start(), m.end())
+            elif word in self.conv.solution_macros and self._last_exercise is not None:
+                args = f.reader.read(m.end(), "{")
+                self._last_exercise.solution = self.text.clean(args.values[0] or "")
+                pos = args.end
         self._stack.pop()
 
     # ----------------------------------------------------------------- divisions
