@@ -90,12 +90,12 @@ def _read_definition(reader: ArgReader, word: str, pos: int, source: str) -> Mac
         params = text[after:brace] if brace >= 0 else ""
         if brace < 0 or not re.fullmatch(r"(#[1-9])*", params.strip()):
             return None  # delimited parameters: not supported
-        body = reader.read(brace, "{").values[0]
+        body = reader.parse(brace, "{").values[0]
         if body is None:
             return None
         return MacroDef(name_m.group(1), params.count("#"), None, body, source)
     spec = "*{{" if word == "DeclareMathOperator" else "*{[[{"
-    args = reader.read(pos, spec)
+    args = reader.parse(pos, spec)
     name = (args.values[1] or "").strip()
     if not name.startswith("\\"):
         return None

@@ -135,7 +135,7 @@ class LatexBookReader:
             for m in CONTROL_WORD.finditer(f.text):
                 if m.group(1) != "newtheorem":
                     continue
-                a = f.reader.read(m.end(), "*{[{[").values
+                a = f.reader.parse(m.end(), "*{[{[").values
                 star, name, shared, title, within = (v.strip() if v else v for v in a)
                 if not name or not title:
                     continue

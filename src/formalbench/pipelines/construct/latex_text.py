@@ -11,13 +11,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pylatexenc.latexwalker import LatexWalker, LatexWalkerError
-from pylatexenc.macrospec import LatexContextDb
+from pylatexenc.latexwalker import (
+    LatexGroupNode,
+    LatexWalker,
+    LatexWalkerError,
+    get_default_latex_context_db,
+)
+from pylatexenc.macrospec import LatexContextDb, MacroSpec
 
 CONTROL_WORD = re.compile(r"\\([A-Za-z@]+|.)", re.DOTALL)  # a star is an argument
 _COMMENT = re.compile(r"(?<!\\)((?:\\\\)*)%[^\n]*")
 _CONTEXT = LatexContextDb()  # no macro specs: an unbraced argument is one token, as in TeX
 _CONTEXT.add_context_category("none", macros=[], environments=[], specials=[])
+_FULL_CONTEXT = get_default_latex_context_db()  # built once: it costs ~1 ms to build
 VERBATIM_ENVS = ("verbatim", "lstlisting", "minted", "comment", "programlisting")
 
 
@@ -57,6 +63,7 @@ class ArgReader:
     def __init__(self, text: str) -> None:
         self.text = text
         self._walker: LatexWalker | None = None
+        self._full: LatexWalker | None = None
 
     def read(self, pos: int, spec: str) -> Args:
         """Read arguments following `pos` per a spec: `{` mandatory, `[` optional, `*` a star."""
@@ -84,6 +91,32 @@ class ArgReader:
                 p = q + len(token) if token else p
         values.extend([None] * (len(spec) - len(values)))
         return Args(values, p)
+
+    def parse(self, pos: int, spec: str) -> Args:
+        """Read arguments by a full pylatexenc parse (`MacroSpec.parse_args`): for the book's
+        declarations (`\\newcommand`, `\\newtheorem`), few and short, where the walker's own
+        reading of nested groups, comments and unbraced tokens is worth its cost."""
+        walker = self._full_walker()
+        try:
+            argd, apos, alen = MacroSpec("_", spec).parse_args(
+                w=walker, pos=pos, parsing_state=walker.make_parsing_state()
+            )
+        except LatexWalkerError:
+            return Args([None] * len(spec), pos)
+        values: list[str | None] = []
+        for node in argd.argnlist:
+            if node is None:
+                values.append(None)
+                continue
+            src = self.text[node.pos : node.pos + node.len]
+            group = node.isNodeType(LatexGroupNode) and src[:1] in "{[" and len(src) >= 2
+            values.append(src[1:-1] if group else src)
+        return Args(values, apos + alen if alen else pos)
+
+    def _full_walker(self) -> LatexWalker:
+        if self._full is None:
+            self._full = LatexWalker(self.text, latex_context=_FULL_CONTEXT, tolerant_parsing=True)
+        return self._full
 
     def _token(self, pos: int) -> str | None:
         """One unbraced argument (a character or a control sequence), read by the walker."""
