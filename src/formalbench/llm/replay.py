@@ -186,8 +186,10 @@ class ScriptedModel(ChatModel):
         script: Sequence[str | Completion] | Callable[[ScriptedCall], str | Completion],
         *,
         spec: str = "scripted",
+        takes_schema: bool = False,
     ) -> None:
         self.spec = spec
+        self.takes_schema = takes_schema  # True: answer as a provider that enforces schemas
         self._rule = script if callable(script) else None
         self._script = [] if callable(script) else list(script)
         self._next = 0
