@@ -69,7 +69,7 @@ class SourceSession:
             attempts=outcome.attempts,
             prompt=prompt_name,
             prompt_hash=prompt.hash,
-            model=outcome.model or self.models[step].spec,
+            model=self.models[step].spec,
             tokens=outcome.tokens,
         )
         self.store.put_step(exercise_id, record)
