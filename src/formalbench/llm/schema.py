@@ -6,6 +6,7 @@ prompt machinery.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -15,8 +16,13 @@ from pydantic import BaseModel
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
+@functools.cache
 def json_schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema of `model` as pydantic writes it (title = the class name)."""
+    """The JSON Schema of `model` as pydantic writes it (title = the class name).
+
+    Made once per class (pydantic takes milliseconds to write one, and a run asks thousands
+    of times); the dict is shared, so callers must not change it.
+    """
     return model.model_json_schema()
 
 

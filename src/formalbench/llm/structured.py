@@ -17,6 +17,7 @@ reply's.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from formalbench.core.records import TokenUsage
 from formalbench.llm.base import ChatModel, Message
-from formalbench.llm.prompts import load_prompt
+from formalbench.llm.prompts import PromptTemplate, load_prompt
 from formalbench.llm.schema import json_schema_of, schema_text
 
 M = TypeVar("M", bound=BaseModel)
@@ -121,9 +122,16 @@ def read_reply(text: str, schema: type[M], check: Callable[[M], None] | None = N
     return value
 
 
+@functools.cache
+def _template(name: str) -> PromptTemplate:
+    """This module's own two templates, read once per process (every structured call uses
+    them; a run must not mix versions of them anyway)."""
+    return load_prompt(name)
+
+
 def with_schema_stated(messages: Sequence[Message], schema: dict[str, Any]) -> list[Message]:
     """`messages` with the schema stated at the end of the last user turn (or a new one)."""
-    note = load_prompt(SCHEMA_PROMPT).render(schema=schema_text(schema))[0].content
+    note = _template(SCHEMA_PROMPT).render(schema=schema_text(schema))[0].content
     chat = list(messages)
     if chat and chat[-1].role == "user":
         chat[-1] = Message(role="user", content=f"{chat[-1].content}\n\n{note}")
@@ -149,12 +157,12 @@ async def ask_structured(
     raises ValueError with the reason, which is shown to the model like a validation error.
     """
     json_schema = json_schema_of(schema)
-    fix = load_prompt(FIX_PROMPT)
+    fix = _template(FIX_PROMPT)
     hashes = {"fix_json": fix.hash}
     chat = list(messages)
     if not model.takes_schema:
         chat = with_schema_stated(chat, json_schema)
-        hashes["schema"] = load_prompt(SCHEMA_PROMPT).hash
+        hashes["schema"] = _template(SCHEMA_PROMPT).hash
     tokens = TokenUsage()
     raw, error, answered_by = "", "", ""
     for attempt in range(1, retries + 2):

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from formalbench.llm.base import ChatModel
-from formalbench.llm.prompts import load_prompt
+from formalbench.llm.prompts import PromptTemplate, load_prompt
 from formalbench.llm.structured import ask_structured
 from formalbench.store.construct import ConstructStore, StepRecord
 
@@ -32,6 +32,22 @@ class SourceSession:
     max_tokens: int | None = None
     prompt_hashes: dict[str, str] = field(default_factory=dict)
     asked: int = 0  # model steps asked in this session (not read back from the store)
+    # one read of the store per exercise, not one per step; one version of each prompt a run
+    _stored: dict[str, dict[str, StepRecord]] = field(default_factory=dict, repr=False)
+    _prompts: dict[str, PromptTemplate] = field(default_factory=dict, repr=False)
+
+    def stored(self, exercise_id: str, key: str) -> StepRecord | None:
+        steps = self._stored.get(exercise_id)
+        if steps is None:
+            steps = {r.step: r for _, r in self.store.steps(exercise_id)}
+            self._stored[exercise_id] = steps
+        return steps.get(key)
+
+    def prompt(self, name: str) -> PromptTemplate:
+        if name not in self._prompts:
+            self._prompts[name] = load_prompt(name)
+            self.prompt_hashes[name] = self._prompts[name].hash
+        return self._prompts[name]
 
     async def ask(
         self,
@@ -45,12 +61,11 @@ class SourceSession:
     ) -> tuple[StepRecord, M | None]:
         """The record of step `key` of the exercise and its validated value (None: a format
         failure), asked with the model of `step` unless already stored."""
-        stored = self.store.step(exercise_id, key)
+        stored = self.stored(exercise_id, key)
         if stored is not None:
             value = None if stored.output is None else schema.model_validate(stored.output)
             return stored, value
-        prompt = load_prompt(prompt_name)
-        self.prompt_hashes[prompt_name] = prompt.hash
+        prompt = self.prompt(prompt_name)
         outcome = await ask_structured(
             self.models[step],
             prompt.render(**values),
@@ -73,5 +88,6 @@ class SourceSession:
             tokens=outcome.tokens,
         )
         self.store.put_step(exercise_id, record)
+        self._stored.setdefault(exercise_id, {})[key] = record
         self.asked += 1
         return record, outcome.value
