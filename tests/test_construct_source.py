@@ -199,7 +199,9 @@ def test_report_json_tables_and_html(recorded) -> None:
     assert {k: data[k] for k in expected} == expected
     assert data["format_failures"] == 1
     page = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert "<svg" in page and "construct funnel" not in page.split("<svg")[0]
+    assert page.count("<svg") == 1 and "</svg>" in page
+    assert '<td>usable (after repair)</td><td class="num">2</td>' in page
+    assert "<td>HI</td>" in page
     tables = runner.invoke(app, ["report", str(run_dir)])
     assert tables.exit_code == 0 and "source review per pool" in tables.output
     assert construct_report(run_dir).funnel.pools["HI"].hold == 1

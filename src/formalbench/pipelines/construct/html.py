@@ -64,6 +64,7 @@ def funnel_figure(report: ConstructReport) -> str:
         values = [getattr(stats, label) for _, stats in pools]
         right.bar([p for p, _ in pools], values, bottom=bottoms, color=color, label=label)
         bottoms = [b + v for b, v in zip(bottoms, values, strict=True)]
+    right.yaxis.get_major_locator().set_params(integer=True)
     right.set_title("source review per pool")
     right.set_ylabel("items")
     right.legend(loc="upper right", fontsize="small")
