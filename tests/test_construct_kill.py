@@ -1,5 +1,5 @@
-"""`formalbench construct … --stop-after source` killed with SIGKILL in the middle of a run,
-then rerun: the store is intact, the run finishes with the same funnel as if never killed,
+"""`formalbench construct … --stop-after source` stopped with SIGTERM (exit 143, logged as
+interrupted), then killed with SIGKILL in the middle of a run, then rerun: the store is intact, the run finishes with the same funnel as if never killed,
 no step stored before the kill is asked again, and a rerun of the finished run asks nothing.
 
 Real processes, real HTTP (the stand-in OpenAI server, answering by prompt with a delay so
@@ -8,6 +8,7 @@ the kill lands mid-run), real SQLite.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -65,6 +66,16 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path) -> None:
     with StandinServer() as srv:
         srv.responder = slow
         cmd = _command(source, run_dir, srv.base_url)
+        # SIGTERM: a clean stop, exit 143, the log says interrupted
+        child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 60
+        while _stored_steps(db) < 3 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        child.send_signal(signal.SIGTERM)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 143, err
+        assert json.loads((run_dir / "construct.json").read_text())["status"] == "interrupted"
+        # SIGKILL: no chance to say anything
         child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while _stored_steps(db) < 8 and child.poll() is None and time.monotonic() < deadline:

@@ -272,6 +272,7 @@ def _formal(
 
         backend = given_backend or make_backend(config.backend, timeout=config.timeout)
         try:
+            backend.preflight()  # an assistant that cannot run is one error, up front
             stage_config = FormalStageConfig(
                 repair_rounds=config.repair_rounds, review_rounds=config.review_rounds
             )
