@@ -12,11 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 from formalbench.cli.main import app
-from formalbench.core.construct import Pool, ReviewFlag, ReviewLabel
+from formalbench.core.construct import Pool, ReviewFlag, ReviewLabel, SourceReview
 from formalbench.core.errors import InputError
 from formalbench.llm import RecordingModel, ReplayModel, ScriptedModel
 from formalbench.pipelines.construct.config import STEPS, ConstructConfig, parse_model_options
 from formalbench.pipelines.construct.context import problem_with_context
+from formalbench.pipelines.construct.repair import repair_pool
 from formalbench.pipelines.construct.report import construct_report
 from formalbench.pipelines.construct.runner import run_construct
 from formalbench.pipelines.construct.session import SourceSession
@@ -173,6 +174,15 @@ def test_context_keeps_provenance_and_unresolved_references() -> None:
     assert "Unresolved references (not found in the textbook): ZZ" in problem_with_context(
         e3.expansion, "c"
     )
+    cut = e1.expansion.model_copy(update={"truncated": ["NMUS"]})
+    assert "not expanded (depth budget or cycle): NMUS" in problem_with_context(cut, "c")
+    # a hold for a missing dependency is repaired only when the expansion is complete
+    hold = SourceReview(label=ReviewLabel.hold, flags=[ReviewFlag.missing_dependency])
+    assert repair_pool(hold, e1) == Pool.held
+    assert repair_pool(hold, e1.model_copy(update={"expansion": cut})) is None
+    assert repair_pool(hold, e3) is None
+    unsuitable = SourceReview(label=ReviewLabel.hold, flags=[ReviewFlag.unsuitable])
+    assert repair_pool(unsuitable, e3) == Pool.held
 
 
 def test_report_json_tables_and_html(recorded) -> None:

@@ -48,4 +48,7 @@ def problem_with_context(root: ExpansionNode, clean: str) -> str:
     missing = unresolved_keys(root)
     if missing:
         parts.append("Unresolved references (not found in the textbook): " + ", ".join(missing))
+    cut = truncated_keys(root)
+    if cut:
+        parts.append("References not expanded (depth budget or cycle): " + ", ".join(cut))
     return "\n\n".join(parts)
