@@ -21,7 +21,7 @@ from formalbench.pipelines.construct.report import construct_report
 from formalbench.store import integrity_ok
 from formalbench.store.construct import ConstructStore
 from tests.construct_fixtures import answer_body, exercises, write_jsonl
-from tests.standins.openai_server import StandinServer
+from tests.standins.openai_server import CHAT, StandinServer
 
 
 def _command(source: Path, run_dir: Path, url: str) -> list[str]:
@@ -95,6 +95,13 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path) -> None:
             steps = len(store.steps())
         # every request was needed once, but for at most the one in flight at the kill
         assert attempts <= srv.count() <= attempts + 1
+
+        # every step asked for its reply's shape: a JSON Schema in response_format
+        chats = [r.body for r in srv.requests if r.path == CHAT]
+        formats = {b["response_format"]["json_schema"]["name"] for b in chats}
+        assert formats >= {"CleanReply", "NaturalReply", "ConditionsReply", "ReviewReply"}
+        assert "RepairReply" in formats
+        assert all(b["response_format"]["type"] == "json_schema" for b in chats)
 
         report = construct_report(run_dir)
         assert (report.exercises, report.reviewed, report.usable) == (5, 4, 2)
