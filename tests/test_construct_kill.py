@@ -93,8 +93,8 @@ def test_sigkill_mid_run_then_resume(tmp_path: Path) -> None:
         with ConstructStore(db) as store:
             attempts = sum(record.attempts for _, record in store.steps())
             steps = len(store.steps())
-        # every request was needed once, but for at most the one in flight at the kill
-        assert attempts <= srv.count() <= attempts + 1
+        # every request was needed once, but for at most the one in flight at each stop
+        assert attempts <= srv.count() <= attempts + 2
 
         # every step asked for its reply's shape: a JSON Schema in response_format
         chats = [r.body for r in srv.requests if r.path == CHAT]
