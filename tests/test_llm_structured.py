@@ -113,7 +113,7 @@ def test_models_without_schema_support_are_shown_the_schema() -> None:
     model = ScriptedModel(['{"verdict": "right", "score": 1}'])
     out = _ask(model)
     call = model.calls[0]
-    assert out.value is not None and call.response_schema == json_schema_of(Grade)
+    assert out.value is not None and call.response_schema is None  # stated, not passed
     last = call.messages[-1].content
     assert last.startswith("Grade 2+2=4") and '"score"' in last and "JSON Schema" in last
 
@@ -124,7 +124,7 @@ def test_the_schema_is_part_of_the_cache_and_replay_keys(tmp_path: Path) -> None
         score: int
 
     answers = iter(['{"verdict": "right", "score": 1}', '{"verdict": "right", "score": 2}'])
-    scripted = ScriptedModel(lambda call: next(answers))
+    scripted = ScriptedModel(lambda call: next(answers), takes_schema=True)
     cache = ResponseCache(tmp_path / "cache.sqlite")
     recorded = RecordingModel(CachedModel(scripted, cache), tmp_path / "rec.jsonl")
 
@@ -139,16 +139,12 @@ def test_the_schema_is_part_of_the_cache_and_replay_keys(tmp_path: Path) -> None
     assert len(scripted.calls) == 2 and len(cache) == 2
     replay = ReplayModel(tmp_path / "rec.jsonl")
     assert replay.takes_schema
-    # the recording was made by a model shown the schema in the prompt; replay it as such
-    shown = scripted.calls[0].messages
-    got = asyncio.run(replay.generate(shown, temperature=0.0, seed=0, response_schema=a_schema()))
-    assert json.loads(got[0].text)["score"] == 1
+    assert scripted.calls[0].messages == CHAT  # enforced by the model: not stated
+    assert scripted.calls[1].response_schema == json_schema_of(Other)
+    got = asyncio.run(ask_structured(replay, CHAT, Grade))
+    assert got.value is not None and got.value.score == 1
     with pytest.raises(ModelCallError):  # the same chat without the schema was never recorded
-        asyncio.run(replay.generate(shown, temperature=0.0, seed=0))
-
-
-def a_schema() -> dict:
-    return json_schema_of(Grade)
+        asyncio.run(replay.generate(CHAT, temperature=0.0, seed=0))
 
 
 def test_schema_names_are_what_providers_accept() -> None:

@@ -32,7 +32,9 @@ def report_command(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary object as JSON.")
     ] = False,
-    html: Annotated[bool, typer.Option(help="Also rewrite report.html (eval runs).")] = True,
+    html: Annotated[
+        bool, typer.Option(help="Also rewrite report.html (eval and construct runs).")
+    ] = True,
     per_task: Annotated[
         bool, typer.Option(help="Also print one row per task: attempts, passes, tokens, time.")
     ] = False,

@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from formalbench.core.records import TokenUsage
-from formalbench.llm.base import ChatModel, Message
+from formalbench.llm.base import ChatModel, Completion, Message
 from formalbench.llm.prompts import PromptTemplate, load_prompt
 from formalbench.llm.schema import json_schema_of, schema_text
 
@@ -163,19 +163,31 @@ async def ask_structured(
     if not model.takes_schema:
         chat = with_schema_stated(chat, json_schema)
         hashes["schema"] = _template(SCHEMA_PROMPT).hash
+
+    # Only a model that enforces schemas is handed one: for the others it is in the prompt
+    # (which then keys the cache), and a ChatModel written before the keyword still works.
+    async def call(chat: list[Message]) -> Completion:
+        if model.takes_schema:
+            return (
+                await model.generate(
+                    chat,
+                    n=1,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    seed=seed,
+                    response_schema=json_schema,
+                )
+            )[0]
+        return (
+            await model.generate(
+                chat, n=1, temperature=temperature, max_tokens=max_tokens, seed=seed
+            )
+        )[0]
+
     tokens = TokenUsage()
     raw, error, answered_by = "", "", ""
     for attempt in range(1, retries + 2):
-        completion = (
-            await model.generate(
-                chat,
-                n=1,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seed=seed,
-                response_schema=json_schema,
-            )
-        )[0]
+        completion = await call(chat)
         tokens = tokens + completion.usage
         raw, answered_by = completion.text, completion.model or model.spec
         try:
