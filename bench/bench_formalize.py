@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from formalbench.backends.base import Backend
 from formalbench.core.records import CheckResult, Diagnostic, Language, Severity, TokenUsage
@@ -45,6 +46,7 @@ class InstantModel(ChatModel):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         self.calls += 1
         system, user = messages[0].content, messages[-1].content

@@ -255,13 +255,21 @@ def _embeddings(body: dict[str, Any], embed: Callable[[str], list[float]]) -> di
 
 
 def _anthropic(body: dict[str, Any], text: str, prompt: int, completion: int) -> dict:
+    content: list[dict[str, Any]] = [{"type": "text", "text": text}]
+    forced = (body.get("tool_choice") or {}).get("name")
+    if forced:  # a forced tool (structured output): the reply's JSON is the tool's input
+        try:
+            given = json.loads(text)
+        except json.JSONDecodeError:
+            given = {"text": text}
+        content = [{"type": "tool_use", "id": "toolu_standin", "name": forced, "input": given}]
     return {
         "id": "msg_standin",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "standin-model"),
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": "end_turn",
+        "content": content,
+        "stop_reason": "tool_use" if forced else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": prompt, "output_tokens": completion},
     }

@@ -27,7 +27,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import Field
 
-from formalbench.core.records import CheckResult, Language, Record
+from formalbench.core.records import (
+    CheckResult,
+    Diagnostic,
+    Finding,
+    Hole,
+    Language,
+    Record,
+    Verdict,
+)
 
 
 class CheckRequest(Record):
@@ -97,6 +105,19 @@ def _gated_many(check_many):  # noqa: ANN001, ANN202
 _WRAPPERS = {"check": _gated_check, "acheck": _gated_acheck, "check_many": _gated_many}
 
 
+def build_thread_records() -> None:
+    """Build, in the calling thread, the validators of the records checks make in the pool.
+
+    Records defer their build to first use (`defer_build`: fast start-up), and pydantic
+    builds a deferred validator without a lock: two pool threads making the first
+    `CheckResult` at once leave it broken for the rest of the process (`validate_assignment
+    is not supported for CheckResult`). Built once here, before any thread can race.
+    """
+    for record in (CheckResult, Diagnostic, Hole, Finding, Verdict):
+        if not record.__pydantic_complete__:
+            record.model_rebuild(force=True)
+
+
 class Backend(ABC):
     """A proof assistant. Subclasses implement `check`; pooling comes from here."""
 
@@ -137,6 +158,7 @@ class Backend(ABC):
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._executor is None:
+            build_thread_records()
             self._executor = ThreadPoolExecutor(
                 max_workers=self.workers, thread_name_prefix=f"{self.name}-check"
             )

@@ -63,6 +63,8 @@ LAZY_COMMANDS = {
     "snapshot": "snapshot",
     "ape": "ape",
     "stats": "stats",
+
+    "construct": "construct",
 }
 
 

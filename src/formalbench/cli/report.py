@@ -2,7 +2,8 @@
 
 The kind of run is told by its files: an evaluation run has `run.sqlite` (pass@k, tables,
 report.html), a formalize run has `formalize.sqlite` (coverage, per-model compile and
-alignment rates; written to metrics.json).
+alignment rates; written to metrics.json), a construct run has `construct.sqlite` (the
+funnel of extraction, source review and formal stages).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ def report_command(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary object as JSON.")
     ] = False,
-    html: Annotated[bool, typer.Option(help="Also rewrite report.html (eval runs).")] = True,
+    html: Annotated[
+        bool, typer.Option(help="Also rewrite report.html (eval and construct runs).")
+    ] = True,
     per_task: Annotated[
         bool, typer.Option(help="Also print one row per task: attempts, passes, tokens, time.")
     ] = False,
@@ -39,6 +42,9 @@ def report_command(
     """Print pass@k, per-category tables, the error taxonomy, tokens and time of a run."""
     from formalbench.pipelines.ape.metrics import ape_report, is_ape_run
 
+    if (run_dir / "construct.sqlite").is_file() and not RunFiles(run_dir).store.is_file():
+        _construct_report(run_dir, json_out, html)
+        return
     if is_ape_run(run_dir):  # `formalbench ape` runs: funnel, validation, pass@k
         import json
 
@@ -69,3 +75,25 @@ def report_command(
         sys.stdout.write(summary.model_dump_json(indent=2) + "\n")
         return
     print_report(summary, Console(highlight=False), per_task=per_task)
+
+
+def _construct_report(run_dir: Path, json_out: bool, html: bool) -> None:
+    """A `formalbench construct` run: the funnel (JSON, tables, report.html)."""
+    from formalbench.cli.construct import print_construct_report
+    from formalbench.pipelines.construct.report import construct_report
+
+    report = construct_report(run_dir)
+    if not is_writable(run_dir):
+        Console(stderr=True, highlight=False).print(
+            f"note: {run_dir} is read-only: report.html was not written", markup=False
+        )
+    elif html:
+        from formalbench.pipelines.construct.html import write_construct_html
+
+        write_construct_html(
+            report, RunFiles(run_dir).report, title=f"formalbench construct: {run_dir}"
+        )
+    if json_out:
+        sys.stdout.write(report.model_dump_json(indent=2) + "\n")
+        return
+    print_construct_report(report, Console(highlight=False))

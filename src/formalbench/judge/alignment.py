@@ -2,29 +2,35 @@
 
 The judge sees the problem, its decomposition (when one could be made) and the statement,
 and answers aligned or not with the faults it found. An unreadable answer (after the
-retries of `ask_json`) is an `Alignment` with `error` set: recorded, not a verdict, so the
+re-ask of `llm.structured`) is an `Alignment` with `error` set: recorded, not a verdict, so the
 pipeline neither counts it as aligned nor re-translates because of it.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, Field
 
 from formalbench.core.formalization import Alignment, Decomposition
-from formalbench.judge.reply import ask_json, bool_field, list_field, text_field
+from formalbench.judge.reply import lenient_list, lenient_text
 from formalbench.llm.base import ChatModel
 from formalbench.llm.prompts import load_prompt
+from formalbench.llm.structured import ask_structured
 
 PROMPT = "judge_align"
 
 
-def read_alignment(data: dict[str, Any]) -> tuple[bool, str]:
-    aligned = bool_field(data, "aligned")
-    problems = list_field(data, "problems")
-    explanation = text_field(data, "explanation", required=False)
-    parts = [explanation] if explanation else []
-    parts += [f"- {p}" for p in problems]
-    return aligned, "\n".join(parts)
+class AlignmentReply(BaseModel):
+    """The judge's answer: aligned or not, the faults found, a short explanation."""
+
+    aligned: bool
+    problems: Annotated[list[str], BeforeValidator(lenient_list)] = Field(default_factory=list)
+    explanation: Annotated[str, BeforeValidator(lenient_text)] = ""
+
+    def text(self) -> str:
+        parts = [self.explanation] if self.explanation else []
+        return "\n".join(parts + [f"- {p}" for p in self.problems])
 
 
 async def judge_alignment(
@@ -50,10 +56,10 @@ async def judge_alignment(
         assistant=assistant,
         fence=fence,
     )
-    outcome = await ask_json(
+    outcome = await ask_structured(
         model,
         messages,
-        read_alignment,
+        AlignmentReply,
         retries=retries,
         temperature=temperature,
         max_tokens=max_tokens,
@@ -68,10 +74,9 @@ async def judge_alignment(
             error=outcome.error,
         )
     else:
-        aligned, explanation = outcome.value
         alignment = Alignment(
-            aligned=aligned,
-            explanation=explanation,
+            aligned=outcome.value.aligned,
+            explanation=outcome.value.text(),
             decomposition=decomposition,
             model=model.spec,
             raw_output=outcome.raw,

@@ -13,9 +13,11 @@ known (compiled and aligned, compiled, the rest) and says so in `error`.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, Field
 
 from formalbench.core.formalization import (
     Candidate,
@@ -25,9 +27,10 @@ from formalbench.core.formalization import (
     RankedCandidate,
 )
 from formalbench.core.records import Severity
-from formalbench.judge.reply import Unreadable, ask_json, text_field
+from formalbench.judge.reply import lenient_text
 from formalbench.llm.base import ChatModel
 from formalbench.llm.prompts import load_prompt
+from formalbench.llm.structured import ask_structured
 
 PROMPT = "judge_rank"
 NO_CODE = "produced no code to rank"
@@ -100,30 +103,46 @@ def _errors(candidate: Candidate, limit: int = 3) -> str:
     )
 
 
-def _reader(keys: set[str]) -> Any:
-    def read(data: dict[str, Any]) -> tuple[list[tuple[str, int, str]], str]:
-        items = data.get("ranking")
-        if not isinstance(items, list) or not items:
-            raise Unreadable("`ranking` must be a non-empty list")
-        ranked: list[tuple[str, int, str]] = []
-        for item in items:
-            if not isinstance(item, dict):
-                raise Unreadable("each entry of `ranking` must be an object")
-            key = text_field(item, "candidate").strip()
-            rank = item.get("rank")
-            if isinstance(rank, bool) or not isinstance(rank, int | float | str):
-                raise Unreadable(f"the rank of {key} must be a number")
-            try:
-                number = int(float(rank))
-            except ValueError:
-                raise Unreadable(f"the rank of {key} must be a number") from None
-            if key in keys and all(key != k for k, _, _ in ranked):
-                ranked.append((key, number, text_field(item, "verdict", required=False)))
-        if not ranked:
-            raise Unreadable(f"the ranking names none of the candidates {', '.join(sorted(keys))}")
-        return ranked, text_field(data, "summary", required=False)
+def _rank_number(value: Any) -> Any:
+    """A rank given as text or as a float ("2", 2.0) is the whole number it names."""
+    if isinstance(value, bool):
+        return value  # refused by the int field
+    if isinstance(value, str | float):
+        try:
+            return int(float(value))
+        except ValueError:
+            return value
+    return value
 
-    return read
+
+class RankEntry(BaseModel):
+    candidate: Annotated[str, BeforeValidator(lenient_text)]
+    rank: Annotated[int, BeforeValidator(_rank_number)]
+    verdict: Annotated[str, BeforeValidator(lenient_text)] = ""
+
+
+class RankingReply(BaseModel):
+    """The judge's answer: the candidates best first, each with a verdict, and a summary."""
+
+    ranking: list[RankEntry] = Field(min_length=1)
+    summary: Annotated[str, BeforeValidator(lenient_text)] = ""
+
+    def named(self, keys: set[str]) -> list[tuple[str, int, str]]:
+        """(key, rank, verdict) of the entries that name a candidate, each key once."""
+        ranked: list[tuple[str, int, str]] = []
+        for entry in self.ranking:
+            key = entry.candidate.strip()
+            if key in keys and all(key != k for k, _, _ in ranked):
+                ranked.append((key, entry.rank, entry.verdict))
+        return ranked
+
+
+def _names_one_of(keys: set[str]) -> Callable[[RankingReply], None]:
+    def check(reply: RankingReply) -> None:
+        if not reply.named(keys):
+            raise ValueError(f"the ranking names none of the candidates {', '.join(sorted(keys))}")
+
+    return check
 
 
 async def rank_candidates(
@@ -163,10 +182,12 @@ async def rank_candidates(
         assistant=assistant,
         fence=fence,
     )
-    outcome = await ask_json(
+    keys = {g.key for g in groups}
+    outcome = await ask_structured(
         model,
         messages,
-        _reader({g.key for g in groups}),
+        RankingReply,
+        check=_names_one_of(keys),
         retries=retries,
         temperature=temperature,
         max_tokens=max_tokens,
@@ -176,7 +197,7 @@ async def rank_candidates(
         order = sorted(groups, key=lambda g: g.known_order())
         verdicts = [(g, NOT_RANKED) for g in order]
         return _summary(problem, verdicts, empty, "", model.spec, outcome.error)
-    ranked, text = outcome.value
+    ranked, text = outcome.value.named(keys), outcome.value.summary
     ranked.sort(key=lambda item: item[1])  # stable: ties keep the judge's order
     verdicts = [(by_key[key], verdict) for key, _, verdict in ranked]
     named = {key for key, _, _ in ranked}

@@ -1,4 +1,8 @@
-"""Ask a model for a JSON object and read it, asking again when the reply cannot be read.
+"""Ask a model for a JSON object and read it with a function (the older way; structured
+replies validated by pydantic are `llm.structured`, which the judges use now).
+
+Field helpers (`text_field`, `list_field`, `lenient_text`, `lenient_list`) are shared by both:
+the pydantic reply models of the judges use the lenient ones as `before` validators.
 
 Judges answer in JSON so that their verdicts can be stored and counted, but models wrap it
 in prose, fence it, or drop a field. A reply is read leniently (the first balanced `{...}`
@@ -11,8 +15,6 @@ judgement is a result the pipeline records. Only a failed call (`ModelCallError`
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -20,13 +22,14 @@ from typing import Any, Generic, TypeVar
 from formalbench.core.records import TokenUsage
 from formalbench.llm.base import ChatModel, Message
 from formalbench.llm.prompts import load_prompt
+from formalbench.llm.structured import ReplyFormatError, find_json_object
 
 T = TypeVar("T")
-_FENCED = re.compile(r"```[ \t]*(?:json)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
-class Unreadable(ValueError):
-    """The reply holds no JSON object of the expected shape; the message says what is wrong."""
+# The reply holds no JSON object of the expected shape (the message says what is wrong);
+# one class with the structured layer's, so readers written for either work with both.
+Unreadable = ReplyFormatError
 
 
 @dataclass
@@ -37,45 +40,6 @@ class JsonOutcome(Generic[T]):
     error: str | None = None
     tokens: TokenUsage = field(default_factory=TokenUsage)
     prompt_hashes: dict[str, str] = field(default_factory=dict)
-
-
-def find_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in `text`: a fenced block first, else the first balanced `{...}`."""
-    chunks = [m.group(1) for m in _FENCED.finditer(text)] + [text]
-    for chunk in chunks:
-        for start in (i for i, ch in enumerate(chunk) if ch == "{"):
-            end = _balanced_end(chunk, start)
-            if end is None:
-                continue
-            try:
-                value = json.loads(chunk[start:end])
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                return value
-    raise Unreadable("the reply holds no JSON object")
-
-
-def _balanced_end(text: str, start: int) -> int | None:
-    """Index just past the `}` closing the `{` at `start`, skipping braces inside strings."""
-    depth, i, in_string = 0, start, False
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            if ch == "\\":
-                i += 1
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
 
 
 def text_field(data: dict[str, Any], key: str, *, required: bool = True) -> str:
@@ -149,3 +113,23 @@ async def ask_json(
         tokens,
         {"fix_json": fix.hash},
     )
+
+
+def lenient_text(value: Any) -> Any:
+    """For a pydantic `before` validator: a list of strings joined, a number as text."""
+    if isinstance(value, list) and all(isinstance(v, str | int | float) for v in value):
+        return "; ".join(str(v) for v in value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def lenient_list(value: Any) -> Any:
+    """For a pydantic `before` validator: one string is a list of one; null or "" is empty."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, int | float) else v for v in value]
+    return value

@@ -7,7 +7,8 @@ Mapping to the common interface: system messages become the `system` parameter; 
 messages are sent as `user`; consecutive messages of one role are joined. The Messages API has
 no `n` and no `seed`: `n` samples are `n` requests (each under the endpoint's concurrency
 limit) and the seed only tells cache entries apart. `max_tokens` is required by the API and
-defaults to 4096. Temperature is sent where the installed SDK takes it (0..1); the 2.x SDKs
+defaults to 4096. A `response_schema` becomes the input schema of one tool the model is
+made to call; the reply's text is then the JSON of that call's input. Temperature is sent where the installed SDK takes it (0..1); the 2.x SDKs
 have no such parameter, and then it is not sent (a warning says so once per model). Retries, timeout and key handling are those of the OpenAI provider.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import os
 import weakref
@@ -28,6 +30,7 @@ from formalbench.llm.base import ChatModel, Completion, Message, ModelCallError
 from formalbench.llm.credentials import display_url, key_from_env, redact
 from formalbench.llm.limits import endpoint_semaphore
 from formalbench.llm.retry import CallFailure, RetryPolicy, call_with_retries, classify_sdk_error
+from formalbench.llm.schema import schema_name
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_KEY_ENV = "ANTHROPIC_API_KEY"
@@ -69,8 +72,18 @@ def to_anthropic(messages: Sequence[Message]) -> tuple[str | None, list[dict[str
     return system, turns
 
 
+def _reply_text(blocks: Sequence[Any], tool: str | None) -> str:
+    """The text of a reply; with a forced tool, the JSON of the tool's input."""
+    if tool is not None:
+        for block in blocks:
+            if getattr(block, "type", "") == "tool_use" and getattr(block, "name", "") == tool:
+                return json.dumps(block.input, ensure_ascii=False)
+    return "".join(b.text for b in blocks if getattr(b, "type", "") == "text")
+
+
 class AnthropicChatModel(ChatModel):
     provider = "anthropic"
+    takes_schema = True
 
     def __init__(
         self,
@@ -142,6 +155,7 @@ class AnthropicChatModel(ChatModel):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         if n < 1:
             raise InputError(f"{self.spec}: n must be at least 1, got {n}")
@@ -165,6 +179,17 @@ class AnthropicChatModel(ChatModel):
             request["system"] = system
         if stop:
             request["stop_sequences"] = list(stop)
+        tool = None
+        if response_schema is not None:
+            tool = schema_name(response_schema)
+            request["tools"] = [
+                {
+                    "name": tool,
+                    "description": "Record the answer, in exactly this shape.",
+                    "input_schema": response_schema,
+                }
+            ]
+            request["tool_choice"] = {"type": "tool", "name": tool}
         semaphore = endpoint_semaphore(f"anthropic|{self.base_url}", self.concurrency)
 
         async def one() -> Completion:
@@ -177,7 +202,7 @@ class AnthropicChatModel(ChatModel):
                 timeout=self.timeout,
                 redact=lambda s: redact(s, self._key),
             )
-            text = "".join(b.text for b in reply.content if getattr(b, "type", "") == "text")
+            text = _reply_text(reply.content, tool)
             usage = TokenUsage(
                 prompt=reply.usage.input_tokens, completion=reply.usage.output_tokens
             )

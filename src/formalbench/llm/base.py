@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from formalbench.core.errors import FormalbenchError
 from formalbench.core.records import Record, TokenUsage
@@ -45,6 +45,7 @@ class ChatModel(ABC):
     """A chat model. `spec` is how the user named it, e.g. `openai:gpt-4o-mini`."""
 
     spec: str = "model"
+    takes_schema: bool = False  # whether `generate` enforces `response_schema` itself
 
     @abstractmethod
     async def generate(
@@ -56,11 +57,17 @@ class ChatModel(ABC):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         """Return `n` completions of the chat `messages`.
 
         `seed` tells samples of one request apart: sample i of a task passes seed=i, so the
         response cache keeps one entry per sample and a resumed run replays each of them.
+
+        `response_schema` is a JSON Schema the reply must follow (see `llm.structured`):
+        providers that can enforce one pass it on (OpenAI `response_format`, Anthropic a
+        forced tool); the others ignore it, and the caller states the schema in the prompt
+        (`takes_schema` says which).
         """
 
     async def preflight(self, timeout: float = 10.0) -> None:
@@ -88,6 +95,10 @@ class ModelWrapper(ChatModel):
     @property  # type: ignore[override]
     def spec(self) -> str:
         return self.inner.spec
+
+    @property
+    def takes_schema(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere
+        return self.inner.takes_schema
 
     async def preflight(self, timeout: float = 10.0) -> None:
         await self.inner.preflight(timeout)

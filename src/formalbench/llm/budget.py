@@ -197,6 +197,7 @@ class BudgetedModel(ModelWrapper):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         reservation = None
         if self.budget is not None:
@@ -205,7 +206,13 @@ class BudgetedModel(ModelWrapper):
             reservation = self.budget.reserve(need)
         try:
             completions = await self.inner.generate(
-                messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+                messages,
+                n=n,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                stop=stop,
+                seed=seed,
+                response_schema=response_schema,
             )
         except BaseException as exc:
             if reservation is not None and self.budget is not None:

@@ -51,8 +51,13 @@ class CachedModel(ModelWrapper):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        params = dict(n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed)
+        params: dict[str, Any] = dict(
+            n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        if response_schema is not None:
+            params["response_schema"] = response_schema
         key, request = request_of(self.spec, messages, **params)
         stored = await asyncio.to_thread(self.cache.get, key)
         if stored is not None:

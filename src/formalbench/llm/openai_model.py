@@ -10,6 +10,8 @@ Decisions:
   each extra round gets a seed derived from the caller's, so seeded servers do not repeat.
 - The endpoint reports one usage for all `n` choices. It is split over the completions so that
   their sum is exact: prompt tokens evenly, completion tokens in proportion to text length.
+- A `response_schema` goes out as `response_format` of type `json_schema` (not `strict`:
+  strict mode refuses schemas with optional fields, and the reply is validated anyway).
 - Role `tool` is sent as `user`: this interface has no native tool calls, and OpenAI rejects a
   `tool` message without a `tool_call_id`.
 """
@@ -34,6 +36,7 @@ from formalbench.llm.retry import (
     call_with_retries,
     classify_sdk_error,
 )
+from formalbench.llm.schema import schema_name
 
 if TYPE_CHECKING:  # the SDK itself is imported when a client is built (it is slow to import)
     import openai
@@ -63,6 +66,7 @@ class OpenAIChatModel(ChatModel):
     """A model served behind `/v1/chat/completions`."""
 
     provider = "openai"
+    takes_schema = True
 
     def __init__(
         self,
@@ -153,6 +157,7 @@ class OpenAIChatModel(ChatModel):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         if n < 1:
             raise InputError(f"{self.spec}: n must be at least 1, got {n}")
@@ -169,6 +174,11 @@ class OpenAIChatModel(ChatModel):
             payload[self.max_tokens_param] = max_tokens
         if stop:
             payload["stop"] = list(stop)
+        if response_schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name(response_schema), "schema": response_schema},
+            }
         semaphore = endpoint_semaphore(f"openai|{self.base_url}", self.concurrency)
         completions: list[Completion] = []
         round_no = 0

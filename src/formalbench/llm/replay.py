@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -30,6 +31,10 @@ from formalbench.store.response_cache import request_key
 
 class ReplayModel(ChatModel):
     """Serves the completions recorded in a JSONL file, keyed by request."""
+
+    # A recording keeps the schema in its request key, so a replay answers as the recorded
+    # provider did: the schema is taken, not stated in the prompt.
+    takes_schema = True
 
     def __init__(self, path: str | Path, *, source_spec: str | None = None) -> None:
         self.path = Path(path)
@@ -85,8 +90,13 @@ class ReplayModel(ChatModel):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        params = dict(n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed)
+        params: dict[str, Any] = dict(
+            n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        if response_schema is not None:
+            params["response_schema"] = response_schema
         key, _ = request_of(None, messages, **params)
         answer = self._answers.get(key)
         if answer is None:
@@ -127,8 +137,13 @@ class RecordingModel(ModelWrapper):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
-        params = dict(n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed)
+        params: dict[str, Any] = dict(
+            n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
+        if response_schema is not None:
+            params["response_schema"] = response_schema
         completions = await self.inner.generate(messages, **params)
         key, request = request_of(None, messages, **params)
         row = {
@@ -155,6 +170,7 @@ class ScriptedCall:
     stop: Sequence[str] | None
     seed: int | None
     call: int  # how many generate() calls came before this one
+    response_schema: dict[str, Any] | None = None  # the schema asked for, if any
 
 
 class ScriptedModel(ChatModel):
@@ -170,8 +186,10 @@ class ScriptedModel(ChatModel):
         script: Sequence[str | Completion] | Callable[[ScriptedCall], str | Completion],
         *,
         spec: str = "scripted",
+        takes_schema: bool = False,
     ) -> None:
         self.spec = spec
+        self.takes_schema = takes_schema  # True: answer as a provider that enforces schemas
         self._rule = script if callable(script) else None
         self._script = [] if callable(script) else list(script)
         self._next = 0
@@ -186,12 +204,21 @@ class ScriptedModel(ChatModel):
         max_tokens: int | None = None,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        response_schema: dict[str, Any] | None = None,
     ) -> list[Completion]:
         out: list[Completion] = []
         prompt_words = sum(len(m.content.split()) for m in messages)
         for sample in range(n):
             call = ScriptedCall(
-                messages, sample, n, temperature, max_tokens, stop, seed, len(self.calls)
+                messages,
+                sample,
+                n,
+                temperature,
+                max_tokens,
+                stop,
+                seed,
+                len(self.calls),
+                response_schema,
             )
             if sample == 0:
                 self.calls.append(call)

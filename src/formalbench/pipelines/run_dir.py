@@ -32,8 +32,16 @@ from formalbench.core.errors import InputError
 
 LOCK_NAME = "run.lock"
 # The store file that says which kind of run a folder holds.
-KIND_MARKERS = {"eval": "run.sqlite", "formalize": "formalize.sqlite"}
-_COMMANDS = {"eval": "formalbench eval", "formalize": "formalbench formalize"}
+KIND_MARKERS = {
+    "eval": "run.sqlite",
+    "formalize": "formalize.sqlite",
+    "construct": "construct.sqlite",
+}
+_COMMANDS = {
+    "eval": "formalbench eval",
+    "formalize": "formalbench formalize",
+    "construct": "formalbench construct",
+}
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 

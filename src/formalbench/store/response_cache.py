@@ -47,9 +47,12 @@ def canonical_request(
     max_tokens: int | None = None,
     stop: Sequence[str] | None = None,
     seed: int | None = None,
+    response_schema: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The request as a plain dict with every value normalised (1 == 1.0, () == [] == None).
 
+    `response_schema` (the JSON Schema a structured reply must follow) is part of the
+    request: the same chat asked for two shapes is two entries.
     `spec=None` leaves the provider out: replay files use that form, so a recording made from
     one model can be replayed under another name.
     """
@@ -62,6 +65,8 @@ def canonical_request(
         "stop": list(stop) if stop else None,
         "seed": None if seed is None else int(seed),
     }
+    if response_schema is not None:  # absent otherwise: keys of plain requests are unchanged
+        request["response_schema"] = json.loads(json.dumps(response_schema, sort_keys=True))
     if spec is not None:
         request["spec"] = spec
     return request

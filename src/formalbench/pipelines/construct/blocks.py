@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from formalbench.core.construct import ConstructProblem
 from formalbench.pipelines.construct.block_records import Block, BlockSplit
-from formalbench.pipelines.construct.session import Session
+from formalbench.pipelines.construct.block_session import Session
 
 PURPOSE = "split"
 

@@ -33,8 +33,8 @@ from formalbench.pipelines.construct.block_records import BlockStatus, BlockTrai
 from formalbench.pipelines.construct.blockfile import BlockFile
 from formalbench.pipelines.construct.blocks import split_blocks
 from formalbench.pipelines.construct.package import package, stem_of, write_package
-from formalbench.pipelines.construct.review import review_block
-from formalbench.pipelines.construct.session import FormalStageConfig, Session
+from formalbench.pipelines.construct.block_review import review_block
+from formalbench.pipelines.construct.block_session import FormalStageConfig, Session
 from formalbench.pipelines.construct.translate import translate_block
 from formalbench.pipelines.run_dir import write_text_atomic
 from formalbench.store.construct_formal import ConstructFormalStore

@@ -24,7 +24,7 @@ from formalbench.pipelines.construct.blockfile import (
 )
 from formalbench.pipelines.construct.blocks import statement_of
 from formalbench.pipelines.construct.fewshot import for_repair, for_translation
-from formalbench.pipelines.construct.session import Session
+from formalbench.pipelines.construct.block_session import Session
 
 _RAW_SHOWN = 3000
 

@@ -73,7 +73,7 @@ PROMPTS = {
     "decompose": "judge_decompose",
     "align": "judge_align",
     "rank": "judge_rank",
-    "fix_json": "judge_fix_json",
+    "fix_json": "structured_fix",
 }
 
 
