@@ -63,7 +63,6 @@ LAZY_COMMANDS = {
     "snapshot": "snapshot",
     "ape": "ape",
     "stats": "stats",
-
     "construct": "construct",
 }
 

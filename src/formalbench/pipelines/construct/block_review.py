@@ -25,13 +25,13 @@ from formalbench.pipelines.construct.block_records import (
     ReviewRound,
     WeakeningVerdict,
 )
+from formalbench.pipelines.construct.block_session import Session
 from formalbench.pipelines.construct.blockfile import (
     BlockFile,
     FormatProblem,
     extract_code,
     signature,
 )
-from formalbench.pipelines.construct.block_session import Session
 from formalbench.pipelines.construct.translate import block_vars, check_code, repair_loop
 from formalbench.pipelines.construct.weakening import weakening_findings
 

@@ -30,11 +30,11 @@ from formalbench.core.errors import InputError
 from formalbench.core.records import CheckResult
 from formalbench.llm.base import ChatModel
 from formalbench.pipelines.construct.block_records import BlockStatus, BlockTrail
+from formalbench.pipelines.construct.block_review import review_block
+from formalbench.pipelines.construct.block_session import FormalStageConfig, Session
 from formalbench.pipelines.construct.blockfile import BlockFile
 from formalbench.pipelines.construct.blocks import split_blocks
 from formalbench.pipelines.construct.package import package, stem_of, write_package
-from formalbench.pipelines.construct.block_review import review_block
-from formalbench.pipelines.construct.block_session import FormalStageConfig, Session
 from formalbench.pipelines.construct.translate import translate_block
 from formalbench.pipelines.run_dir import write_text_atomic
 from formalbench.store.construct_formal import ConstructFormalStore

@@ -14,6 +14,7 @@ from formalbench.core.construct import ConstructProblem
 from formalbench.core.records import Diagnostic, Severity, TokenUsage
 from formalbench.llm.base import Message
 from formalbench.pipelines.construct.block_records import Block, CompileRound
+from formalbench.pipelines.construct.block_session import Session
 from formalbench.pipelines.construct.blockfile import (
     BlockFile,
     FormatProblem,
@@ -24,7 +25,6 @@ from formalbench.pipelines.construct.blockfile import (
 )
 from formalbench.pipelines.construct.blocks import statement_of
 from formalbench.pipelines.construct.fewshot import for_repair, for_translation
-from formalbench.pipelines.construct.block_session import Session
 
 _RAW_SHOWN = 3000
 
