@@ -42,6 +42,12 @@ def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _click_message(exc: BaseException) -> str:
+    """The one-line message of a click exception (`format_message`, which `BadParameter`
+    overrides to name the parameter)."""
+    return str(getattr(exc, "format_message", exc.__str__)())
+
+
 NO_ARGS_IS_HELP = _click_errors("NoArgsIsHelpError")
 USAGE_ERRORS = _click_errors("UsageError")  # BadParameter, NoSuchOption, MissingParameter...
 CLICK_ERRORS = _click_errors("ClickException")
@@ -116,13 +122,14 @@ class FormalbenchGroup(TyperGroup):
             sys.exit(getattr(exc, "exit_code", USAGE_EXIT_CODE))
         except USAGE_ERRORS as exc:
             hint = ""
-            if exc.ctx is not None and exc.ctx.command.get_help_option(exc.ctx) is not None:
-                hint = f" (see `{exc.ctx.command_path} {exc.ctx.help_option_names[0]}`)"
-            err_console.print(f"formalbench: error: {exc.format_message()}{hint}", markup=False)
+            ctx = getattr(exc, "ctx", None)  # the classes are found by name: read them as Any
+            if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+                hint = f" (see `{ctx.command_path} {ctx.help_option_names[0]}`)"
+            err_console.print(f"formalbench: error: {_click_message(exc)}{hint}", markup=False)
             sys.exit(USAGE_EXIT_CODE)
         except CLICK_ERRORS as exc:  # e.g. a FileError of a file argument
-            err_console.print(f"formalbench: error: {exc.format_message()}", markup=False)
-            sys.exit(exc.exit_code)
+            err_console.print(f"formalbench: error: {_click_message(exc)}", markup=False)
+            sys.exit(getattr(exc, "exit_code", 1))
         except ABORTS:  # end of input at a prompt
             err_console.print("formalbench: interrupted", markup=False)
             sys.exit(INTERRUPTED_EXIT_CODE)

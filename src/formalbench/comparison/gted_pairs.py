@@ -101,22 +101,22 @@ def score_pairs(records: Iterable[dict[str, Any]], from_text: bool = False) -> I
 def summarize(pairs: list[ScoredPair], folds: int = 5, seed: int = 0) -> dict[str, Any]:
     """Counts, mean score and, where labels are present, the agreement figures: k-fold
     cross-validated (the honest figure) and the authors' in-sample threshold (optimistic)."""
-    scored = [p for p in pairs if p.gted is not None]
+    scored = [(p, p.gted) for p in pairs if p.gted is not None]
     summary: dict[str, Any] = {
         "pairs": len(pairs),
         "scored": len(scored),
         "unparseable": len(pairs) - len(scored),
-        "mean_gted": sum(p.gted for p in scored) / len(scored) if scored else None,  # type: ignore[misc]
-        "above_0.9": sum(1 for p in scored if p.gted >= 0.9),  # type: ignore[operator]
+        "mean_gted": sum(g for _, g in scored) / len(scored) if scored else None,
+        "above_0.9": sum(1 for _, g in scored if g >= 0.9),
     }
-    labelled = [p for p in scored if p.label is not None]
+    labelled = [(p, g) for p, g in scored if p.label is not None]
     if labelled:
-        scores = [p.gted for p in labelled]
-        labels = [bool(p.label) for p in labelled]
+        scores = [g for _, g in labelled]
+        labels = [bool(p.label) for p, _ in labelled]
         summary["labelled"] = len(labelled)
         summary["positives"] = sum(labels)
-        t, a = best_threshold(scores, labels)  # type: ignore[arg-type]
+        t, a = best_threshold(scores, labels)
         summary["in_sample"] = {"threshold": t, **a.figures()}
         if len(labelled) >= max(folds, 2):
-            summary["cross_validated"] = cross_validated(scores, labels, folds, seed)  # type: ignore[arg-type]
+            summary["cross_validated"] = cross_validated(scores, labels, folds, seed)
     return summary

@@ -84,10 +84,7 @@ class ModelWrapper(ChatModel):
 
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
-
-    @property  # type: ignore[override]
-    def spec(self) -> str:
-        return self.inner.spec
+        self.spec = inner.spec  # a model's spec is fixed once it is built
 
     async def preflight(self, timeout: float = 10.0) -> None:
         await self.inner.preflight(timeout)

@@ -129,7 +129,9 @@ class RecordingModel(ModelWrapper):
         seed: int | None = None,
     ) -> list[Completion]:
         params = dict(n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed)
-        completions = await self.inner.generate(messages, **params)
+        completions = await self.inner.generate(
+            messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
+        )
         key, request = request_of(None, messages, **params)
         row = {
             "key": key,

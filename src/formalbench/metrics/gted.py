@@ -32,7 +32,7 @@ def rename_cost(a: OpTree, b: OpTree) -> int:
     return 1
 
 
-class _Costs(Config):  # type: ignore[misc]
+class _Costs(Config):
     def rename(self, node1: OpTree, node2: OpTree) -> int:
         return rename_cost(node1, node2)
 

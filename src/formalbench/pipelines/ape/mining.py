@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formalbench.core.errors import InputError
 from formalbench.pipelines.ape.filters import (
@@ -135,7 +136,7 @@ def _candidates(repo, commit: Commit, lang: str, type_source: str, cfg: MineConf
     in_library = source_filter(repo, commit.sha, lang)
     in_library_before = source_filter(repo, parent, lang)
     toolchain = None
-    out = []
+    out: list[tuple[str, str | None, dict[str, Any] | None]] = []
     for change in repo.changes(parent, commit.sha):
         path = change.path_after or change.path_before or ""
         base_id = f"{commit.sha[:12]}:{path}"
