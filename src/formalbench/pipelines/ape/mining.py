@@ -27,9 +27,8 @@ from formalbench.pipelines.ape.filters import (
 from formalbench.pipelines.ape.gitsource import Commit, GitRepo
 from formalbench.pipelines.ape.sources import detect_language, source_filter
 from formalbench.pipelines.ape.task import ApeTask, MineConfig
-from formalbench.store.ape import ApeStore
+from formalbench.store.ape import STORE_NAME, ApeStore
 
-STORE_NAME = "ape.sqlite"
 PRE_FILTERS = ["commit_type", "not_deleted", "library_path"]
 
 
