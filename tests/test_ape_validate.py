@@ -85,3 +85,44 @@ def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
     assert results[good["id"]]["kept"] and not results[broken["id"]]["kept"]
     built = list((tmp_path / "trees" / "built").iterdir())
     assert len([p for p in built if p.name.startswith(f"coq-{good['commit_hash']}")]) == 1
+
+
+@pytest.mark.ray
+def test_validate_run_compiles_on_ray(tmp_path, monkeypatch) -> None:
+    """`--executor ray`: the trees are built here, the compiles run as Ray tasks on a local
+    Ray, and the verdicts are the same as with the thread pool."""
+    ray = pytest.importorskip("ray")
+    from formalbench.backends import ray_backend
+    from formalbench.pipelines.ape.validate import validate_run
+    from formalbench.store.ape import ApeStore
+
+    bundle = DATA / "git-histories" / "coq-topology.bundle"
+    repo = GitRepo.open(bundle, tmp_path)
+    good = _task(repo)
+    repo.close()
+    broken = dict(
+        good, id=good["id"] + "-broken", content_after=good["content_after"] + "\nFail.\n"
+    )
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        store.set_meta("source", str(bundle))
+        store.set_meta("language", "coq")
+        store.put_commit(
+            good["commit_hash"], 0, "feat", [(t["id"], None, t) for t in (good, broken)]
+        )
+    ran: list[str] = []
+    real_run = ray_backend.RayTasks.run
+
+    def counted(self, func, *args):
+        ran.append(func.__name__)
+        return real_run(self, func, *args)
+
+    monkeypatch.setattr(ray_backend.RayTasks, "run", counted)
+    # (Ray stays up for the session's other Ray tests, as theirs does: a restart costs ~10 s)
+    kept = validate_run(tmp_path, "coq", workers=2, executor="ray")
+    assert ray.is_initialized()
+    assert kept == 1
+    assert ran == ["check_in_tree"] * 4  # after and before of both tasks, all on Ray
+    with ApeStore(tmp_path / "ape.sqlite") as store:
+        results = store.results("validate")
+    assert results[good["id"]]["kept"] and results[good["id"]]["after"]["complete"]
+    assert not results[broken["id"]]["kept"] and results[broken["id"]]["after"]["errors"]

@@ -270,7 +270,7 @@ def test_typed_errors_decide_the_category_and_old_strings_still_read():
     assert primary(missing) == C.environment
     # the kind decides, not words in the message
     assert primary(AttemptError(kind=ErrorKind.model, message="format: x")) == C.model_error
-    assert primary(AttemptError(kind=ErrorKind.format, message="no code")) == C.incomplete_output
+    assert primary(AttemptError(kind=ErrorKind.format_, message="no code")) == C.incomplete_output
     # a stored old-style string becomes the typed record, and round-trips through JSON
     old = Attempt(task_id="t", solver="s", error="budget: run token budget spent: 9 of 8")
     assert old.error == AttemptError(

@@ -394,7 +394,7 @@ def test_typed_errors_are_retried_by_kind_and_old_strings_too(tmp_path: Path) ->
         )
         assert store.forget_retryable(run_id) == 3
         left = {a.task_id: a.error for a in store.attempts(run_id)}
-    assert left == {"t1": AttemptError(kind=ErrorKind.format, message="x")}
+    assert left == {"t1": AttemptError(kind=ErrorKind.format_, message="x")}
 
 
 # ---- Lean versions -----------------------------------------------------------------------

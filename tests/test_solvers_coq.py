@@ -189,7 +189,7 @@ def test_whole_admitted_proof_fails_strictly(verifier: StrictVerifier) -> None:
 def test_whole_without_code_block_is_a_formatting_failure(verifier: StrictVerifier) -> None:
     answer = "The proof is by reflexivity: Theorem x : 54 mod 6 = 0. Proof. reflexivity. Qed."
     attempt = solve("whole", verifier, coq_task("mathd_numbertheory_342"), ScriptedModel([answer]))
-    assert attempt.error is not None and attempt.error.kind == ErrorKind.format
+    assert attempt.error is not None and attempt.error.kind == ErrorKind.format_
     assert attempt.code == "" and attempt.raw_output == answer
     assert attempt.verdict is not None and not attempt.verdict.passed
     assert attempt.verdict.diagnostics[0].kind == "format"

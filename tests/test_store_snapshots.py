@@ -294,3 +294,27 @@ def test_bad_input_is_one_line_error(
     with pytest.raises(FormalbenchError, match=message) as caught:
         action(store, tree, tmp_path)  # type: ignore[operator]
     assert "\n" not in str(caught.value)
+
+
+def test_files_that_cannot_be_hard_linked_are_copied_and_counted(
+    tree: Path, store: SnapshotStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The link limit (EMLINK) on some files: those are copied, the others linked, and the
+    counts say which (the fast hard-link loop hands only the failures back)."""
+    import errno
+
+    store.put(tree, "one")
+    store.restore("one", tmp_path / "warm", mode="hardlink")  # link cache materialised
+    real_link = os.link
+
+    def link(src: str, dst: str, *args: object, **kwargs: object) -> None:
+        if dst.endswith((".vo", ".bin")):
+            raise OSError(errno.EMLINK, "Too many links", dst)
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    info = store.restore("one", tmp_path / "out", mode="hardlink", verify=True)
+    assert describe(tmp_path / "out") == describe(tree)
+    assert (info.linked, info.copied) == (5, 2)
+    assert (tmp_path / "out" / "src" / "A.vo").stat().st_nlink == 1  # a copy of its own
+    assert (tmp_path / "out" / "src" / "A.v").stat().st_nlink > 1

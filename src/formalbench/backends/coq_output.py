@@ -60,7 +60,7 @@ def parse_messages(stderr: str, line_starts: list[int]) -> list[CoqMessage]:
     its text keeps every line, without the `Error:` prefix and the warning tag.
     """
     messages: list[CoqMessage] = []
-    location: tuple[str, int, int, int] | None = None
+    location: tuple[str, int, int | None, int | None] | None = None
     current: CoqMessage | None = None
     body: list[str] = []
 

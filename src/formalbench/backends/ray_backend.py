@@ -21,8 +21,8 @@ sees the same one-line error, with the same exit code, as without Ray, before a 
 from __future__ import annotations
 
 import queue
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from formalbench.backends.base import Backend
 from formalbench.core.errors import BackendError, FormalbenchError, InputError
@@ -41,6 +41,57 @@ def _ray() -> Any:
 
 class RayWorkerError(BackendError):
     """Ray could not run a call on a worker (it died, or Ray itself failed)."""
+
+
+def init_ray(address: str | None, num_cpus: int) -> None:
+    """Join the cluster at `address`, or start a local Ray with `num_cpus` (once per process)."""
+    ray = _ray()
+    if not ray.is_initialized():
+        ray.init(
+            address=address,
+            num_cpus=None if address else num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            ignore_reinit_error=True,
+        )
+
+
+def ray_get(fetch: Callable[[], Any], what: str) -> Any:
+    """`fetch()` (a `ray.get`), with Ray's errors turned into this project's errors: the
+    FormalbenchError raised on the worker when there is one, else a RayWorkerError."""
+    ray = _ray()
+    try:
+        return fetch()
+    except ray.exceptions.RayError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, FormalbenchError):
+            raise cause from None
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise RayWorkerError(f"a Ray worker of {what} failed: {first}") from None
+
+
+T = TypeVar("T")
+
+
+class RayTasks:
+    """Module-level functions run as Ray tasks of one CPU each, for work that is not a
+    backend check (e.g. `ape mine --validate`, whose compiles need per-project flags).
+
+    As with `RayBackend`, the callers are threads that each wait for their own result; Ray
+    schedules the tasks on whichever worker is free. Arguments and results are pickled, so
+    paths in them must be visible to the workers (always so on a local Ray)."""
+
+    def __init__(self, workers: int, address: str | None = None) -> None:
+        init_ray(address, max(1, workers))
+        self._remote: dict[Callable[..., Any], Any] = {}
+
+    def run(self, func: Callable[..., T], *args: Any) -> T:
+        ray = _ray()
+        remote = self._remote.get(func)
+        if remote is None:
+            remote = self._remote[func] = ray.remote(num_cpus=1)(func)
+        result: T = ray_get(lambda: ray.get(remote.remote(*args)), func.__name__)
+        return result
 
 
 class _CheckWorker:
@@ -84,14 +135,7 @@ class RayBackend(Backend):
     ) -> None:
         super().__init__(workers=workers, timeout=timeout)
         ray = _ray()
-        if not ray.is_initialized():
-            ray.init(
-                address=address,
-                num_cpus=None if address else self.workers,
-                include_dashboard=False,
-                log_to_driver=False,
-                ignore_reinit_error=True,
-            )
+        init_ray(address, self.workers)
         self.name = f"ray:{name}"
         self.language = language
         actor = ray.remote(num_cpus=1)(_CheckWorker)
@@ -110,17 +154,8 @@ class RayBackend(Backend):
             raise
 
     def _call(self, fetch: Any) -> Any:
-        """`fetch()` (a `ray.get`), with Ray's errors turned into this project's errors: the
-        FormalbenchError raised on the worker when there is one, else a BackendError."""
-        ray = _ray()
-        try:
-            return fetch()
-        except ray.exceptions.RayError as exc:
-            cause = getattr(exc, "cause", None)
-            if isinstance(cause, FormalbenchError):
-                raise cause from None
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise RayWorkerError(f"a Ray worker of backend {self.name} failed: {first}") from None
+        """`fetch()` (a `ray.get`), with Ray's errors turned into this project's errors."""
+        return ray_get(fetch, f"backend {self.name}")
 
     def preflight(self, timeout: float = 10.0) -> None:
         """The backend's own preflight, run on one worker (where the checks will run)."""

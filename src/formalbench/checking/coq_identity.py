@@ -175,7 +175,7 @@ def _starts(original: str) -> dict[str, int]:
     """Where each target's declaration starts in the original (for the fast path, which
     checks it against coqc's own sentence spans of the original)."""
     decls, holes = hole_decls(original, Language.coq)
-    return {decls[i].name: decls[i].start for i in holes if decls[i].name}
+    return {name: decls[i].start for i in holes if (name := decls[i].name)}
 
 
 def _context_changed(context: str) -> Finding:

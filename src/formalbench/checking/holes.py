@@ -158,7 +158,8 @@ def _coq_holes(d: Decl) -> list[HoleSite]:
         return out
     steps = proof[:-1] if closing is not None else proof
     bare = len(steps) == 1 and [t.text for t in steps[0]] == ["Proof", "."]
-    if closing is not None:  # `Proof. Admitted.` / `Admitted.` / `Proof. tac. Admitted.`
+    # `Proof. Admitted.` / `Admitted.` / `Proof. tac. Admitted.`
+    if closing is not None and closer is not None:
         first = steps[0][0] if bare else closer
         return [
             _site(

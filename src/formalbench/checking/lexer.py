@@ -235,7 +235,7 @@ def _lex_coq(text: str, lines: _Lines) -> list[Token]:
         if m is None:  # only blanks are left
             break
         kind = m.lastgroup
-        start = m.start(kind)
+        start = m.start(kind or 0)
         pos = m.end()
         if kind == "block":
             pos = _nested_end(text, pos, _COQ_BLOCK_MARK, "(*", "*)")

@@ -155,16 +155,16 @@ def alpha_renamed(texts: list[str]) -> list[str]:
     if not renames:
         return texts
     out = list(texts)
-    names = {at: (texts[at], f"⟪{n}⟫") for n, (at, _) in enumerate(renames)}
+    replacement = {at: (texts[at], f"⟪{n}⟫") for n, (at, _) in enumerate(renames)}
     starts: dict[int, list[tuple[str, str]]] = {}
     for at, scope in renames:
-        starts.setdefault(scope, []).append(names[at])
+        starts.setdefault(scope, []).append(replacement[at])
     active: dict[str, str] = {}  # name -> its replacement from here on (one pass, in order)
     for m, text in enumerate(texts):
         for name, new in starts.get(m, ()):
             active[name] = new
-        if m in names:
-            out[m] = names[m][1]
+        if m in replacement:
+            out[m] = replacement[m][1]
         elif text in active:
             out[m] = active[text]
         elif "." in text and (head := text.split(".", 1)[0]) in active:
@@ -306,9 +306,9 @@ def preservation_findings(
         return findings, set()
     last = max(d.index for d in targets)
     by_name: dict[str, Decl] = {}
-    for c in candidate:
-        if c.name is not None:
-            by_name.setdefault(c.name, c)
+    for d in candidate:
+        if d.name is not None:
+            by_name.setdefault(d.name, d)
     matched: dict[int, Decl] = {}  # candidate index -> original command
     unchanged: set[int] = set()
     pos = -1

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
-from formalbench.checking.coq_identity import kernel_identity_for
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.gate import GATE_VERSION, OVERSIZED, gate_findings
@@ -63,10 +62,12 @@ from formalbench.core.records import (
     TaskKind,
     Verdict,
 )
-from formalbench.store.verdict_cache import VerdictCache, verdict_key
 
 if TYPE_CHECKING:
     import asyncio
+
+    from formalbench.checking.coq_identity import KernelIdentity
+    from formalbench.store.verdict_cache import VerdictCache
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
 COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
@@ -108,7 +109,12 @@ class StrictVerifier:
             "gate": GATE_VERSION,
         }
         # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
-        self.coq_identity = kernel_identity_for(backend, self.language)
+        # (imported only with a backend: `check --static-only` starts without coqc's modules)
+        self.coq_identity: KernelIdentity | None = None
+        if backend is not None:
+            from formalbench.checking.coq_identity import kernel_identity_for
+
+            self.coq_identity = kernel_identity_for(backend, self.language)
         if self.coq_identity is not None:
             self._rules["identity"] = "kernel"
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
@@ -313,6 +319,8 @@ class StrictVerifier:
         """Where this verdict is kept: everything it depends on, the assistant's version too."""
         if self.cache is None or self.backend is None:
             return None
+        from formalbench.store.verdict_cache import verdict_key
+
         kind_name = "auto" if kind is None else kind.value
         return verdict_key(self.backend.version(), self._rules, kind_name, original, candidate)
 

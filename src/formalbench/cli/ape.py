@@ -103,6 +103,10 @@ def mine_command(
         int | None, typer.Option(help="Validate only the newest N kept tasks.")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Tasks validated at once.")] = 1,
+    executor: Annotated[
+        str, typer.Option(help="Where validation compiles run: local | ray.")
+    ] = "local",
+    ray_address: Annotated[str | None, typer.Option(help="Ray cluster address.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON.")] = False,
 ) -> None:
     """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
@@ -114,6 +118,8 @@ def mine_command(
 
     if validate not in (None, "coq", "lean"):
         raise InputError(f"--validate {validate}: expected coq or lean")
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
     if type_source not in ("auto", "conventional", "inferred"):
         raise InputError(f"--type-source {type_source}: expected auto, conventional or inferred")
     cfg = MineConfig(
@@ -152,7 +158,13 @@ def mine_command(
                 progress.update(bar, completed=done, total=total, status=status)
 
             result["validated"] = validate_run(
-                run_dir, validate, limit=validate_limit, on_progress=vtick, workers=workers
+                run_dir,
+                validate,
+                limit=validate_limit,
+                on_progress=vtick,
+                workers=workers,
+                executor=executor,
+                ray_address=ray_address,
             )
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")

@@ -17,9 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
@@ -64,9 +61,13 @@ def _options(
     return {}
 
 
-def _render(
-    console: Console, verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind
-) -> None:
+def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind) -> None:
+    # rich only here: `check --json` (the form scripts call in loops) never pays its import
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=True)
     where = verdict.backend or "static checks only"
     status = "[bold green]PASSED[/]" if verdict.passed else "[bold red]FAILED[/]"
     reasons = ", ".join(r.value for r in verdict.reasons)
@@ -203,7 +204,7 @@ def check(
         }
         typer.echo(json.dumps(payload, ensure_ascii=False))
     else:
-        _render(Console(highlight=False, soft_wrap=True), verdict, candidate, targets, task_kind)
+        _render(verdict, candidate, targets, task_kind)
     raise typer.Exit(0 if verdict.passed else 1)
 
 

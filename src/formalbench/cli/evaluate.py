@@ -57,7 +57,8 @@ def split_tactics(text: str) -> list[str]:
     """`lia, nia, nlinarith [sq_nonneg (a - b), sq_nonneg a]` -> three tactics: a comma
     separates tactics only outside brackets and parentheses (Lean hint lists hold commas)."""
     parts: list[str] = []
-    depth, current = 0, []
+    depth = 0
+    current: list[str] = []
     for char in text:
         if char in "([{":
             depth += 1

@@ -12,6 +12,7 @@ seconds of imports (see bench/bench_startup.py). `--help` imports them all to li
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -19,27 +20,39 @@ from typing import Any, TypeVar
 
 import typer
 import typer.main
-from rich.console import Console
 from typer.core import TyperGroup
 
 from formalbench.core.errors import FormalbenchError
 
+# pydantic looks for plugins (entry points of every installed distribution, through
+# importlib.metadata) the first time it builds a model: ~0.04 s of every command's start-up
+# for plugins formalbench does not use. A user who wants theirs sets the variable (e.g. to "").
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "1")
+
 
 def _click_errors(name: str) -> tuple[type[BaseException], ...]:
     """Click's exception class `name`, from the click that typer runs on: recent typer
-    releases vendor their own copy (`typer._click`), older ones use the `click` package;
-    both are caught, so the handler works with either."""
+    releases vendor their own copy (`typer._click`, with `Abort` in `typer.exceptions`),
+    older ones use the `click` package; typer's own class is taken when it has one, so the
+    handler works with either."""
     import importlib
 
     found: list[type[BaseException]] = []
-    for module in ("typer._click.exceptions", "click.exceptions"):
+    for module in ("typer._click.exceptions", "typer.exceptions", "click.exceptions"):
         try:
             cls = getattr(importlib.import_module(module), name, None)
         except ImportError:
             continue
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
+            break  # typer raises only the click it runs on (importing both costs start-up)
     return tuple(found)
+
+
+def _click_message(exc: BaseException) -> str:
+    """The one-line message of a click exception (`format_message`, which `BadParameter`
+    overrides to name the parameter)."""
+    return str(getattr(exc, "format_message", exc.__str__)())
 
 
 NO_ARGS_IS_HELP = _click_errors("NoArgsIsHelpError")
@@ -48,7 +61,13 @@ CLICK_ERRORS = _click_errors("ClickException")
 ABORTS = _click_errors("Abort")
 USAGE_EXIT_CODE = 2
 INTERRUPTED_EXIT_CODE = 130
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def say_error(line: str) -> None:
+    """One line on stderr. Plain text, not rich: rich costs a start-up import (~0.05 s) that
+    `check --json` never needs, and would read `:x:` in a message as an emoji code."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 # Sub-command name -> the module under formalbench.cli that registers it on `app`.
@@ -118,15 +137,16 @@ class FormalbenchGroup(TyperGroup):
             sys.exit(getattr(exc, "exit_code", USAGE_EXIT_CODE))
         except USAGE_ERRORS as exc:
             hint = ""
-            if exc.ctx is not None and exc.ctx.command.get_help_option(exc.ctx) is not None:
-                hint = f" (see `{exc.ctx.command_path} {exc.ctx.help_option_names[0]}`)"
-            err_console.print(f"formalbench: error: {exc.format_message()}{hint}", markup=False)
+            ctx = getattr(exc, "ctx", None)  # the classes are found by name: read them as Any
+            if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+                hint = f" (see `{ctx.command_path} {ctx.help_option_names[0]}`)"
+            say_error(f"formalbench: error: {_click_message(exc)}{hint}")
             sys.exit(USAGE_EXIT_CODE)
         except CLICK_ERRORS as exc:  # e.g. a FileError of a file argument
-            err_console.print(f"formalbench: error: {exc.format_message()}", markup=False)
-            sys.exit(exc.exit_code)
+            say_error(f"formalbench: error: {_click_message(exc)}")
+            sys.exit(getattr(exc, "exit_code", 1))
         except ABORTS:  # end of input at a prompt
-            err_console.print("formalbench: interrupted", markup=False)
+            say_error("formalbench: interrupted")
             sys.exit(INTERRUPTED_EXIT_CODE)
         # Non-standalone click returns the exit code of a `typer.Exit`/`ctx.exit` (our
         # commands return None on success).
@@ -153,11 +173,11 @@ def user_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except FormalbenchError as exc:
-            err_console.print(f"formalbench: error: {exc}", markup=False)
+            say_error(f"formalbench: error: {exc}")
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:  # a run stopped by a signal has said so already
             if not hasattr(exc, "exit_code"):
-                err_console.print("formalbench: interrupted", markup=False)
+                say_error("formalbench: interrupted")
             raise typer.Exit(getattr(exc, "exit_code", INTERRUPTED_EXIT_CODE)) from None
 
     return wrapper  # type: ignore[return-value]

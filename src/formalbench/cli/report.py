@@ -16,8 +16,7 @@ import typer
 from rich.console import Console
 
 from formalbench.cli.main import app, user_errors
-from formalbench.pipelines.formalize import is_formalize_run, load_metrics
-from formalbench.pipelines.run_dir import is_writable
+from formalbench.pipelines.run_dir import KIND_MARKERS, is_writable
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -50,8 +49,11 @@ def report_command(
 
         sys.stdout.write(json.dumps(ape_report(run_dir), indent=2) + "\n")
         return
-    if is_formalize_run(run_dir) and not RunFiles(run_dir).store.is_file():
+    # the formalize package (its store, the judge) is imported for formalize runs only
+    formalize_run = (Path(run_dir) / KIND_MARKERS["formalize"]).is_file()
+    if formalize_run and not RunFiles(run_dir).store.is_file():
         from formalbench.cli.formalize import print_formalize_report
+        from formalbench.pipelines.formalize import load_metrics
 
         metrics = load_metrics(run_dir)
         if not is_writable(run_dir):

@@ -188,7 +188,7 @@ class ErrorKind(StrEnum):
     model = "model"  # the model call failed
     budget = "budget"  # a token budget (of the task, or of the run) is spent
     backend = "backend"  # the proof assistant could not be run
-    format = "format"  # the answer held no usable code
+    format_ = "format"  # the answer held no usable code (`format` would shadow str.format)
     task = "task"  # the task itself is unusable (e.g. it has no hole)
     environment = "environment"  # the task's original does not compile here (a library missing)
     internal = "internal"  # a bug of the harness
@@ -211,7 +211,7 @@ class AttemptError(Record):
         """The `tag: message` strings older runs stored (`budget: run token budget...`)."""
         tag, colon, rest = text.partition(":")
         tag = tag.strip().lower()
-        if not colon or tag not in ErrorKind.__members__ or tag == "unknown":
+        if not colon or tag not in {kind.value for kind in ErrorKind} or tag == "unknown":
             return cls(kind=ErrorKind.unknown, message=text)
         message = rest.strip()
         scope = None

@@ -10,7 +10,7 @@ nothing typed is ever lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -75,7 +75,7 @@ def create_app(
     run_name = Path(run_dir).resolve().name
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         rechecker.close()
 
@@ -255,7 +255,7 @@ def _rechecker(formalize: FormalizeStore) -> Rechecker:
 
 
 def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:
-    status = params.get("status") or None
+    status = params.get("status") or ""
     flt = ProblemFilter(
         status=ReviewStatus(status) if status in ReviewStatus.__members__ else None,
         category=params.get("category") or None,

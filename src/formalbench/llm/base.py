@@ -91,10 +91,7 @@ class ModelWrapper(ChatModel):
 
     def __init__(self, inner: ChatModel) -> None:
         self.inner = inner
-
-    @property  # type: ignore[override]
-    def spec(self) -> str:
-        return self.inner.spec
+        self.spec = inner.spec  # a model's spec is fixed once it is built
 
     @property
     def takes_schema(self) -> bool:  # type: ignore[override]  # a class attribute elsewhere

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import os
 import weakref
 from collections.abc import Sequence
@@ -188,7 +189,7 @@ class OpenAIChatModel(ChatModel):
             if seed is not None:
                 request["seed"] = seed if round_no == 0 else (seed * 1_000_003 + round_no) % 2**31
             response = await call_with_retries(
-                lambda request=request: client.chat.completions.create(**request),
+                functools.partial(client.chat.completions.create, **request),
                 label=self.label,
                 classify=self._classify,
                 policy=self.retry,
@@ -241,7 +242,7 @@ class OpenAIChatModel(ChatModel):
                     await client.chat.completions.create(
                         model=self.model,
                         messages=[{"role": "user", "content": "ping"}],
-                        **{self.max_tokens_param: 1},
+                        extra_body={self.max_tokens_param: 1},  # the server's own name
                     )
                     return
         except Exception as exc:

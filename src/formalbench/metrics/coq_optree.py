@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from lark import Lark, Transformer
+from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
@@ -39,7 +39,7 @@ class CoqParseError(ValueError):
     """The printed term uses syntax the grammar does not cover (match, let, ...)."""
 
 
-class _Build(Transformer):  # type: ignore[misc]
+class _Build(Transformer[Token, OpTree]):
     def name(self, items: list) -> OpTree:
         return OpTree(str(items[0]).split("@{")[0])
 

@@ -56,7 +56,7 @@ def informal_formal_gap(
         return None
     informal_mean = math.fsum(i for i, _ in pairs) / len(pairs)
     formal_mean = math.fsum(f for _, f in pairs) / len(pairs)
-    cells = defaultdict(int)
+    cells: defaultdict[tuple[bool, bool], int] = defaultdict(int)
     for i, f in pairs:
         cells[(i >= 0.5, f >= 0.5)] += 1
     return InformalFormalGap(

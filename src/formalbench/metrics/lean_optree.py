@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from lark import Lark, Token, Transformer, Tree
 from lark.exceptions import LarkError
+from lark.tree import Meta
 
 from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
 
@@ -134,7 +136,7 @@ PROJ: /\.[A-Za-z0-9_']+/
      | NUMBER                                      -> number
      | "(" expr ")"
      | "(" expr ":" expr ")"                       -> ascribe
-     | "(" expr ("," expr)+ ")"                    -> tuple
+     | "(" expr ("," expr)+ ")"                    -> tuple_
      | "⟨" [expr ("," expr)*] "⟩"                   -> anon
      | "{" NAME "|" expr "}"                       -> setof
      | "{" NAME ":" expr "|" expr "}"              -> setof_typed
@@ -146,7 +148,7 @@ PROJ: /\.[A-Za-z0-9_']+/
      | "⌊" expr "⌋" ["₊"]                          -> floor
      | "⌈" expr "⌉" ["₊"]                          -> ceil
      | "![" [expr ("," expr)*] "]"                 -> vec
-     | "[" [expr ("," expr)*] "]"                  -> list
+     | "[" [expr ("," expr)*] "]"                  -> list_
      | "(" SECTION ")"                              -> section
      | "·"                                          -> dot
      | "_"                                          -> hole
@@ -247,7 +249,7 @@ def _infix(op: str, left: OpTree, right: OpTree) -> OpTree:
     return OpTree(f" _ {op} _ ", [left, right])
 
 
-class _Build(Transformer):  # type: ignore[misc]
+class _Build(Transformer[Token, OpTree]):
     """Parse tree -> OpTree; binders come back as (names, type-or-None, kind) triples."""
 
     def __init__(self) -> None:
@@ -359,7 +361,7 @@ class _Build(Transformer):  # type: ignore[misc]
             return value  # numerals folded: (2 : ℝ) is the leaf 2
         return OpTree("↑", [value])  # hover shows a type ascription as its coercion
 
-    def tuple(self, items: list) -> OpTree:
+    def tuple_(self, items: list) -> OpTree:
         return OpTree("(" + ", ".join("_" for _ in items) + ")", list(items))
 
     def anon(self, items: list) -> OpTree:
@@ -397,7 +399,7 @@ class _Build(Transformer):  # type: ignore[misc]
         kids = [i for i in items if i is not None]
         return OpTree("![" + ", ".join("_" for _ in kids) + "]", kids)
 
-    def list(self, items: list) -> OpTree:
+    def list_(self, items: list) -> OpTree:
         kids = [i for i in items if i is not None]
         return OpTree("[" + ", ".join("_" for _ in kids) + "]", kids)
 
@@ -594,8 +596,8 @@ def lean_tree(text: str) -> OpTree:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise LeanParseError(first[:200]) from None
     try:
-        tree = _Rename().transform(parsed)
-        tree = _Build().transform(tree)
+        renamed = _Rename().transform(parsed)
+        tree: object = _Build().transform(renamed)
     except LarkError as exc:
         raise LeanParseError(f"cannot build the tree: {exc}"[:200]) from None
     if not isinstance(tree, OpTree):
@@ -604,10 +606,10 @@ def lean_tree(text: str) -> OpTree:
     return tree
 
 
-class _Rename(Transformer):  # type: ignore[misc]
+class _Rename(Transformer[Token, Tree[Token]]):
     """lark rule names `or`/`and`/`not` clash with Python keywords on the transformer."""
 
-    def __default__(self, data, children, meta):  # type: ignore[no-untyped-def]
+    def __default__(self, data: str, children: list[Any], meta: Meta) -> Tree[Token]:
         if data in ("or", "and", "not"):
             data = data + "_"
         return Tree(data, children, meta)

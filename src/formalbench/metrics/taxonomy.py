@@ -185,7 +185,7 @@ def is_pass(attempt: Attempt) -> bool:
 def _error_category(error: AttemptError) -> ErrorCategory:
     if error.kind in _KIND_CATEGORY:
         return _KIND_CATEGORY[error.kind]
-    fallback = C.format_error if error.kind == ErrorKind.format else None
+    fallback = C.format_error if error.kind == ErrorKind.format_ else None
     for category, pattern in _ERROR_PATTERNS:
         if pattern.search(error.message):
             return category

@@ -367,7 +367,8 @@ async def _work(
             if observer is not None:
                 observer.attempt_done(attempt)
 
-    workers = _concurrency(config, solver, solver.verifier.backend.workers)
+    backend = solver.verifier.backend  # None only for a text-layer verifier: one slot
+    workers = _concurrency(config, solver, backend.workers if backend is not None else 1)
     gathered = asyncio.gather(*(worker() for _ in range(workers)))
     with stop_on_signals(gathered, lambda: in_flight) as caught:
         try:

@@ -137,8 +137,9 @@ def version_mismatches(backend: Backend, tasks: Sequence[Task]) -> list[tuple[st
         key = (task.toolchain, task.library_revision)
         if key not in asked:
             asked[key] = mismatch(*key)
-        if asked[key]:
-            found.setdefault(asked[key], []).append(task.id)
+        reason = asked[key]
+        if reason:
+            found.setdefault(reason, []).append(task.id)
     return list(found.items())
 
 

@@ -14,10 +14,9 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formalbench.core.errors import InputError
-from formalbench.llm.budget import UsageMeter
 from formalbench.metrics.summary import RunSummary, summarize
 from formalbench.pipelines.run_dir import (
     is_writable,
@@ -26,6 +25,9 @@ from formalbench.pipelines.run_dir import (
     write_text_atomic,
 )
 from formalbench.store.runs import RunStore
+
+if TYPE_CHECKING:  # the llm package (jinja2, the model stack) stays out of `report`
+    from formalbench.llm.budget import UsageMeter
 
 
 @dataclass(frozen=True)

@@ -60,5 +60,5 @@ def stop_on_signals(work: asyncio.Future, in_flight: Callable[[], int]) -> Itera
     try:
         yield caught
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        for installed_signum in installed:
+            loop.remove_signal_handler(installed_signum)

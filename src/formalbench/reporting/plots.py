@@ -97,6 +97,7 @@ def taxonomy_bars(summary: RunSummary) -> str | None:
     if not summary.taxonomy:
         return None
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     items = sorted(summary.taxonomy.items(), key=lambda kv: kv[1])
     total = summary.failed_attempts
@@ -109,7 +110,9 @@ def taxonomy_bars(summary: RunSummary) -> str | None:
     for y, count in enumerate(counts):
         ax.text(count + top * 0.01, y, f"{count} ({100 * count / total:.1f}%)", va="center")
     ax.set_xlim(0, top * 1.3)
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    locator = ax.xaxis.get_major_locator()
+    if isinstance(locator, MaxNLocator):  # the default AutoLocator is one
+        locator.set_params(integer=True)
     ax.set_xlabel("failed attempts (primary category)")
     ax.set_title(f"Why attempts failed ({total} failed attempts)")
     fig.tight_layout()

@@ -161,7 +161,7 @@ class Solver(ABC):
         except ToolchainMissingError:
             raise  # every task would fail the same way: the user must act
         except FormatFailure as exc:
-            error = AttemptError(kind=ErrorKind.format, message=str(exc))
+            error = AttemptError(kind=ErrorKind.format_, message=str(exc))
             draft.verdict = draft.verdict or format_verdict(str(exc))
         except InputError as exc:  # the task itself is unusable (e.g. it has no hole)
             error = AttemptError(kind=ErrorKind.task, message=str(exc))

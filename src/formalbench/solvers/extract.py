@@ -34,9 +34,11 @@ class FormatFailure(Exception):
 
 
 class HoleLike(Protocol):
-    """What extraction needs of a hole: the declaration it belongs to."""
+    """What extraction needs of a hole: the declaration it belongs to (read only, so a
+    frozen `HoleSite` satisfies it)."""
 
-    decl: str | None
+    @property
+    def decl(self) -> str | None: ...
 
 
 @dataclass(frozen=True)

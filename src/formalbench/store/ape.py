@@ -15,6 +15,7 @@ from typing import Any
 
 from formalbench.store.db import connect, ensure_schema, transaction
 
+STORE_NAME = "ape.sqlite"  # the store's file in the run folder
 SCHEMA_VERSION = 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ape_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -143,7 +143,8 @@ class FormalizeStore:
             )
 
     def candidates(self, problem_id: str | None = None) -> list[Candidate]:
-        query, args = "SELECT candidate FROM fz_candidates", ()
+        query = "SELECT candidate FROM fz_candidates"
+        args: tuple[str, ...] = ()
         if problem_id is not None:
             query, args = query + " WHERE problem_id = ?", (problem_id,)
         with self._lock:

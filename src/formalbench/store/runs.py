@@ -62,6 +62,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 
 # Config keys whose change would put incompatible attempts side by side in one run. Others
 # (workers, timeouts of the harness, budgets, output paths) may change on a resume.
+IDENTITY_KEYS: tuple[str, ...]
 IDENTITY_KEYS = ("dataset", "selection", "solver", "model", "backend", "policy", "params")
 IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts")
 # Version keys that decide verdicts: the proof assistant (and its library).

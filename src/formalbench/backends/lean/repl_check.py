@@ -118,6 +118,7 @@ def check_in_pool(
             backend=backend, status=exchange.status, elapsed=elapsed, detail=exchange.detail
         )
     reply = exchange.reply
+    assert header is not None  # every pass of the loop above returns when it has none
     diagnostics = _mapped_header_messages(header, split)
     if error is not None:
         diagnostics.append(

@@ -12,9 +12,7 @@ from typing import Any
 
 from formalbench.core.errors import InputError
 from formalbench.metrics.passk import pass_at_k
-from formalbench.pipelines.ape.mining import STORE_NAME, funnel
-from formalbench.pipelines.ape.task import MineConfig
-from formalbench.store.ape import ApeStore
+from formalbench.store.ape import STORE_NAME, ApeStore
 
 
 def is_ape_run(run_dir: Path) -> bool:
@@ -28,6 +26,11 @@ def _mean_pass(rows: list[tuple[int, int]], k: int) -> float:
 
 
 def ape_report(run_dir: Path) -> dict[str, Any]:
+    # mining (rapidfuzz, git) only for an ape run: `formalbench report` of an eval run asks
+    # `is_ape_run` first and must not pay for it
+    from formalbench.pipelines.ape.mining import funnel
+    from formalbench.pipelines.ape.task import MineConfig
+
     if not is_ape_run(run_dir):
         raise InputError(f"{run_dir}: not an ape run (no {STORE_NAME})")
     with ApeStore(Path(run_dir) / STORE_NAME) as store:

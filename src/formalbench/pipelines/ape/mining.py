@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formalbench.core.errors import InputError
 from formalbench.pipelines.ape.filters import (
@@ -26,9 +27,8 @@ from formalbench.pipelines.ape.filters import (
 from formalbench.pipelines.ape.gitsource import Commit, GitRepo
 from formalbench.pipelines.ape.sources import detect_language, source_filter
 from formalbench.pipelines.ape.task import ApeTask, MineConfig
-from formalbench.store.ape import ApeStore
+from formalbench.store.ape import STORE_NAME, ApeStore
 
-STORE_NAME = "ape.sqlite"
 PRE_FILTERS = ["commit_type", "not_deleted", "library_path"]
 
 
@@ -135,7 +135,7 @@ def _candidates(repo, commit: Commit, lang: str, type_source: str, cfg: MineConf
     in_library = source_filter(repo, commit.sha, lang)
     in_library_before = source_filter(repo, parent, lang)
     toolchain = None
-    out = []
+    out: list[tuple[str, str | None, dict[str, Any] | None]] = []
     for change in repo.changes(parent, commit.sha):
         path = change.path_after or change.path_before or ""
         base_id = f"{commit.sha[:12]}:{path}"

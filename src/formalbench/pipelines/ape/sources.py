@@ -38,8 +38,12 @@ def lean_roots(repo: GitRepo, rev: str) -> list[str]:
     text = repo.show(rev, "lakefile.lean") or ""
     for m in re.finditer(r"lean_lib\s+«?([\w.]+)»?(.*?)(?=\n\S|\Z)", text, re.DOTALL):
         body = m.group(2)
-        src = re.search(r'srcDir\s*:=\s*"([^"]*)"', body)
-        prefix = (src.group(1).strip("/") + "/") if src and src.group(1) not in ("", ".") else ""
+        src_dir = re.search(r'srcDir\s*:=\s*"([^"]*)"', body)
+        prefix = (
+            (src_dir.group(1).strip("/") + "/")
+            if src_dir and src_dir.group(1) not in ("", ".")
+            else ""
+        )
         names = re.findall(
             r"`([\w.]+)", (re.search(r"roots\s*:=\s*#\[(.*?)\]", body) or m).group(0)
         )

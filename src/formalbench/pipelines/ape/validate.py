@@ -6,6 +6,11 @@ structured diagnostics (`CheckResult.errors` / `.warnings`), never from text mat
 reaches coqc only through the project's Coq backend (sandboxed, time and memory limits).
 Lean would need `lake env lean` in the restored Lake project; no Lean toolchain exists here,
 so `--validate lean` stops with the install hint instead of pretending.
+
+`executor="ray"` (`ape mine --validate coq --executor ray`) runs the compiles as Ray tasks
+(`backends.ray_backend.RayTasks`), for histories of thousands of commits; the project trees
+are still built or restored here, once each, and must be on a filesystem the Ray workers see
+(always so on a local Ray; a shared folder on a cluster).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from formalbench.backends.ray_backend import RayWorkerError
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.mining import STORE_NAME
@@ -46,9 +52,14 @@ def validate_run(
     on_progress: Callable[[int, int, str], None] | None = None,
     snapshot_store: Path | None = None,
     workers: int = 1,
+    executor: str = "local",
+    ray_address: str | None = None,
 ) -> int:
     """Validate the kept tasks of a mined run (newest first); returns how many passed.
-    `workers` tasks are compiled at once (coqc processes; builds of one tree are shared)."""
+    `workers` tasks are compiled at once (coqc processes; builds of one tree are shared),
+    here (`executor="local"`) or as Ray tasks (`"ray"`, on the cluster at `ray_address`)."""
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
     if language == "lean":
         if shutil.which("lake") is None:
             raise ToolchainMissingError(
@@ -69,11 +80,19 @@ def validate_run(
         trees = BuiltTrees(GitArchiveProvider(repo.path), Path(run_dir) / "trees", snapshots)
         tasks = list(store.kept_tasks())[: limit if limit is not None else None]
         passed = finished = 0
+        compile_in: Callable[[Path, str], dict[str, Any]] = check_in_tree
+        if executor == "ray" and tasks:
+            from formalbench.backends.ray_backend import RayTasks
+
+            ray_tasks = RayTasks(workers, ray_address)
+
+            def compile_in(tree: Path, content: str) -> dict[str, Any]:
+                return ray_tasks.run(check_in_tree, tree, content)
 
         def one(task: dict[str, Any]) -> dict[str, Any]:
             done = store.get_result(task["id"], "validate")
             if done is None:
-                done = validate_task(trees, task)
+                done = validate_task(trees, task, compile_in)
                 store.put_result(task["id"], "validate", done)
             return done
 
@@ -86,17 +105,23 @@ def validate_run(
         return passed
 
 
-def validate_task(trees: BuiltTrees, task: dict[str, Any]) -> dict[str, Any]:
+def validate_task(
+    trees: BuiltTrees,
+    task: dict[str, Any],
+    compile_in: Callable[[Path, str], dict[str, Any]] = check_in_tree,
+) -> dict[str, Any]:
+    """Build (or restore) the trees of the task's commit and parent here, and compile the
+    files after and before in them with `compile_in` (here, or as a Ray task)."""
     path_after = task["file_path_after"]
     out: dict[str, Any] = {"kept": False}
     try:
         after_tree = trees.tree_for(task["commit_hash"], path_after)
-        out["after"] = check_in_tree(after_tree, task["content_after"])
+        out["after"] = compile_in(after_tree, task["content_after"])
         if task.get("file_path_before"):
             before_tree = trees.tree_for(task["parent_commit_hash"], task["file_path_before"])
-            out["before"] = check_in_tree(before_tree, task["content_before"])
-    except (InputError, ToolchainMissingError):
-        raise
+            out["before"] = compile_in(before_tree, task["content_before"])
+    except (InputError, ToolchainMissingError, RayWorkerError):
+        raise  # bad input, or the executor failed (not the task): the run stops, resumable
     except Exception as exc:  # a dependency that does not build: the task cannot be validated
         out["reason"] = f"{type(exc).__name__}: {exc}"[:500]
         return out

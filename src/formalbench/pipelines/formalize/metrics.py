@@ -25,7 +25,6 @@ from pydantic import Field
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.core.records import Record
-from formalbench.judge.ranking import model_labels
 from formalbench.pipelines.formalize.reference import reference_table
 from formalbench.pipelines.run_dir import is_writable, read_json_object, write_text_atomic
 from formalbench.store.formalize import FormalizeStore
@@ -140,6 +139,8 @@ def compute(store: FormalizeStore) -> FormalizeMetrics:
     models: dict[str, list[Candidate]] = {}
     for c in candidates:
         models.setdefault(c.model, []).append(c)
+    from formalbench.judge.ranking import model_labels  # the judge (and llm) only here
+
     labels = model_labels(models)
     out.models = [_model_metrics(spec, labels[spec], mine) for spec, mine in models.items()]
     out.reference = reference_table(store, labels)

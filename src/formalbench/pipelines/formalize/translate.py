@@ -118,13 +118,27 @@ async def repair_round(
 async def compile_round(session: Session, number: int, completion: Completion) -> CompileRound:
     """Read the statement out of a reply and compile it; a reply with no code is a
     formatting failure and is not compiled."""
-    base = {"round": number, "raw_output": completion.text, "tokens": completion.usage}
+    text, usage = completion.text, completion.usage
     try:
         code = extract_statement(completion.text, session.assistant)
     except FormatProblem as exc:
-        return CompileRound(code="", compiled=False, format_failure=str(exc), **base)
+        return CompileRound(
+            round=number,
+            raw_output=text,
+            tokens=usage,
+            code="",
+            compiled=False,
+            format_failure=str(exc),
+        )
     static = static_diagnostics(code, session.assistant)
     result = await session.backend.acheck(code, timeout=session.config.timeout)
     diagnostics: list[Diagnostic] = static + result_diagnostics(result, session.config.timeout)
     compiled = result.compiled and not static
-    return CompileRound(code=code, compiled=compiled, diagnostics=diagnostics, **base)
+    return CompileRound(
+        round=number,
+        raw_output=text,
+        tokens=usage,
+        code=code,
+        compiled=compiled,
+        diagnostics=diagnostics,
+    )

@@ -103,8 +103,11 @@ def decode(blob: bytes, source: Path) -> list[Entry]:
 
 
 def _safe(rel: str) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+    """Relative, with no empty, `.` or `..` component. Written as three substring tests on
+    `/rel/` (an empty component shows as `//`) because a restore checks every path of the
+    manifest: splitting each path cost ~3 µs a file, a tenth of a hard-link restore."""
+    wrapped = f"/{rel}/"
+    return "//" not in wrapped and "/./" not in wrapped and "/../" not in wrapped
 
 
 def file_entries(entries: list[Entry]) -> Iterator[Entry]:
