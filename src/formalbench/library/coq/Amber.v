@@ -11,7 +11,7 @@
 From Coq Require Export Reals.
 From Coq Require Import Lra Lia.
 Local Set Warnings "-ambiguous-paths".  (* Coquelicot's Rbar coercions next to the reals' *)
-From Coquelicot Require Export Rbar Lub.
+From Coquelicot Require Import Rbar Lub.
 
 Open Scope R_scope.
 
