@@ -15,7 +15,8 @@ would make such a task trivial, and each is refused here:
 
 Whether a task is a construction at all is read off the original (`task_kind`): it is one
 when a value definition (Lean `def`/`abbrev`/..., Coq `Definition`/`Fixpoint`/...) holds a
-hole.
+hole. A task record may say more: its kind (`evaluation`, `algorithm`, `transformation`) and
+which definitions are the constructions (`Task.constructions`); then exactly those are checked.
 """
 
 from __future__ import annotations
@@ -225,8 +226,11 @@ def construction_findings(
     choice_constants: Iterable[str],
     forbidden: Iterable[str],
     construction_forbidden: Iterable[str] = ("partial",),
+    constructions: Iterable[str] = (),
 ) -> list[Finding]:
-    """Findings for each hole-bearing value definition of the original (see module doc)."""
+    """Findings for each construction: the task's own list (`Task.constructions`, e.g. the
+    target type and problem of a transformation) or, when it gives none, each hole-bearing
+    value definition of the original (see module doc)."""
     constants = list(choice_constants)
     forbidden_set = set(forbidden)
     refused = set(construction_forbidden)
@@ -239,7 +243,7 @@ def construction_findings(
     }
     by_name = {c.name: c for c in candidate if c.name}
     findings: list[Finding] = []
-    for name in value_holes(original, holes, language):
+    for name in list(constructions) or value_holes(original, holes, language):
         c = by_name.get(name)
         if c is None:
             continue  # reported as missing_target by statement preservation

@@ -62,6 +62,7 @@ LAZY_COMMANDS = {
     "compare": "compare",
     "snapshot": "snapshot",
     "ape": "ape",
+    "library": "library",
 }
 
 

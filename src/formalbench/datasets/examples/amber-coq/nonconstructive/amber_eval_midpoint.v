@@ -1,5 +1,5 @@
 From Formalbench Require Import Amber.
-From Coq Require Import Lra.
+From Coq Require Import Lra Lia.
 Open Scope R_scope.
 From Coq Require Import ClassicalEpsilon.
 

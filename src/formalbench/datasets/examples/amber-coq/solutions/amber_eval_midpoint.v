@@ -1,5 +1,5 @@
 From Formalbench Require Import Amber.
-From Coq Require Import Lra.
+From Coq Require Import Lra Lia.
 Open Scope R_scope.
 
 Definition f (a b x : R) : R := (x - a) ^ 2 + (x - b) ^ 2.
