@@ -119,7 +119,9 @@ def _compile(coqc: str, work: Path, name: str) -> None:
             argv, cwd=work, capture_output=True, text=True, timeout=COMPILE_TIMEOUT
         )
     except subprocess.TimeoutExpired as exc:
-        raise BackendError(f"compiling the Coq library {name} took over {exc.timeout:.0f}s") from exc
+        raise BackendError(
+            f"compiling the Coq library {name} took over {exc.timeout:.0f}s"
+        ) from exc
     if done.returncode != 0:
         first = next((ln for ln in done.stderr.splitlines() if ln.startswith("Error")), "")
         raise BackendError(

@@ -34,7 +34,9 @@ def amber_tasks(name: str) -> list[Task]:
     tasks = []
     for task in load_tasks(FOLDERS[name] / "tasks"):
         task.source = SOURCE
-        task.metadata = {"library": "Formalbench.Amber" if task.language == Language.coq else "Amber"}
+        task.metadata = {
+            "library": "Formalbench.Amber" if task.language == Language.coq else "Amber"
+        }
         if task.language == Language.lean:
             task.toolchain = LEAN_TOOLCHAIN
             task.library_revision = MATHLIB_REVISION
