@@ -14,11 +14,11 @@ import pytest
 from formalbench.checking.decls import split_decls
 from formalbench.checking.lexer import tokenize
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Reason, Task, TaskKind
 from formalbench.datasets import load_tasks
 from formalbench.datasets.amber import read_marker
 from formalbench.datasets.build_amber import FOLDERS, render, solution_file
-from formalbench.core.errors import InputError
 from formalbench.library import COQ_SOURCE_DIR, LEAN_SOURCE_DIR
 
 COQ_SET, LEAN_SET = "example-amber-coq", "example-amber-lean"
@@ -85,9 +85,16 @@ def test_lean_library_lexes_and_every_declaration_is_found():
     found = [d.name for d in split_decls(text, Language.lean) if d.name]
     heads = re.findall(r"^(?:def|theorem|structure|class)\s+([\w.]+)", text, flags=re.MULTILINE)
     assert len(heads) >= 14 and found == [f"Amber.{name}" for name in heads]
-    for (
-        name
-    ) in "MathProblem relaxes equivalence OriginalProblem OptProblem LP SDP DualProblem".split():
+    for name in [
+        "MathProblem",
+        "relaxes",
+        "equivalence",
+        "OriginalProblem",
+        "OptProblem",
+        "LP",
+        "SDP",
+        "DualProblem",
+    ]:
         assert f"Amber.{name}" in found
 
 
@@ -207,7 +214,9 @@ def test_coq_reference_solutions_pass_the_strict_verifier():
 
         verdicts = asyncio.run(all_verdicts())
     failed = {
-        t.id: [f.message for f in v.findings][:2] for t, v in zip(tasks, verdicts) if not v.passed
+        t.id: [f.message for f in v.findings][:2]
+        for t, v in zip(tasks, verdicts, strict=True)
+        if not v.passed
     }
     assert failed == {}
     assert all(not v.static_only for v in verdicts)
@@ -257,4 +266,4 @@ def test_coq_nonconstructive_solution_is_refused(task):
 
 def test_value_level_list_names_real_tasks():
     ids = {t.id for t in _tasks(COQ_SET)}
-    assert VALUE_LEVEL <= ids and len(ids - VALUE_LEVEL) >= 6
+    assert ids >= VALUE_LEVEL and len(ids - VALUE_LEVEL) >= 6
