@@ -51,7 +51,7 @@ def solution_file(name: str, task: Task, which: str = "solutions") -> Path | Non
 
 
 def render(name: str) -> str:
-    return "".join(t.model_dump_json(exclude_defaults=True) + "\n" for t in amber_tasks(name))
+    return "".join(t.model_dump_json() + "\n" for t in amber_tasks(name))
 
 
 def main(argv: list[str] | None = None) -> int:
