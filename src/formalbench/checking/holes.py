@@ -243,12 +243,16 @@ def fill_holes(text: str, language: Language, fills: Sequence[str]) -> str:
     ends: dict[tuple[int, int], str] = {}
     for i, (hole, fill) in enumerate(zip(holes, fills, strict=False)):
         lines = _script_lines(fill, i)
-        end = "Defined" if hole.decl in values else "Qed"
-        new = _lean_fill(hole, lines) if language == Language.lean else _coq_fill(hole, lines, end)
+        closing = "Defined" if hole.decl in values else "Qed"
+        new = (
+            _lean_fill(hole, lines)
+            if language == Language.lean
+            else _coq_fill(hole, lines, closing)
+        )
         edits.append((hole.start, hole.end, new))
         if hole.mode == "tactic" and hole.closer:
             filled_admits[hole.closer] = filled_admits.get(hole.closer, 0) + 1
-            ends[hole.closer] = end
+            ends[hole.closer] = closing
     for closer, count in filled_admits.items():
         total = sum(1 for h in holes if h.mode == "tactic" and h.closer == closer)
         if count == total:
