@@ -18,6 +18,7 @@ from pathlib import Path
 from formalbench.core.records import Language, Task
 from formalbench.datasets.loader import load_tasks
 from formalbench.datasets.shipped import EXAMPLES_DIR
+from formalbench.library import LEAN_MATHLIB_TARGET
 
 FOLDERS: dict[str, Path] = {
     "example-amber-coq": EXAMPLES_DIR / "amber-coq",
@@ -25,7 +26,7 @@ FOLDERS: dict[str, Path] = {
 }
 SOURCE = "formalbench AMBER-style examples (written for formalbench)"
 LEAN_TOOLCHAIN = "leanprover/lean4:v4.24.0"
-MATHLIB_REVISION = "v4.24.0"  # the Mathlib tag the Lean library targets (library/lean/Amber.lean)
+MATHLIB_REVISION = LEAN_MATHLIB_TARGET  # the Mathlib tag library/lean/Amber.lean targets
 SUFFIX = {Language.coq: ".v", Language.lean: ".lean"}
 
 
