@@ -28,4 +28,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e ".${extras}"
+# Compile the shipped AMBER library once (`From Formalbench Require Import Amber.`), so the
+# first check does not pay for it; it lands in the per-user cache (backends/coq_library.py).
+formalbench library path --backend coq >/dev/null
 echo "formalbench installed: $(command -v formalbench); $(coqc --version | head -n 1)"

@@ -103,7 +103,9 @@ def test_coq_definition_chosen_by_epsilon() -> None:
         "Theorem answer_spec : answer = 3.\nProof.\nAdmitted.\n"
     )
     honest = fill_holes(original, COQ, ["exact 3.", "reflexivity."])
-    assert honest.count("Qed.") == 2 and check(honest, original=original, language=COQ) == []
+    # the value closes with Defined (transparent: the theorem may unfold it), the proof with Qed
+    assert "exact 3.\nDefined." in honest and honest.count("Qed.") == 1
+    assert check(honest, original=original, language=COQ) == []
     sneaky = honest.replace("exact 3.", "exact (epsilon (inhabits 0) (fun n => n = 3)).")
     found = check(sneaky, original=original, language=COQ)
     assert [f.reason for f in found] == [Reason.non_constructive]

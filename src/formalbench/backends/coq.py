@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from formalbench.backends.base import Backend, gate
+from formalbench.backends.coq_library import library_args, library_hash
 from formalbench.backends.coq_output import (
     CoqMessage,
     is_exhaustion,
@@ -97,6 +98,7 @@ class CoqBackend(Backend):
                 )
                 words = done.stdout.split()
                 self._version = f"coq {words[0]}" if words else "coq unknown"
+                self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
                 if self.args:
                     self._version += " " + " ".join(self.args)
             return self._version
@@ -173,7 +175,8 @@ class CoqBackend(Backend):
             return ProcessOutcome(CheckStatus.refused, None, "", said, 0.0)
         path = work / f"{module}.v"
         path.write_bytes(text.encode("utf-8"))
-        argv = [self.coqc, "-q", *extra, *self.args, path.name]
+        # The shipped library (backends/coq_library.py), compiled on first use.
+        argv = [self.coqc, "-q", *extra, *library_args(self.coqc, text), *self.args, path.name]
         return run_limited(
             argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
         )

@@ -15,7 +15,8 @@ would make such a task trivial, and each is refused here:
 
 Whether a task is a construction at all is read off the original (`task_kind`): it is one
 when a value definition (Lean `def`/`abbrev`/..., Coq `Definition`/`Fixpoint`/...) holds a
-hole.
+hole. A task record may say more: its kind (`evaluation`, `algorithm`, `transformation`) and
+which definitions are the constructions (`Task.constructions`); then exactly those are checked.
 """
 
 from __future__ import annotations
@@ -225,9 +226,14 @@ def construction_findings(
     choice_constants: Iterable[str],
     forbidden: Iterable[str],
     construction_forbidden: Iterable[str] = ("partial",),
+    constructions: Iterable[str] = (),
 ) -> list[Finding]:
-    """Findings for each hole-bearing value definition of the original (see module doc)."""
+    """Findings for each construction: the task's own list (`Task.constructions`, e.g. the
+    target type and problem of a transformation) or, when it gives none, each hole-bearing
+    value definition of the original (see module doc)."""
     constants = list(choice_constants)
+    if language == Language.coq:
+        candidate = rejoin_proofs(candidate)
     forbidden_set = set(forbidden)
     refused = set(construction_forbidden)
     original_names = {d.name for d in original if d.name}
@@ -239,7 +245,7 @@ def construction_findings(
     }
     by_name = {c.name: c for c in candidate if c.name}
     findings: list[Finding] = []
-    for name in value_holes(original, holes, language):
+    for name in list(constructions) or value_holes(original, holes, language):
         c = by_name.get(name)
         if c is None:
             continue  # reported as missing_target by statement preservation
@@ -268,6 +274,35 @@ def construction_findings(
                     )
                 )
     return findings
+
+
+_COQ_ENDS = frozenset({"Qed", "Defined", "Admitted", "Abort", "Save"})
+
+
+def rejoin_proofs(decls: list[Decl]) -> list[Decl]:
+    """Coq declarations with their proofs whole again.
+
+    The splitter ends a declaration at any command that can also stand at the top level, so
+    `Definition answer : R. Proof. Require Import ClassicalEpsilon. exact (epsilon …). Defined.`
+    comes out as the definition, then nameless pieces; left so, the choice in the value would
+    never be read. A named declaration still in proof mode (no `:=`, no closing `Qed.` /
+    `Defined.`) takes the nameless pieces after it, up to and including its closing one."""
+    out: list[Decl] = []
+    for d in decls:
+        last = out[-1] if out else None
+        if last is not None and d.name is None and last.name is not None and _in_proof(last):
+            out[-1] = Decl(last.kind, last.name, last.tokens + d.tokens, last.head,
+                           last.body_start, last.index)  # fmt: skip
+            continue
+        out.append(d)
+    return out
+
+
+def _in_proof(d: Decl) -> bool:
+    texts = [t.text for t in d.tokens]
+    if ":=" in texts[d.head :]:
+        return False
+    return len(texts) < 2 or texts[-1] != "." or texts[-2] not in _COQ_ENDS
 
 
 def _finding(reason: Reason, subject: str, at: Token, message: str) -> Finding:

@@ -210,18 +210,27 @@ def _lean_fill(hole: HoleSite, lines: list[str]) -> str:
     return f"({body})" if hole.wrap else body
 
 
-def _coq_fill(hole: HoleSite, lines: list[str]) -> str:
+def _coq_fill(hole: HoleSite, lines: list[str], end: str = "Qed") -> str:
     script = "\n".join(lines)
     if not script.rstrip().endswith((".", "}")):
         script += "."
     if hole.mode == "tactic":
         return script.replace("\n", "\n" + " " * hole.indent)
     if hole.token == "Proof" or (hole.opens and hole.token):
-        return f"Proof.\n{script}\nQed."
+        return f"Proof.\n{script}\n{end}."
     if hole.token == "Admitted":
-        return f"{script}\nQed."
+        return f"{script}\n{end}."
     opening = "Proof.\n" if hole.opens else ""
-    return f"\n{opening}{script}\nQed."
+    return f"\n{opening}{script}\n{end}."
+
+
+def _coq_values(text: str) -> set[str]:
+    """Names of the Coq value definitions of `text` (`Definition answer : R. Admitted.`):
+    their filled proof ends with `Defined.`, since a value closed by `Qed.` is opaque and the
+    theorem about it could not use what it is (construction tasks, AMBER)."""
+    from formalbench.checking.construction import COQ_VALUE_KINDS  # it imports this module
+
+    return {d.name for d in split_decls(text, Language.coq) if d.name and d.kind in COQ_VALUE_KINDS}
 
 
 def fill_holes(text: str, language: Language, fills: Sequence[str]) -> str:
@@ -231,16 +240,24 @@ def fill_holes(text: str, language: Language, fills: Sequence[str]) -> str:
         raise InputError(f"{len(fills)} fills given but the text has {len(holes)} holes")
     edits: list[tuple[int, int, str]] = []
     filled_admits: dict[tuple[int, int], int] = {}
+    values = _coq_values(text) if language == Language.coq else set()
+    ends: dict[tuple[int, int], str] = {}
     for i, (hole, fill) in enumerate(zip(holes, fills, strict=False)):
         lines = _script_lines(fill, i)
-        new = _lean_fill(hole, lines) if language == Language.lean else _coq_fill(hole, lines)
+        closing = "Defined" if hole.decl in values else "Qed"
+        new = (
+            _lean_fill(hole, lines)
+            if language == Language.lean
+            else _coq_fill(hole, lines, closing)
+        )
         edits.append((hole.start, hole.end, new))
         if hole.mode == "tactic" and hole.closer:
             filled_admits[hole.closer] = filled_admits.get(hole.closer, 0) + 1
+            ends[hole.closer] = closing
     for closer, count in filled_admits.items():
         total = sum(1 for h in holes if h.mode == "tactic" and h.closer == closer)
         if count == total:
-            edits.append((closer[0], closer[1], "Qed"))
+            edits.append((closer[0], closer[1], ends[closer]))
     edits.sort()
     out: list[str] = []
     last = 0

@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from formalbench.checking.coq_identity import KernelIdentity
     from formalbench.store.verdict_cache import VerdictCache
 
-CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
+CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm, TaskKind.transformation})
 COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
 _POSTULATES = words(
     "Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables"
@@ -147,10 +147,15 @@ class StrictVerifier:
         return task_kind(original, self.language)
 
     def static_findings(
-        self, original: str, candidate: str, kind: TaskKind | None = None
+        self,
+        original: str,
+        candidate: str,
+        kind: TaskKind | None = None,
+        constructions: Sequence[str] = (),
     ) -> list[Finding]:
         """Every problem the text layer finds, in the order: statements, constructs, values.
-        `kind` None reads it off the original (`task_kind`); a given kind is obeyed."""
+        `kind` None reads it off the original (`task_kind`); a given kind is obeyed.
+        `constructions`: the task's construction names (default: its open value definitions)."""
         orig, cand, holes = self._parse(original, candidate)
         findings, unchanged = preservation_findings(
             orig, cand, self.language, holes, kernel_checked=self.coq_identity is not None
@@ -170,6 +175,7 @@ class StrictVerifier:
                 policy.choice_constants,
                 forbidden,
                 policy.construction_forbidden,
+                constructions,
             )
         return findings
 
@@ -296,7 +302,7 @@ class StrictVerifier:
         return not findings or self.compile_always
 
     def _text_stage(
-        self, original: str, candidate: str, kind: TaskKind | None
+        self, original: str, candidate: str, kind: TaskKind | None, constructions: Sequence[str]
     ) -> tuple[float, list[Finding], list[str] | None]:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
@@ -305,7 +311,7 @@ class StrictVerifier:
         gated = gate_findings(candidate, self.language)
         if any(f.subject == OVERSIZED for f in gated):
             return t0, gated, None
-        findings = self.static_findings(original, candidate, kind)
+        findings = self.static_findings(original, candidate, kind, constructions)
         seen = {(f.subject, f.line, f.column) for f in findings}
         findings += [f for f in gated if (f.subject, f.line, f.column) not in seen]
         names = self.targets(original)
@@ -315,13 +321,17 @@ class StrictVerifier:
         compile_needed = self._compile_needed(hard) and not gated
         return t0, findings, names if compile_needed else None
 
-    def _cache_key(self, original: str, candidate: str, kind: TaskKind | None) -> str | None:
+    def _cache_key(
+        self, original: str, candidate: str, kind: TaskKind | None, constructions: Sequence[str]
+    ) -> str | None:
         """Where this verdict is kept: everything it depends on, the assistant's version too."""
         if self.cache is None or self.backend is None:
             return None
         from formalbench.store.verdict_cache import verdict_key
 
         kind_name = "auto" if kind is None else kind.value
+        if constructions:
+            kind_name += ":" + ",".join(constructions)
         return verdict_key(self.backend.version(), self._rules, kind_name, original, candidate)
 
     def _cached(self, key: str | None) -> Verdict | None:
@@ -340,14 +350,16 @@ class StrictVerifier:
         *,
         kind: TaskKind | None = None,
         timeout: float | None = None,
+        constructions: Sequence[str] = (),
     ) -> Verdict:
         """The verdict on `candidate` as a solution of `original` (both whole files); `kind`
-        None reads the task kind off the original (see `task_kind`). With a verdict cache, a
-        candidate already judged under the same assistant and rules is not checked again."""
-        key = self._cache_key(original, candidate, kind)
+        None reads the task kind off the original (see `task_kind`); `constructions` are the
+        task's construction names. With a verdict cache, a candidate already judged under the
+        same assistant and rules is not checked again."""
+        key = self._cache_key(original, candidate, kind, constructions)
         if (hit := self._cached(key)) is not None:
             return hit
-        t0, findings, targets = self._text_stage(original, candidate, kind)
+        t0, findings, targets = self._text_stage(original, candidate, kind, constructions)
         result = None
         if targets is not None:
             assert self.backend is not None
@@ -413,19 +425,22 @@ class StrictVerifier:
         *,
         kind: TaskKind | None = None,
         timeout: float | None = None,
+        constructions: Sequence[str] = (),
     ) -> Verdict:
         """`verify` for asyncio code: the compile runs on the backend's pool, and a candidate
         already being checked by another attempt is waited for, not checked twice."""
         import asyncio  # here, not at the top: a one-off `check` never loads asyncio
 
-        key = self._cache_key(original, candidate, kind)
+        key = self._cache_key(original, candidate, kind, constructions)
         if key is None:
-            return await self._averify(original, candidate, kind, timeout)
+            return await self._averify(original, candidate, kind, timeout, constructions)
         if (hit := self._cached(key)) is not None:
             return hit
         if key in self._pending:
             return await asyncio.shield(self._pending[key])
-        task = asyncio.ensure_future(self._averify(original, candidate, kind, timeout))
+        task = asyncio.ensure_future(
+            self._averify(original, candidate, kind, timeout, constructions)
+        )
         self._pending[key] = task
         try:
             return self._keep(key, await asyncio.shield(task))
@@ -433,9 +448,14 @@ class StrictVerifier:
             self._pending.pop(key, None)
 
     async def _averify(
-        self, original: str, candidate: str, kind: TaskKind | None, timeout: float | None
+        self,
+        original: str,
+        candidate: str,
+        kind: TaskKind | None,
+        timeout: float | None,
+        constructions: Sequence[str] = (),
     ) -> Verdict:
-        t0, findings, targets = self._text_stage(original, candidate, kind)
+        t0, findings, targets = self._text_stage(original, candidate, kind, constructions)
         result = None
         if targets is not None:
             assert self.backend is not None

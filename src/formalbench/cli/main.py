@@ -83,6 +83,8 @@ LAZY_COMMANDS = {
     "ape": "ape",
     "stats": "stats",
     "construct": "construct",
+
+    "library": "library",
 }
 
 

@@ -53,8 +53,8 @@ class CheckStatus(StrEnum):
 class TaskKind(StrEnum):
     proof = "proof"
     evaluation = "evaluation"  # find a value: `def answer := sorry` + verification theorem
-    algorithm = "algorithm"
-    transformation = "transformation"
+    algorithm = "algorithm"  # fill the step of a recursive definition + a theorem on it
+    transformation = "transformation"  # fill a target problem + prove mutual relaxation
     edit = "edit"
 
 
@@ -152,6 +152,9 @@ class Task(Record):
     source: str = ""  # book, contest or repository it came from
     informal: Informal = Field(default_factory=Informal)
     kind: TaskKind = TaskKind.proof
+    # The definitions that are the answer (AMBER constructions: `answer`, a step, a target
+    # problem); empty: every value definition the task leaves open (checking/construction.py)
+    constructions: list[str] = Field(default_factory=list)
     split: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)  # domain, difficulty, category, ...
     toolchain: str | None = None  # e.g. leanprover/lean4:v4.24.0 or coq 8.16

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from formalbench.core.records import Informal, Language, Task, TaskKind
+from formalbench.datasets import amber
 from formalbench.datasets import text as tx
 
 LANGUAGE_OF_SUFFIX: dict[str, Language] = {".lean": Language.lean, ".v": Language.coq}
@@ -64,6 +65,9 @@ def from_native(line: str) -> Task:
             f"task {task.id!r}: its proof is finished (`formal` has no hole: {hole}); "
             "a task must leave something to prove"
         )
+    problem = amber.construction_problem(task.formal, task.language, task.kind, task.constructions)
+    if problem is not None:
+        raise RowError(f"task {task.id!r}: {problem}")
     return task
 
 
@@ -173,6 +177,11 @@ def from_source_file(
     language = LANGUAGE_OF_SUFFIX.get(path.suffix)
     if language is None:
         raise RowError(f"unknown source suffix {path.suffix!r} (expected .lean or .v)")
+    try:  # an AMBER-style task says its kind and constructions in a marker comment
+        content, marker = amber.read_marker(content, language)
+        marked_kind = amber.marker_kind(marker)
+    except amber.MarkerError as exc:
+        raise RowError(str(exc)) from None
     header, formal = tx.split_header(content, language)
     metadata: dict[str, Any] = {}
     if language == Language.lean:
@@ -181,6 +190,10 @@ def from_source_file(
             metadata["reference_solution"] = answers[0]
     formal = _with_hole(formal, language, "the file")
     statement = tx.docstring_text(formal) if language == Language.lean else ""
+    kind = marked_kind or tx.kind_of(formal, language)
+    constructions = amber.marker_constructions(marker)
+    if problem := amber.construction_problem(formal, language, kind, constructions):
+        raise RowError(problem)
     labels = (
         {"category": c}
         if (c := tx.name_category(path.stem)) and "minif2f" in source.lower()
@@ -192,8 +205,9 @@ def from_source_file(
         formal=formal,
         header=header,
         source=source,
-        informal=Informal(statement=statement),
-        kind=tx.kind_of(formal, language),
+        informal=Informal(statement=marker.get("informal") or statement),
+        kind=kind,
+        constructions=constructions,
         split=split,
         labels=labels,
         toolchain=toolchain,

@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt, ErrorKind, Task, TokenUsage
+from formalbench.metrics.amber_taxonomy import amber_taxonomy
 from formalbench.metrics.gap import InformalFormalGap, informal_formal_gap
 from formalbench.metrics.passk import ks_for, mean_pass_at_k
 from formalbench.metrics.taxonomy import ErrorCategory, classify, is_pass
@@ -39,6 +40,7 @@ from formalbench.metrics.taxonomy import ErrorCategory, classify, is_pass
 NONE_VALUE = "(none)"
 LABEL_FIELDS = ("domain", "difficulty", "category")
 _EXAMPLE_CHARS = 500
+AMBER_KINDS = frozenset({"evaluation", "algorithm", "transformation"})  # construction tasks
 
 
 class CategoryRow(BaseModel):
@@ -91,6 +93,8 @@ class RunSummary(BaseModel):
     taxonomy: dict[str, int]  # primary category -> failed attempts
     taxonomy_labels: dict[str, int]  # category -> failed attempts showing it (multi-label)
     taxonomy_examples: dict[str, TaxonomyExample]
+    # AMBER's four classes (metrics/amber_taxonomy.py), for runs with construction tasks
+    taxonomy_amber: dict[str, int] = Field(default_factory=dict)
     gap: InformalFormalGap | None = None
     run_info: dict[str, Any] = Field(default_factory=dict)
 
@@ -158,6 +162,9 @@ def summarize(
         taxonomy=taxonomy,
         taxonomy_labels=labels,
         taxonomy_examples=examples,
+        taxonomy_amber=amber_taxonomy(taxonomy)
+        if any(t.kind.value in AMBER_KINDS for t in by_id.values())
+        else {},
         gap=informal_formal_gap(list(by_id.values()), counts, samples),
         run_info=info,
     )

@@ -39,7 +39,10 @@ def report_tables(summary: RunSummary, *, per_task: bool = False) -> list[TableD
     """All tables of a report, in reading order (per-task rows only when asked)."""
     tables = [_overview(summary), _pass_table(summary)]
     tables += [_category(summary, i) for i in range(len(summary.categories))]
-    tables += [_taxonomy(summary), _cost(summary)]
+    tables += [_taxonomy(summary)]
+    if summary.taxonomy_amber:
+        tables.append(_amber_taxonomy(summary))
+    tables.append(_cost(summary))
     if summary.gap is not None:
         tables.append(_gap(summary))
     if summary.run_info:
@@ -169,6 +172,32 @@ def _taxonomy(s: RunSummary) -> TableData:
         "at all (multi-label)"
     )
     return TableData("taxonomy", "Error taxonomy", headers, rows, note, {1, 2, 3}, {4})
+
+
+def _amber_taxonomy(s: RunSummary) -> TableData:
+    """AMBER's four error classes (metrics/amber_taxonomy.py), as the seed reports them."""
+    counted = sum(v for k, v in s.taxonomy_amber.items() if k != "not_attributed")
+    rows = [
+        [
+            name.replace("_", " "),
+            str(count),
+            ratio(count, counted) if name != "not_attributed" else "",
+        ]
+        for name, count in s.taxonomy_amber.items()
+    ]
+    note = (
+        "shares of the attributed failures (mapping: docs/decisions.md, AMBER); not "
+        "attributed: the assistant, the harness or the environment failed, not the model"
+    )
+    return TableData(
+        "taxonomy_amber",
+        "Error taxonomy (AMBER classes)",
+        ["class", "failed attempts", "share"],
+        rows,
+        note,
+        {1, 2},
+        set(),
+    )
 
 
 def _cost(s: RunSummary) -> TableData:

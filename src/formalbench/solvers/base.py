@@ -275,13 +275,17 @@ class Solver(ABC):
     async def verify(self, task: Task, candidate: str) -> Verdict:
         """The strict verifier's decision on a complete candidate file."""
         return await self.verifier.averify(
-            task.source_text, candidate, kind=task.kind, timeout=self.config.check_timeout
+            task.source_text,
+            candidate,
+            kind=task.kind,
+            timeout=self.config.check_timeout,
+            constructions=task.constructions,
         )
 
 
 ASSISTANTS = {Language.lean: "Lean 4 with Mathlib", Language.coq: "Coq"}
 # Kinds whose informal solution is the value the prover has to find.
-ANSWER_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm})
+ANSWER_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm, TaskKind.transformation})
 
 
 def combined_hash(prompts: dict[str, str]) -> str | None:

@@ -128,6 +128,9 @@ def _coq_proof_after(code: str, decl_start: int) -> str:
     sentences = [(s, e) for s, e in coq_sentences(code) if e > decl_start]
     if not sentences:
         return ""
+    value = _coq_inline_value(code, sentences[0][0], sentences[0][1])
+    if value is not None:
+        return value
     body_start = sentences[0][1]
     rest = sentences[1:]
     if rest and re.match(r"Proof\b", mask(code[rest[0][0] : rest[0][1]], Language.coq).strip()):
@@ -146,6 +149,24 @@ def _coq_proof_after(code: str, decl_start: int) -> str:
             keep = cut if end.group(1) in ("Qed", "Defined") else e
             return textwrap.dedent(code[body_start:keep]).strip()
     return textwrap.dedent(code[body_start:]).strip()
+
+
+def _coq_inline_value(code: str, start: int, end: int) -> str | None:
+    """`exact (v).` for a definition given with its value, `Definition answer : R := v.`: the
+    task's `Definition answer : R. Admitted.` takes it as a proof (construction tasks)."""
+    masked = mask(code[start:end], Language.coq)
+    if not re.match(r"\s*(?:#\[[^\]]*\]\s*)?(?:Local\s+)?Definition\b", masked):
+        return None
+    depth = 0
+    for i, ch in enumerate(masked):
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and masked.startswith(":=", i):
+            value = code[start + i + 2 : end].strip().removesuffix(".").strip()
+            return f"exact ({value})." if value else None
+    return None
 
 
 def _coq_strip_wrappers(code: str) -> str:

@@ -1,0 +1,12 @@
+(* formalbench-task
+   kind: proof
+   informal: Enlarging the feasible set of a problem while keeping its objective gives a relaxation of it. *)
+From Formalbench Require Import Amber.
+From Coq Require Import Lra Lia.
+Open Scope R_scope.
+
+Theorem relax_by_enlarging (D : Type) (P : MathProblem D R) (S : D -> Prop) :
+  (forall x, constraints P x -> S x) ->
+  relaxes P {| constraints := S; objective := objective P |}.
+Proof.
+Admitted.
