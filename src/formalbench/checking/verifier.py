@@ -103,6 +103,8 @@ class StrictVerifier:
             "policy": self.policy.model_dump(mode="json"),
             "always": compile_always,
             "gate": GATE_VERSION,
+            # the effective list, so a kept verdict never outlives a longer default list
+            "forbidden": self.policy.forbidden_for(self.language),
         }
         # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
         self.coq_identity = kernel_identity_for(backend, self.language)

@@ -34,9 +34,11 @@ class FormatFailure(Exception):
 
 
 class HoleLike(Protocol):
-    """What extraction needs of a hole: the declaration it belongs to."""
+    """What extraction needs of a hole: the declaration it belongs to (read only, so a
+    frozen `HoleSite` is one)."""
 
-    decl: str | None
+    @property
+    def decl(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
