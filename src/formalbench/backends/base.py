@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import Field
 
-from formalbench.core.records import CheckResult, Language, Record
+from formalbench.core.records import CheckResult, Diagnostic, Hole, Language, Record
 
 
 class CheckRequest(Record):
@@ -94,6 +94,20 @@ def _gated_many(check_many):  # noqa: ANN001, ANN202
     return gated
 
 
+_built = threading.Event()
+
+
+def _build_records() -> None:
+    """Build the records checks make before any pool thread does: they are built on first
+    use (`defer_build`), and two threads building one at the same time break it for good
+    (pydantic's "validate_assignment is not supported for CheckResult")."""
+    if _built.is_set():
+        return
+    for model in (CheckResult, Diagnostic, Hole):
+        model.model_rebuild(force=True)
+    _built.set()
+
+
 _WRAPPERS = {"check": _gated_check, "acheck": _gated_acheck, "check_many": _gated_many}
 
 
@@ -115,6 +129,8 @@ class Backend(ABC):
         self.workers = workers or default_workers()
         self.timeout = timeout
         self._executor: ThreadPoolExecutor | None = None
+        self._active = 0  # `acheck` calls under way (running or waiting for a slot)
+        _build_records()
 
     @abstractmethod
     def check(
@@ -158,9 +174,41 @@ class Backend(ABC):
         import asyncio  # here, not at the top: `check --static-only` never loads asyncio
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._pool(), lambda: self.check(source, targets=targets, timeout=timeout)
-        )
+        self._active += 1
+        try:
+            return await loop.run_in_executor(
+                self._pool(), lambda: self.check(source, targets=targets, timeout=timeout)
+            )
+        finally:
+            self._active -= 1
+
+    def spare_slots(self) -> int:
+        """Slots of the pool that no `acheck` holds or waits for right now: room for a
+        speculative check (the portfolio's extra probe chunks) that delays nobody."""
+        return max(0, self.workers - self._active)
+
+    async def acheck_abandonable(
+        self, source: str, abandon: threading.Event, *, timeout: float | None = None
+    ) -> CheckResult | None:
+        """`acheck` whose assistant process is killed once `abandon` is set; None when it
+        was abandoned (its answer is then of no use)."""
+        import asyncio
+
+        from formalbench.backends.sandbox import abandon_on
+
+        def run() -> CheckResult | None:
+            if abandon.is_set():
+                return None
+            with abandon_on(abandon):
+                result = self.check(source, timeout=timeout)
+            return None if abandon.is_set() else result
+
+        loop = asyncio.get_running_loop()
+        self._active += 1
+        try:
+            return await loop.run_in_executor(self._pool(), run)
+        finally:
+            self._active -= 1
 
     def close(self) -> None:
         if self._executor is not None:

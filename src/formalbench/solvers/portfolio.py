@@ -8,7 +8,9 @@ tries them all, each under its own time limit, and reports which one closed the 
 
 - Coq: the winning branch raises an error that `first` does not catch, so coqc stops there
   and its message names the winner; one probe per hole, the holes before it already filled
-  with their winners.
+  with their winners. The probe is cut into chunks of the tactic list that spare slots of
+  the assistant check in parallel (`probe_chunks`): the end of a run is not one long
+  failing probe running alone.
 - Lean: the winner is named by an info message; Lean goes on after an error, so one probe
   covers every hole. Each try runs under `set_option maxHeartbeats` (heartbeats stand in for
   seconds: Lean has no wall-clock tactic timeout). A try that runs out of heartbeats or of
@@ -46,7 +48,8 @@ from formalbench.core.records import (
     Verdict,
 )
 from formalbench.solvers.base import Draft, Solver
-from formalbench.solvers.probe import MARK, probe_script, read_probe
+from formalbench.solvers.probe import MARK, ProbeReport, probe_script, read_probe
+from formalbench.solvers.probe_chunks import chunk, chunked_probe
 
 MAX_FALLBACKS = 3  # re-probes after a rejected verification, per task
 
@@ -105,6 +108,9 @@ class PortfolioSolver(Solver):
                 search.reject(j, "the verifier rejected it")
         finally:
             draft.params["probes"] = search.probes
+            if search.speculative:
+                draft.params["speculative_probes"] = search.speculative
+                draft.params["abandoned_probes"] = search.abandoned
             if fallbacks:
                 draft.params["fallbacks"] = fallbacks
             if search.left_out:
@@ -181,7 +187,9 @@ class _Search:
         self.tactics = tactics
         self.winners: list[int] = []
         self.skip: list[set[int]] = [set() for _ in holes]
-        self.probes = 0
+        self.probes = 0  # probe checks started (Coq: every chunk checked counts)
+        self.speculative = 0  # Coq chunks started on a spare slot before they were needed
+        self.abandoned = 0  # ... and killed because an earlier chunk decided
         self.log: list[str] = []
         self.left_out: list[dict[str, object]] = []  # {hole, tactic, why}, in order
 
@@ -202,6 +210,24 @@ class _Search:
         self.left_out.append({"hole": j + 1, "tactic": self.tactics[k], "why": why})
         self.log.append(f"hole {j + 1} ({self.holes[j].decl}): {self.tactics[k]} left out: {why}")
 
+    async def _coq_probe(self, j: int) -> tuple[CheckResult, ProbeReport]:
+        """Hole j's probe, in chunks that spare slots check in parallel (`probe_chunks`)."""
+        tries = [k for k in range(len(self.tactics)) if k not in self.skip[j]]
+        backend = self.solver.backend
+        chunks = chunk(tries, backend.workers)
+
+        def text_for(part: list[int]) -> str:
+            left_out = set(range(len(self.tactics))) - set(part)
+            script = self.solver.probe_script(self.language, j, self.tactics, left_out)
+            fills = [*self.fills(), self.solver._with_requires(self.language, script)]
+            return fill_holes(self.original, self.language, fills)
+
+        found = await chunked_probe(backend, j, chunks, text_for, self.solver._probe_timeout)
+        self.probes += found.checks
+        self.speculative += found.speculative
+        self.abandoned += found.abandoned
+        return found.result, found.report
+
     async def run(self) -> CheckResult | None:
         """Probe until every hole has a winner (None) or one has none (the probe's result)."""
         language, holes = self.language, self.holes
@@ -211,14 +237,17 @@ class _Search:
             scripts = [
                 self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
             ]
-            fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
-            text = fill_holes(self.original, language, fills)
-            tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
-            result = await self.solver.backend.acheck(
-                text, timeout=self.solver._probe_timeout(tries)
-            )
-            self.probes += 1
-            report = read_probe(result, text)
+            if language == Language.coq:
+                result, report = await self._coq_probe(start)
+            else:
+                fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
+                text = fill_holes(self.original, language, fills)
+                tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
+                result = await self.solver.backend.acheck(
+                    text, timeout=self.solver._probe_timeout(tries)
+                )
+                self.probes += 1
+                report = read_probe(result, text)
             for j in range(start, len(holes)):
                 k = report.wins.get(j)
                 if k is None:
