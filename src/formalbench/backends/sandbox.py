@@ -39,7 +39,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,7 +87,9 @@ def memory_limiter(memory_mb: int | None):  # noqa: ANN201 - returns a preexec_f
     return apply
 
 
-def limited_argv(argv: Sequence[str], memory_mb: int | None) -> tuple[list[str], object]:
+def limited_argv(
+    argv: Sequence[str], memory_mb: int | None
+) -> tuple[list[str], Callable[[], None] | None]:
     """`argv` under an address-space cap, and the preexec function still needed (or None).
 
     util-linux's `prlimit` sets the limit in the child itself, which avoids `preexec_fn`:
@@ -283,7 +285,7 @@ def isolation() -> str:
 
 def confined_argv(
     argv: Sequence[str], folder: str, memory_mb: int | None = None, *, isolate: bool = True
-) -> tuple[list[str], object]:
+) -> tuple[list[str], Callable[[], None] | None]:
     """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap; and
     the preexec function still needed (only without `prlimit`)."""
     inner = list(argv)
@@ -403,7 +405,7 @@ def run_limited(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=preexec,  # type: ignore[arg-type]
+        preexec_fn=preexec,
     )
     register(proc)
     try:
