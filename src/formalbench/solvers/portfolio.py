@@ -20,8 +20,8 @@ tries them all, each under its own time limit, and reports which one closed the 
 
 The scripts and the reading of the answers are in `solvers.probe`. The winners then go, as
 plain tactics (no `first`, no timeout), into the task's text, and that candidate is checked
-by the strict verifier: one probe plus one verification per task with a single hole, ~2
-coqc runs instead of up to 27. When the verifier rejects it anyway (the kernel check at
+by the strict verifier: one probe (Coq: up to one chunk per slot of the assistant) plus one
+verification per task with a single hole, 2-3 coqc runs instead of up to 27. When the verifier rejects it anyway (the kernel check at
 `Qed` fails, the proof needs a forbidden axiom, a configured tactic is a forbidden
 construct, ...) and the rejection can be pinned to one hole (by line, or by the target whose
 axioms are wrong), that hole's winner is left out and the next tactic that closes it is
@@ -233,13 +233,13 @@ class _Search:
         language, holes = self.language, self.holes
         while len(self.winners) < len(holes):
             start = len(self.winners)
-            todo = range(start, len(holes)) if language == Language.lean else [start]
-            scripts = [
-                self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
-            ]
             if language == Language.coq:
                 result, report = await self._coq_probe(start)
             else:
+                todo = range(start, len(holes))
+                scripts = [
+                    self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
+                ]
                 fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
                 text = fill_holes(self.original, language, fills)
                 tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
