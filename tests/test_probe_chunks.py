@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +14,11 @@ from formalbench.backends import sandbox
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Attempt, Language, Task
+from formalbench.pipelines.evaluate import run_evaluation
+from formalbench.pipelines.run_config import EvalConfig
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.probe_chunks import MIN_CHUNK, chunk
+from formalbench.store.runs import RunStore
 
 pytestmark = [
     pytest.mark.coq,
@@ -89,3 +93,18 @@ def test_a_chunk_after_the_winner_is_killed_not_left_running() -> None:
         assert sandbox.live_count() == 0  # the spinning coqc was killed, its slot free
     finally:
         backend.close()
+
+
+def test_a_run_splits_probes_only_near_its_end(tmp_path: Path) -> None:
+    never2 = NEVER.replace("never", "never2")
+    tasks = [Task(id=n, language=Language.coq, formal=t) for n, t in (("a", NEVER), ("b", never2))]
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(t.model_dump_json() + "\n" for t in tasks), encoding="utf-8")
+    config = EvalConfig(dataset=str(data), workers=2, timeout=60, tactics=TACTICS)
+    run_evaluation(config, tmp_path / "run")
+    with RunStore(tmp_path / "run" / "run.sqlite") as store:
+        (run,) = store.runs()
+        probes = {a.task_id: a.params["probes"] for a in store.attempts(run.id)}
+    # "a" starts while "b" still waits: mid-run, one undivided probe; "b" is the last to
+    # start, so a long probe of it would end the run alone: it is split over both slots
+    assert probes == {"a": 1, "b": 2}

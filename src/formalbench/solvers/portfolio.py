@@ -214,7 +214,7 @@ class _Search:
         """Hole j's probe, in chunks that spare slots check in parallel (`probe_chunks`)."""
         tries = [k for k in range(len(self.tactics)) if k not in self.skip[j]]
         backend = self.solver.backend
-        chunks = chunk(tries, backend.workers)
+        chunks = chunk(tries, backend.workers if self.solver.in_tail() else 1)
 
         def text_for(part: list[int]) -> str:
             left_out = set(range(len(self.tactics))) - set(part)
