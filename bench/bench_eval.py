@@ -196,6 +196,22 @@ def idle_report(
     )
 
 
+def probe_counts(run_dir: Path) -> str:
+    """The portfolio's probe checks in the run's own records: all, speculative, abandoned."""
+    from formalbench.store.runs import RunStore
+
+    totals = {"probes": 0, "speculative_probes": 0, "abandoned_probes": 0}
+    with RunStore(run_dir / "run.sqlite") as store:
+        for run in store.runs():
+            for attempt in store.attempts(run.id):
+                for key in totals:
+                    totals[key] += int(attempt.params.get(key, 0))
+    return (
+        f"{totals['probes']} probe checks, {totals['speculative_probes']} chunks started "
+        f"on a spare slot, {totals['abandoned_probes']} abandoned"
+    )
+
+
 def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) -> None:
     from formalbench.backends.registry import make_backend
 
@@ -238,6 +254,7 @@ def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) ->
                     f"{effic:>6}"
                 )
                 print(f"        slots: {idle_report(backend.spans, w, t0, t1, backend.wasted)}")
+                print(f"        probes: {probe_counts(run_dir)}")
                 longest = max((b - a for a, b in backend.spans), default=0.0)
                 print(
                     f"        cpu: formalbench {own:.1f} s, coqc {kids:.1f} s; "
