@@ -8,7 +8,10 @@ python bench/bench_eval.py coq [--limit N] [--workers 1 2] [--concurrency C ...]
     the embedded default (portfolio + real coqc) on ../shared/data/minif2f-coq: wall time,
     tasks/min, pass@1 at each worker count, then the rerun of the finished run. Each run also
     prints its parallel efficiency (wall at 1 worker / (w x wall at w)) and where the
-    assistant's slots stood idle: `busy` = seconds of checks / (w x wall), `start` = seconds
+    assistant's slots stood idle: `busy` = seconds of checks / (w x wall) (the efficiency
+    read from the run's own check records, robust to a machine shared with other work;
+    `useful` leaves out the portfolio's speculative probe chunks that were abandoned because
+    an earlier chunk decided), `start` = seconds
     before the first check, `tail` = seconds at the end with fewer than w checks left, and
     `gaps` = other slot-seconds with a slot idle while attempts were still pending.
     `--concurrency` runs each worker count once per value (attempts in flight; default: the
@@ -29,6 +32,7 @@ from pathlib import Path
 import psutil
 
 from formalbench.backends.base import Backend
+from formalbench.backends.sandbox import abandoned
 from formalbench.core.records import Attempt, CheckResult, Language, Task
 from formalbench.llm.replay import RecordingModel, ReplayModel, ScriptedModel
 from formalbench.pipelines.evaluate import run_evaluation
@@ -139,6 +143,7 @@ class TimedBackend(Backend):
         self.inner = inner
         self.name, self.language = inner.name, inner.language
         self.spans: list[tuple[float, float]] = []
+        self.wasted: list[tuple[float, float]] = []  # speculative chunks abandoned, then killed
 
     def check(
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
@@ -147,7 +152,10 @@ class TimedBackend(Backend):
         try:
             return self.inner.check(source, targets=targets, timeout=timeout)
         finally:
-            self.spans.append((t0, time.perf_counter()))
+            span = (t0, time.perf_counter())
+            self.spans.append(span)
+            if abandoned():
+                self.wasted.append(span)
 
     def version(self) -> str:
         return self.inner.version()
@@ -160,7 +168,13 @@ class TimedBackend(Backend):
         self.inner.close()
 
 
-def idle_report(spans: list[tuple[float, float]], workers: int, t0: float, t1: float) -> str:
+def idle_report(
+    spans: list[tuple[float, float]],
+    workers: int,
+    t0: float,
+    t1: float,
+    wasted: Sequence[tuple[float, float]] = (),
+) -> str:
     """Where the w slots of the assistant stood idle between t0 and t1 (see the docstring)."""
     if not spans:
         return "no checks"
@@ -173,9 +187,28 @@ def idle_report(spans: list[tuple[float, float]], workers: int, t0: float, t1: f
     end_full = max((b for a, b, n in segments if n >= workers), default=events[0][0])
     gaps = sum((b - a) * max(0, workers - n) for a, b, n in segments if b <= end_full)
     busy = sum(b - a for a, b in spans) / (workers * (t1 - t0))
+    lost = sum(b - a for a, b in wasted)
+    useful = busy - lost / (workers * (t1 - t0))
     return (
-        f"busy {busy:.2f}, start {events[0][0] - t0:.1f} s, tail {t1 - end_full:.1f} s, "
+        f"busy {busy:.2f} (useful {useful:.2f}: without {len(wasted)} abandoned chunks, "
+        f"{lost:.1f} s), start {events[0][0] - t0:.1f} s, tail {t1 - end_full:.1f} s, "
         f"gaps {gaps:.1f} slot-s over {len(spans)} checks"
+    )
+
+
+def probe_counts(run_dir: Path) -> str:
+    """The portfolio's probe checks in the run's own records: all, speculative, abandoned."""
+    from formalbench.store.runs import RunStore
+
+    totals = {"probes": 0, "speculative_probes": 0, "abandoned_probes": 0}
+    with RunStore(run_dir / "run.sqlite") as store:
+        for run in store.runs():
+            for attempt in store.attempts(run.id):
+                for key in totals:
+                    totals[key] += int(attempt.params.get(key, 0))
+    return (
+        f"{totals['probes']} probe checks, {totals['speculative_probes']} chunks started "
+        f"on a spare slot, {totals['abandoned_probes']} abandoned"
     )
 
 
@@ -220,7 +253,8 @@ def coq(limit: int | None, workers: list[int], concurrency: list[int | None]) ->
                     f"{s.pass_at_k['1']:>7.3f} {wall:>8.1f} {60 * result.tasks / wall:>9.1f} "
                     f"{effic:>6}"
                 )
-                print(f"        slots: {idle_report(backend.spans, w, t0, t1)}")
+                print(f"        slots: {idle_report(backend.spans, w, t0, t1, backend.wasted)}")
+                print(f"        probes: {probe_counts(run_dir)}")
                 longest = max((b - a for a, b in backend.spans), default=0.0)
                 print(
                     f"        cpu: formalbench {own:.1f} s, coqc {kids:.1f} s; "

@@ -184,3 +184,39 @@ def test_coq_commands_that_reach_the_file_system_are_always_refused(
 def test_lean_names_in_guillemets_are_compared_without_them(proof: str, subject: str) -> None:
     (finding,) = lean_findings(with_proof(proof))
     assert (finding.reason, finding.subject) == (Reason.forbidden_construct, subject)
+
+
+@pytest.mark.parametrize(
+    "proof, token",
+    [
+        ("rw? at h", "rw?"),
+        ("simp?", "simp?"),
+        ("simp? says simp only [Nat.add_zero]", "simp?"),
+        ("simp?! [foo]", "simp?!"),
+        ("simp_all?", "simp_all?"),
+        ("aesop?", "aesop?"),
+        ("solve_by_elim?", "solve_by_elim?"),
+        ("library_search", "library_search"),
+    ],
+)
+def test_lean_cam_bench_search_tactics_are_forbidden(proof: str, token: str) -> None:
+    """CAM-Bench refuses the search tactics that print a suggestion (App. D / A3 note)."""
+    (finding,) = lean_findings(with_proof(proof))
+    assert (finding.reason, finding.subject) == (Reason.forbidden_construct, token)
+    assert finding.line == 4
+
+
+def test_lean_opaque_in_the_proof_is_forbidden_but_a_task_opaque_is_not() -> None:
+    opaque = "opaque secret : ℕ"
+    found = lean_findings(with_proof("simp", before=opaque))
+    assert [f.subject for f in found if f.reason == Reason.forbidden_construct] == ["opaque"]
+    # the task's own `opaque`, copied unchanged, is part of the statement
+    original = f"import Mathlib\n{opaque}\n\ntheorem t (n : ℕ) : n + 0 = n := by\n  sorry\n"
+    verifier = StrictVerifier(None, language=LEAN)
+    assert verifier.static_findings(original, with_proof("simp", before=opaque + "\n")) == []
+
+
+def test_names_that_only_look_like_search_tactics_pass() -> None:
+    # `rw` itself, and the words in comments
+    candidate = with_proof("rw [Nat.add_zero] -- not rw? nor simp?\n  /- aesop? -/")
+    assert lean_findings(candidate) == []

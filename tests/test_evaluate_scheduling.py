@@ -32,15 +32,24 @@ class CountingCoq(CoqBackend):
         self.handed = self.running = 0
         self.max_handed = self.max_running = 0
 
-    async def acheck(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
+    def _hand(self, step: int) -> None:
         with self._counts:
-            self.handed += 1
+            self.handed += step
             self.max_handed = max(self.max_handed, self.handed)
+
+    async def acheck(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
+        self._hand(1)
         try:
             return await super().acheck(source, targets=targets, timeout=timeout, **where)
         finally:
-            with self._counts:
-                self.handed -= 1
+            self._hand(-1)
+
+    async def acheck_abandonable(self, source, abandon, *, timeout=None):  # noqa: ANN001, ANN201
+        self._hand(1)  # the portfolio's Coq probes (in chunks) come this way
+        try:
+            return await super().acheck_abandonable(source, abandon, timeout=timeout)
+        finally:
+            self._hand(-1)
 
     def check(self, source, *, targets=(), timeout=None, **where):  # noqa: ANN001, ANN201
         with self._counts:

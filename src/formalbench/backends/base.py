@@ -102,6 +102,8 @@ def _gated_many(check_many):  # noqa: ANN001, ANN202
     return gated
 
 
+
+
 _WRAPPERS = {"check": _gated_check, "acheck": _gated_acheck, "check_many": _gated_many}
 
 
@@ -136,6 +138,7 @@ class Backend(ABC):
         self.workers = workers or default_workers()
         self.timeout = timeout
         self._executor: ThreadPoolExecutor | None = None
+        self._active = 0  # `acheck` calls under way (running or waiting for a slot)
 
     @abstractmethod
     def check(
@@ -180,9 +183,41 @@ class Backend(ABC):
         import asyncio  # here, not at the top: `check --static-only` never loads asyncio
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._pool(), lambda: self.check(source, targets=targets, timeout=timeout)
-        )
+        self._active += 1
+        try:
+            return await loop.run_in_executor(
+                self._pool(), lambda: self.check(source, targets=targets, timeout=timeout)
+            )
+        finally:
+            self._active -= 1
+
+    def spare_slots(self) -> int:
+        """Slots of the pool that no `acheck` holds or waits for right now: room for a
+        speculative check (the portfolio's extra probe chunks) that delays nobody."""
+        return max(0, self.workers - self._active)
+
+    async def acheck_abandonable(
+        self, source: str, abandon: threading.Event, *, timeout: float | None = None
+    ) -> CheckResult | None:
+        """`acheck` whose assistant process is killed once `abandon` is set; None when it
+        was abandoned (its answer is then of no use)."""
+        import asyncio
+
+        from formalbench.backends.sandbox import abandon_on
+
+        def run() -> CheckResult | None:
+            if abandon.is_set():
+                return None
+            with abandon_on(abandon):
+                result = self.check(source, timeout=timeout)
+            return None if abandon.is_set() else result
+
+        loop = asyncio.get_running_loop()
+        self._active += 1
+        try:
+            return await loop.run_in_executor(self._pool(), run)
+        finally:
+            self._active -= 1
 
     def close(self) -> None:
         if self._executor is not None:

@@ -311,6 +311,27 @@ def real_returncode(returncode: int | None, command: Sequence[str]) -> int | Non
     return -(returncode - 128)
 
 
+_abandon = threading.local()  # the event that, once set, ends this thread's process early
+
+
+@contextlib.contextmanager
+def abandon_on(event: threading.Event) -> Iterator[None]:
+    """Within this block, a process `run_limited` starts in this thread is killed (within
+    half a second) once `event` is set: a speculative check whose answer is no longer
+    needed gives its slot back instead of running to its end."""
+    _abandon.event = event
+    try:
+        yield
+    finally:
+        _abandon.event = None
+
+
+def abandoned() -> bool:
+    """Whether this thread's check was abandoned (`abandon_on`): its process was killed."""
+    event = getattr(_abandon, "event", None)
+    return event is not None and event.is_set()
+
+
 def _read_capped(
     proc: subprocess.Popen, deadline: float, limit: int
 ) -> tuple[bytes, bytes, bool, bool]:
@@ -328,7 +349,7 @@ def _read_capped(
     try:
         while sel.get_map():
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or abandoned():
                 timed_out = True
                 break
             for key, _ in sel.select(timeout=min(left, 0.5)):

@@ -1,8 +1,9 @@
 """Forbidden constructs: holes and escape hatches a finished proof must not contain.
 
 The list comes from `VerifierPolicy.forbidden_for(language)` (Lean: `sorry`, `admit`,
-`sorryAx`, `axiom`, `exact?`, `apply?`, `native_decide`, `debug.skipKernelTC`,
-`implemented_by`, `extern`, `unsafe`, `#exit`; Coq: `Admitted`, `admit`, `Abort`, `Axiom`,
+`sorryAx`, `axiom`, `exact?`, `apply?`, CAM-Bench's `rw?`, `simp?` (with `simp?!`,
+`simp_all?`, `dsimp?`), `aesop?`, `solve_by_elim?`, `library_search` and `opaque`,
+`native_decide`, `debug.skipKernelTC`, `implemented_by`, `extern`, `unsafe`, `#exit`; Coq: `Admitted`, `admit`, `Abort`, `Axiom`,
 `Parameter`, `Hypothesis`, ...). Matching is on code tokens, so comments and strings never
 match, macro bodies and syntax quotations always do. A dotted entry matches the whole name;
 a plain entry also matches as the last part of a qualified name (`_root_.sorryAx`).

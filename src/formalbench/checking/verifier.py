@@ -107,6 +107,8 @@ class StrictVerifier:
             "values": "print-all-1",  # the value-level check of constructions (Coq, Lean)
             "always": compile_always,
             "gate": GATE_VERSION,
+            # the effective list, so a kept verdict never outlives a longer default list
+            "forbidden": self.policy.forbidden_for(self.language),
         }
         # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
         # (imported only with a backend: `check --static-only` starts without coqc's modules)

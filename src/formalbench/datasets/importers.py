@@ -214,3 +214,120 @@ def from_source_file(
         library_revision=library_revision,
         metadata=metadata,
     )
+
+
+# ---- CAM-Bench (optpku/CAM-Bench) ------------------------------------------------------
+# The published JSON has, per problem: an id, the formal statement (a whole Lean file), the
+# natural-language statement, the benchmark name, the source book / chapter / exercise and
+# type tags (README of optpku/CAM-Bench); the construction records of the paper (App. A.1,
+# C.1) add `source` ("book/Numerical Optimization_Chp16"), `source_idx` ("Exercise
+# 16.24-(a)"), `index` and `problem_finally`. The key spellings are not fixed by a schema,
+# so keys are compared lower-cased with spaces and hyphens read as underscores, and each
+# field is taken from the first of these names present.
+CAMBENCH_KEYS: dict[str, tuple[str, ...]] = {
+    "id": ("id", "problem_id", "name", "index"),
+    "formal": ("formal_statement", "formal", "lean_code", "lean", "lean4_code"),
+    "informal": (
+        "informal_statement",
+        "natural_language_statement",
+        "nl_statement",
+        "informal",
+        "problem_finally",
+        "problem",
+    ),
+    "book": ("source_book", "book"),
+    "chapter": ("chapter", "source_chapter"),
+    "exercise": ("exercise", "source_exercise", "exercise_id", "source_idx"),
+    "tags": ("type_tags", "tags", "problem_type", "type", "types"),
+    "benchmark": ("benchmark", "benchmark_source"),
+}
+_CAMBENCH_ONLY = frozenset(
+    {"source_book", "source_idx", "type_tags", "natural_language_statement", "nl_statement"}
+)
+
+
+def _norm_keys(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {re.sub(r"[\s\-]+", "_", str(k).strip().lower()): v for k, v in row.items()}
+
+
+def _pick(row: Mapping[str, Any], field: str) -> Any:
+    for key in CAMBENCH_KEYS[field]:
+        if row.get(key) not in (None, ""):
+            return row[key]
+    return None
+
+
+def is_cambench_row(row: Mapping[str, Any]) -> bool:
+    """A CAM-Bench record: a formal statement and something only CAM-Bench records carry
+    (its benchmark name, a source book, an exercise index, type tags)."""
+    keys = _norm_keys(row)
+    if _pick(keys, "formal") is None:
+        return False
+    benchmark = str(_pick(keys, "benchmark") or "").replace("-", "").lower()
+    source = keys.get("source")
+    return (
+        benchmark == "cambench"
+        or bool(_CAMBENCH_ONLY & keys.keys())
+        or isinstance(source, Mapping)
+        or ("chapter" in keys and "exercise" in keys)
+    )
+
+
+def _text_of(value: Any, field: str) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if not isinstance(value, str):
+        raise RowError(f"field {field!r} must be a string, not {type(value).__name__}")
+    return value.strip()
+
+
+def from_cambench_row(row: Mapping[str, Any]) -> Task:
+    """One CAM-Bench problem: the Lean file with its `sorry`s as the task, the source
+    exercise and type tags as labels (`book`, `chapter`, `exercise`, `category`)."""
+    keys = _norm_keys(row)
+    raw_id = _pick(keys, "id")
+    if raw_id is None:
+        raise RowError(f"missing field 'id' (one of {', '.join(CAMBENCH_KEYS['id'])})")
+    task_id = _text_of(raw_id, "id")
+    if not task_id:
+        raise RowError("field 'id' is empty")
+    formal_text = _pick(keys, "formal")
+    if formal_text is None:
+        raise RowError("missing field 'formal_statement'")
+    header, formal = tx.split_header(_text_of(formal_text, "formal_statement"), Language.lean)
+    formal = _with_hole(formal, Language.lean, "formal_statement")
+    informal = _pick(keys, "informal")
+    labels: dict[str, str] = {}
+    source = keys.get("source")
+    nested = _norm_keys(source) if isinstance(source, Mapping) else {}
+    for field in ("book", "chapter", "exercise"):
+        value = _pick(nested, field) if nested else None
+        value = value if value is not None else _pick(keys, field)
+        if value is not None:
+            labels[field] = _text_of(value, field)
+    if isinstance(source, str) and source.strip() and "book" not in labels:
+        # the construction records' "book/Numerical Optimization_Chp16"
+        book = source.strip().removeprefix("book/")
+        name, sep, chapter = book.rpartition("_Chp")
+        labels["book"] = name if sep else book
+        if sep and "chapter" not in labels:
+            labels["chapter"] = chapter
+    tags = _pick(keys, "tags")
+    if isinstance(tags, str):
+        tags = [t.strip() for t in re.split(r"[,;]", tags) if t.strip()]
+    if tags is not None and (
+        not isinstance(tags, list) or not all(isinstance(t, str) for t in tags)
+    ):
+        raise RowError("field 'type_tags' must be a list of strings (or one string)")
+    if tags:
+        labels["category"] = ",".join(tags)
+    return Task(
+        id=task_id,
+        language=Language.lean,
+        formal=formal,
+        header=header,
+        source="CAM-Bench",
+        informal=Informal(statement=_text_of(informal, "informal_statement") if informal else ""),
+        kind=tx.kind_of(formal, Language.lean),
+        labels=labels,
+    )

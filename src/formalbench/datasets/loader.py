@@ -100,12 +100,14 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         loaded = _load_directory(path)
     elif path.suffix == ".jsonl":
         loaded = _load_jsonl(path)
+    elif path.suffix == ".json":
+        loaded = _load_json_list(path)
     elif path.suffix in imp.LANGUAGE_OF_SUFFIX:
         loaded = LoadedDataset(source=str(path), format="source-files")
         _add_source_file(loaded, path, split=None, source=path.parent.name)
     else:
         raise InputError(
-            f"{path}: not a dataset (expected a .jsonl file, a .lean/.v file or a folder)"
+            f"{path}: not a dataset (expected a .jsonl or .json file, a .lean/.v file or a folder)"
         )
     if not loaded.tasks and loaded.problems:
         raise InputError(
@@ -143,6 +145,8 @@ def _detect(row: dict[str, Any]) -> str | None:
         return "native"
     if "lean4_file" in row:
         return "putnambench"
+    if imp.is_cambench_row(row):
+        return "cambench"
     if {"name", "formal_statement"} <= row.keys():
         return "statements"
     return None
@@ -188,8 +192,9 @@ def _load_jsonl(path: Path) -> LoadedDataset:
                 keys = ", ".join(sorted(row)[:8])
                 raise InputError(
                     f"{path}:{number}: unknown record layout (fields: {keys}); expected a task "
-                    "record (id, language, formal), miniF2F/ProofNet (name, formal_statement) "
-                    "or PutnamBench (name, lean4_file)"
+                    "record (id, language, formal), miniF2F/ProofNet (name, formal_statement), "
+                    "PutnamBench (name, lean4_file) or CAM-Bench (id, formal_statement, "
+                    "source book / exercise, type tags)"
                 )
             loaded.format = detected
         try:
@@ -197,6 +202,8 @@ def _load_jsonl(path: Path) -> LoadedDataset:
                 task = imp.from_native(line)
             elif loaded.format == "putnambench":
                 task = imp.from_putnam_row(row)
+            elif loaded.format == "cambench":
+                task = imp.from_cambench_row(row)
             else:
                 task = imp.from_statement_row(row, source=source)
         except imp.RowError as exc:
@@ -205,6 +212,41 @@ def _load_jsonl(path: Path) -> LoadedDataset:
         loaded._accept(task, path, number)
     if not loaded.format:  # every line was malformed
         loaded.format = "unknown"
+    return loaded
+
+
+def _load_json_list(path: Path) -> LoadedDataset:
+    """A JSON file holding a list of records (CAM-Bench publishes its problems so), or an
+    object whose one list-valued field holds them; read as JSONL with entry numbers."""
+    try:
+        data = json.loads(_read_text(path))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if isinstance(data, dict):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        data = lists[0] if len(lists) == 1 else data
+    if not isinstance(data, list) or not data:
+        raise InputError(f"{path}: expected a JSON list of problem records")
+    loaded = LoadedDataset(source=str(path), format="")
+    for number, row in enumerate(data, start=1):
+        where = f"entry {number}"
+        if not isinstance(row, dict):
+            loaded.problems.append(Problem(str(path), f"{where}: expected a JSON object", None))
+            continue
+        if not loaded.format:
+            if not imp.is_cambench_row(row):
+                keys = ", ".join(sorted(row)[:8])
+                raise InputError(
+                    f"{path}: {where}: unknown record layout (fields: {keys}); a .json file "
+                    "must hold CAM-Bench records (id, formal_statement, ...)"
+                )
+            loaded.format = "cambench"
+        try:
+            task = imp.from_cambench_row(row)
+        except imp.RowError as exc:
+            loaded.problems.append(Problem(str(path), f"{where}: {exc}", None))
+            continue
+        loaded._accept(task, path, number)
     return loaded
 
 

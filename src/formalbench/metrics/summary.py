@@ -8,6 +8,8 @@ Decisions where the papers leave room:
   than `samples` uses all of them (the estimator takes any n >= k).
 - `solved` lists every task with a passing attempt, evaluated or not: a proof found is
   found. Per-category `solved` counts the same way.
+- pass@k over turns (`pass_at_k_turns`, k in `turn_ks`): for runs of the sequential
+  solver, over the same evaluated tasks; see `metrics.turns`.
 - tokens: the total over all attempts, each task's sum, and the mean over tasks that have
   at least one attempt (CAM-Bench's "tokens per evaluated instance").
 - the informal-vs-formal gap: see `metrics.gap`.
@@ -36,6 +38,7 @@ from formalbench.metrics.amber_taxonomy import amber_taxonomy
 from formalbench.metrics.gap import InformalFormalGap, informal_formal_gap
 from formalbench.metrics.passk import ks_for, mean_pass_at_k
 from formalbench.metrics.taxonomy import ErrorCategory, classify, is_pass
+from formalbench.metrics.turns import pass_at_turns, turn_ks
 
 NONE_VALUE = "(none)"
 LABEL_FIELDS = ("domain", "difficulty", "category")
@@ -83,6 +86,9 @@ class RunSummary(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     ks: list[int]
     pass_at_k: dict[str, float]
+    # pass@k over repair turns (sequential solver; see `metrics.turns`), beside the above
+    turn_ks: list[int] = Field(default_factory=list)
+    pass_at_k_turns: dict[str, float] = Field(default_factory=dict)
     categories: list[CategoryTable]
     per_task: list[TaskOutcome]
     tokens_total: TokenUsage
@@ -139,6 +145,8 @@ def summarize(
     attempted = [o for o in outcomes if o.attempts]
     info = dict(run_info or {})
     solved = {o.id for o in outcomes if o.passed}
+    evaluated_attempts = {tid: per_task[tid] for tid in counts}
+    turn_ks_ = turn_ks([a for group in evaluated_attempts.values() for a in group])
     return RunSummary(
         tasks=len(by_id),
         attempts=len(attempts),
@@ -152,6 +160,8 @@ def summarize(
         warnings=warnings,
         ks=ks,
         pass_at_k=_pass_table(list(counts.values()), ks),
+        turn_ks=turn_ks_,
+        pass_at_k_turns=pass_at_turns(evaluated_attempts, turn_ks_),
         categories=_category_tables(list(by_id.values()), counts, solved, ks),
         per_task=outcomes,
         tokens_total=tokens_total,

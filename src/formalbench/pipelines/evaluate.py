@@ -14,6 +14,7 @@ finished run does no work at all.
 from __future__ import annotations
 
 import asyncio
+import math
 import platform
 import time
 from collections.abc import Iterator
@@ -258,7 +259,9 @@ async def _evaluate(
                 passed = store.counts(run_id)["passed"]
                 observer.started(len(tasks) * samples, len(tasks) * samples - len(todo), passed)
             try:
-                new, stopped = await _work(config, solver, store, run_id, iter(todo), observer)
+                new, stopped = await _work(
+                    config, solver, store, run_id, iter(todo), observer, total=len(todo)
+                )
             except Interrupted:  # SIGINT/SIGTERM: what is recorded stays; a rerun resumes
                 store.set_status(run_id, "interrupted")
                 write_run_log(files, store, run_id, meter, time.perf_counter() - start)
@@ -324,8 +327,10 @@ def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> in
     was between two checks (reading the probe, filling the holes, the verifier's text
     layer, the store commit all run in this event loop, one attempt at a time). Twice the
     slots keeps a check queued in the backend's pool, which still bounds how many run.
-    The other loss `bench/bench_eval.py coq` shows is the tail: the last long probe (all
-    tactics timing out) running alone while the other slot has nothing left to do.
+    The other loss `bench/bench_eval.py coq` showed is the tail: the last long probe (all
+    tactics timing out) running alone while the other slot has nothing left to do. Near
+    the end of the run (`in_tail` in `_work`) the portfolio splits its Coq probes into
+    chunks that idle slots take (`solvers.probe_chunks`).
     """
     if config.concurrency is not None:
         return config.concurrency
@@ -340,22 +345,42 @@ async def _work(
     run_id: str,
     todo: Iterator[tuple[Task, int]],
     observer: EvalObserver | None,
+    *,
+    total: int | None = None,
 ) -> tuple[int, str | None]:
     """Run the pending attempts with bounded concurrency; returns (recorded, stop reason)."""
     recorded = 0
     in_flight = 0
+    taken = 0
     stopped: str | None = None
+    times: list[float] = []  # wall time of each finished attempt
+    slots = max(1, solver.backend.workers)
+
+    def in_tail() -> bool:
+        """Whether the attempts not yet started would all be done, at the rate seen so far,
+        before the longest attempt seen so far: one starting now could then end the run
+        alone, so the portfolio splits its probes over idle slots (`probe_chunks`)."""
+        if total is None:
+            return True
+        if not times:
+            return taken >= total
+        left = total - taken
+        return left * (math.fsum(times) / len(times)) / slots <= max(times)
+
+    solver.in_tail = in_tail
 
     async def worker() -> None:
-        nonlocal recorded, stopped, in_flight
+        nonlocal recorded, stopped, in_flight, taken
         for task, sample in todo:  # one shared iterator: each pair is taken once
             if stopped is not None:
                 return
             in_flight += 1
+            taken += 1
             try:
                 attempt = await solver.solve(task, sample)
             finally:
                 in_flight -= 1
+            times.append(attempt.wall_time)
             error = attempt.error
             if error and error.kind == ErrorKind.budget and error.scope == RUN_BUDGET_NAME:
                 # The run's budget, not the task's: leave the attempt undone so a resume

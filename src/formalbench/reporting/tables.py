@@ -38,6 +38,8 @@ class TableData:
 def report_tables(summary: RunSummary, *, per_task: bool = False) -> list[TableData]:
     """All tables of a report, in reading order (per-task rows only when asked)."""
     tables = [_overview(summary), _pass_table(summary)]
+    if summary.pass_at_k_turns:
+        tables.append(_turns_table(summary))
     tables += [_category(summary, i) for i in range(len(summary.categories))]
     tables += [_taxonomy(summary)]
     if summary.taxonomy_amber:
@@ -141,6 +143,20 @@ def _pass_table(s: RunSummary) -> TableData:
         else "no task has a complete set of samples yet"
     )
     return TableData("pass_at_k", "pass@k", _pass_headers(s), rows, note, set(range(len(s.ks))))
+
+
+def _turns_table(s: RunSummary) -> TableData:
+    ks = [k for k in s.turn_ks if str(k) in s.pass_at_k_turns]
+    rows = [[pct(s.pass_at_k_turns[str(k)]) for k in ks]]
+    note = (
+        "solved within k turns: every hole closed within k model calls (a first try and "
+        "k - 1 repairs) and the whole file verified; mean over the evaluated tasks of the "
+        "share of their samples that did"
+    )
+    headers = [f"pass@{k}" for k in ks]
+    return TableData(
+        "pass_at_k_turns", "pass@k over repair turns", headers, rows, note, set(range(len(ks)))
+    )
 
 
 def _category(s: RunSummary, index: int) -> TableData:

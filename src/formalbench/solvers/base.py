@@ -22,6 +22,7 @@ import hashlib
 import logging
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -112,6 +113,10 @@ class Solver(ABC):
         self.verifier = verifier
         self.model = model
         self.config = config or SolverConfig()
+        # Whether the run is near its end, where a long check would run alone (the pipeline
+        # sets it; alone, a solver is always "at the end"): the portfolio then splits its
+        # Coq probes over the assistant's idle slots (`probe_chunks`).
+        self.in_tail: Callable[[], bool] = _always
 
     # ---- settings -----------------------------------------------------------------
 
@@ -281,6 +286,10 @@ class Solver(ABC):
             timeout=self.config.check_timeout,
             constructions=task.constructions,
         )
+
+
+def _always() -> bool:
+    return True
 
 
 ASSISTANTS = {Language.lean: "Lean 4 with Mathlib", Language.coq: "Coq"}

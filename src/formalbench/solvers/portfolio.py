@@ -8,7 +8,9 @@ tries them all, each under its own time limit, and reports which one closed the 
 
 - Coq: the winning branch raises an error that `first` does not catch, so coqc stops there
   and its message names the winner; one probe per hole, the holes before it already filled
-  with their winners.
+  with their winners. The probe is cut into chunks of the tactic list that spare slots of
+  the assistant check in parallel (`probe_chunks`): the end of a run is not one long
+  failing probe running alone.
 - Lean: the winner is named by an info message; Lean goes on after an error, so one probe
   covers every hole. Each try runs under `set_option maxHeartbeats` (heartbeats stand in for
   seconds: Lean has no wall-clock tactic timeout). A try that runs out of heartbeats or of
@@ -18,8 +20,8 @@ tries them all, each under its own time limit, and reports which one closed the 
 
 The scripts and the reading of the answers are in `solvers.probe`. The winners then go, as
 plain tactics (no `first`, no timeout), into the task's text, and that candidate is checked
-by the strict verifier: one probe plus one verification per task with a single hole, ~2
-coqc runs instead of up to 27. When the verifier rejects it anyway (the kernel check at
+by the strict verifier: one probe (Coq: up to one chunk per slot of the assistant) plus one
+verification per task with a single hole, 2-3 coqc runs instead of up to 27. When the verifier rejects it anyway (the kernel check at
 `Qed` fails, the proof needs a forbidden axiom, a configured tactic is a forbidden
 construct, ...) and the rejection can be pinned to one hole (by line, or by the target whose
 axioms are wrong), that hole's winner is left out and the next tactic that closes it is
@@ -46,7 +48,8 @@ from formalbench.core.records import (
     Verdict,
 )
 from formalbench.solvers.base import Draft, Solver
-from formalbench.solvers.probe import MARK, probe_script, read_probe
+from formalbench.solvers.probe import MARK, ProbeReport, probe_script, read_probe
+from formalbench.solvers.probe_chunks import chunk, chunked_probe
 
 MAX_FALLBACKS = 3  # re-probes after a rejected verification, per task
 
@@ -105,6 +108,9 @@ class PortfolioSolver(Solver):
                 search.reject(j, "the verifier rejected it")
         finally:
             draft.params["probes"] = search.probes
+            if search.speculative:
+                draft.params["speculative_probes"] = search.speculative
+                draft.params["abandoned_probes"] = search.abandoned
             if fallbacks:
                 draft.params["fallbacks"] = fallbacks
             if search.left_out:
@@ -181,7 +187,9 @@ class _Search:
         self.tactics = tactics
         self.winners: list[int] = []
         self.skip: list[set[int]] = [set() for _ in holes]
-        self.probes = 0
+        self.probes = 0  # probe checks started (Coq: every chunk checked counts)
+        self.speculative = 0  # Coq chunks started on a spare slot before they were needed
+        self.abandoned = 0  # ... and killed because an earlier chunk decided
         self.log: list[str] = []
         self.left_out: list[dict[str, object]] = []  # {hole, tactic, why}, in order
 
@@ -202,23 +210,44 @@ class _Search:
         self.left_out.append({"hole": j + 1, "tactic": self.tactics[k], "why": why})
         self.log.append(f"hole {j + 1} ({self.holes[j].decl}): {self.tactics[k]} left out: {why}")
 
+    async def _coq_probe(self, j: int) -> tuple[CheckResult, ProbeReport]:
+        """Hole j's probe, in chunks that spare slots check in parallel (`probe_chunks`)."""
+        tries = [k for k in range(len(self.tactics)) if k not in self.skip[j]]
+        backend = self.solver.backend
+        chunks = chunk(tries, backend.workers if self.solver.in_tail() else 1)
+
+        def text_for(part: list[int]) -> str:
+            left_out = set(range(len(self.tactics))) - set(part)
+            script = self.solver.probe_script(self.language, j, self.tactics, left_out)
+            fills = [*self.fills(), self.solver._with_requires(self.language, script)]
+            return fill_holes(self.original, self.language, fills)
+
+        found = await chunked_probe(backend, j, chunks, text_for, self.solver._probe_timeout)
+        self.probes += found.checks
+        self.speculative += found.speculative
+        self.abandoned += found.abandoned
+        return found.result, found.report
+
     async def run(self) -> CheckResult | None:
         """Probe until every hole has a winner (None) or one has none (the probe's result)."""
         language, holes = self.language, self.holes
         while len(self.winners) < len(holes):
             start = len(self.winners)
-            todo = range(start, len(holes)) if language == Language.lean else [start]
-            scripts = [
-                self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
-            ]
-            fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
-            text = fill_holes(self.original, language, fills)
-            tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
-            result = await self.solver.backend.acheck(
-                text, timeout=self.solver._probe_timeout(tries)
-            )
-            self.probes += 1
-            report = read_probe(result, text)
+            if language == Language.coq:
+                result, report = await self._coq_probe(start)
+            else:
+                todo = range(start, len(holes))
+                scripts = [
+                    self.solver.probe_script(language, j, self.tactics, self.skip[j]) for j in todo
+                ]
+                fills = [*self.fills(), *(self.solver._with_requires(language, p) for p in scripts)]
+                text = fill_holes(self.original, language, fills)
+                tries = max(len(self.tactics) - len(self.skip[j]) for j in todo)
+                result = await self.solver.backend.acheck(
+                    text, timeout=self.solver._probe_timeout(tries)
+                )
+                self.probes += 1
+                report = read_probe(result, text)
             for j in range(start, len(holes)):
                 k = report.wins.get(j)
                 if k is None:

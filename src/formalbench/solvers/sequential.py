@@ -10,7 +10,13 @@ last answer. A hole gets one first call and then at most `max_turns` repair turn
 (default 32, as CAM-Bench's "32 repair turns per sorry block"; temperature 0.4), so at
 most 33 calls; the whole task shares one token budget (default 10^6) and each call's
 output is capped (default 16,000). A hole that is still failing ends the attempt: the file
-can no longer pass. Finally the whole file goes through the strict verifier.
+can no longer pass. Finally the whole file goes through the strict verifier, so a task with
+several holes (several theorems, or several holes in one proof) is solved only when every
+hole is filled and the whole file verifies.
+
+The calls spent at each hole reached are recorded in `params["hole_turns"]`; the largest
+of them is the number of turns within which the attempt solved the task, which gives
+CAM-Bench's pass@k over turns (`metrics.turns`).
 
 When the token budget runs out in the middle of a hole, the attempt still carries the last
 candidate and the verdict of the strict verifier on it (then `solve` records the `budget:`
@@ -51,12 +57,20 @@ class SequentialSolver(Solver):
         original = task.source_text
         holes = find_holes(original, language)
         draft.params["max_turns"] = self.max_turns  # repair turns per hole
+        # model calls spent at each hole reached, in order: pass@k over turns reads it
+        hole_turns: list[int] = []
+        draft.params["hole_turns"] = hole_turns
         solved: list[str] = []
         tries: list[str] = []  # the usable fills of the current hole, last one last
         try:
             for index, hole in enumerate(holes):
                 tries = []
-                if not await self._fill(task, sample, draft, solved, hole, index, tries):
+                start = draft.turns
+                try:
+                    filled = await self._fill(task, sample, draft, solved, hole, index, tries)
+                finally:
+                    hole_turns.append(draft.turns - start)
+                if not filled:
                     break
                 solved.append(tries[-1])
                 tries = []
