@@ -68,7 +68,8 @@ NOTATION_CONSTANTS = (
     *("Rminus", "Ropp", "Rdiv", "Rinv", "Rlt", "Rle", "Rgt", "Rge", "pow", "Rpower", "le"),
     *("lt", "ge", "gt", "bool", "true", "false", "list", "nil", "cons", "Q", "Qmake"),
 )
-_PLAIN_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_'.]*$")
+# `_` alone is the wildcard, not a name (`Locate _.` is a syntax error that costs a run)
+_PLAIN_IDENT = re.compile(r"^(?:[A-Za-z]|_[A-Za-z0-9_'])[A-Za-z0-9_'.]*$")
 _KEYWORDS = (
     COQ_THEOREMS
     | COQ_DEFINITIONS
@@ -140,7 +141,9 @@ def value_findings(
     guesses |= _value_words(candidate)
     located: dict[str, list[Located]] = {}
     printed: dict[str, Printed] = {}
-    to_print = list(own)
+    # The statements are never printed: reaching one refuses the value already, and the
+    # printed proof of a long statement can outgrow the output cap and lose every answer.
+    to_print = [n for n in own if n not in statements]
     to_locate = sorted(guesses)
     limit = float(timeout or backend.timeout)
     for _round in range(MAX_ROUNDS):
