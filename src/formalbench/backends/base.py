@@ -102,8 +102,6 @@ def _gated_many(check_many):  # noqa: ANN001, ANN202
     return gated
 
 
-
-
 _WRAPPERS = {"check": _gated_check, "acheck": _gated_acheck, "check_many": _gated_many}
 
 

@@ -83,7 +83,6 @@ LAZY_COMMANDS = {
     "ape": "ape",
     "stats": "stats",
     "construct": "construct",
-
     "library": "library",
 }
 
