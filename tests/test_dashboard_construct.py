@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from formalbench.backends.coq import CoqBackend
 from formalbench.cli.main import app as cli
 from formalbench.core.construct import (
+    ConstructProblem,
     ExpansionNode,
     ExtractedExercise,
     Reference,
@@ -43,25 +44,24 @@ STORE = "construct.sqlite"
 CLEAN = "the trace of A + B equals trace A + trace B <cleaned> & kept"
 
 
-def _exercise(problem: object, i: int) -> ExtractedExercise:
-    p = problem  # a ConstructProblem of the script
+def _exercise(p: ConstructProblem, i: int) -> ExtractedExercise:
     node = ExpansionNode(
-        label=p.source_idx,  # type: ignore[attr-defined]
+        label=p.source_idx,
         kind="exercise",
-        text=p.problem,  # type: ignore[attr-defined]
+        text=p.problem,
         depth=0,
         children=[
             ExpansionNode(label="TR", kind="definition", text="Definition TR: the trace sums "
                           "the diagonal.", depth=1, via="\\acronymref{definition}{TR}",
-                          parent=p.source_idx)  # type: ignore[attr-defined]
+                          parent=p.source_idx)
         ] if i == 1 else [],
         unresolved=["NOPE"] if i == 1 else [],
     )  # fmt: skip
     return ExtractedExercise(
-        id=p.id,  # type: ignore[attr-defined]
-        source=p.source,  # type: ignore[attr-defined]
-        source_idx=p.source_idx,  # type: ignore[attr-defined]
-        text=p.problem,  # type: ignore[attr-defined]
+        id=p.id,
+        source=p.source,
+        source_idx=p.source_idx,
+        text=p.problem,
         refs=[Reference(raw="\\acronymref{definition}{TR}", key="TR", resolved=True)]
         if i == 1
         else [],
@@ -279,7 +279,9 @@ def test_writes_need_the_form_token_and_the_same_origin(client: TestClient, run:
         assert store.current("la/square") is None
     with TestClient(create_app(run, token="s3cret-token-x")) as guarded:
         assert guarded.get("/").status_code == 401
-        assert guarded.get("/", headers={"X-Formalbench-Token": "s3cret-token-x"}).status_code == 200
+        assert (
+            guarded.get("/", headers={"X-Formalbench-Token": "s3cret-token-x"}).status_code == 200
+        )
 
 
 def test_a_whole_file_can_be_written_for_an_exercise_without_blocks(

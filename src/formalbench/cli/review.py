@@ -18,7 +18,9 @@ from formalbench.cli.main import app, user_errors
 @app.command("review")
 @user_errors
 def review(
-    run_dir: str = typer.Argument(..., help="The run directory of `formalbench formalize` or `formalbench construct`."),
+    run_dir: str = typer.Argument(
+        ..., help="The run directory of `formalbench formalize` or `formalbench construct`."
+    ),
     port: int = typer.Option(8765, "--port", help="Port to listen on (0: a free one)."),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Interface; anything but loopback needs --token."

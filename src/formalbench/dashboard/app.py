@@ -10,7 +10,7 @@ nothing typed is ever lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -38,8 +38,8 @@ from formalbench.dashboard.views import (
     run_language,
 )
 from formalbench.pipelines.formalize.metrics import FormalizeFiles
-from formalbench.pipelines.run_dir import KIND_MARKERS
 from formalbench.pipelines.formalize.reference import stored as stored_comparison
+from formalbench.pipelines.run_dir import KIND_MARKERS
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 
@@ -83,7 +83,7 @@ def create_app(
     run_name = Path(run_dir).resolve().name
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         rechecker.close()
 
@@ -285,7 +285,7 @@ def _rechecker(formalize: FormalizeStore) -> Rechecker:
 def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:
     status = params.get("status") or None
     flt = ProblemFilter(
-        status=ReviewStatus(status) if status in ReviewStatus.__members__ else None,
+        status=ReviewStatus(status) if status and status in ReviewStatus.__members__ else None,
         category=params.get("category") or None,
         text=(params.get("q") or "").strip() or None,
     )

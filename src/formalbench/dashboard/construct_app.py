@@ -12,6 +12,7 @@ through the strict verifier's gate like every check. Decisions are versioned row
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -62,7 +63,7 @@ def create_construct_app(
     run_name = Path(run_dir).resolve().name
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI):  # type: ignore[no-untyped-def]
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
         rechecker.close()
         run.close()
@@ -80,7 +81,7 @@ def create_construct_app(
 
     def listed(params: Any) -> tuple[list[ExerciseRow], ReviewStatus | None, str, str]:
         status = params.get("status") or None
-        wanted = ReviewStatus(status) if status in ReviewStatus.__members__ else None
+        wanted = ReviewStatus(status) if status and status in ReviewStatus.__members__ else None
         text = (params.get("q") or "").strip()
         rows = run.rows(review.statuses())
         shown = [

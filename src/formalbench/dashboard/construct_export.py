@@ -95,8 +95,13 @@ def _review_trail(
         "diff": edit_diff(view.packaged, decision.code or "", view.file_name or view.id),
         "recheck": review.checked(decision.problem_id, decision.version),
         "history": [
-            {"version": d.version, "status": d.status.value, "reviewer": d.reviewer,
-             "at": d.at, "note": d.note}
+            {
+                "version": d.version,
+                "status": d.status.value,
+                "reviewer": d.reviewer,
+                "at": d.at,
+                "note": d.note,
+            }
             for d in review.history(decision.problem_id)
         ],  # fmt: skip
     }

@@ -166,7 +166,7 @@ class ConstructRun:
     def language(self) -> Language:
         """The run's assistant: its settings say it, else its packaged files do."""
         name = backend_name(self.settings, None)
-        if name in Language.__members__:
+        if name is not None and name in Language.__members__:
             return Language(name)
         for result in self.formal.results() if self.formal else []:
             if any(k.endswith(".lean") for k in result["files"]):
@@ -199,7 +199,7 @@ class ConstructRun:
         if exercise is None and problem is None:
             return None
         result = self.formal.result(exercise_id) if self.formal else None
-        trail = next(
+        trail: dict[str, Any] = next(
             (v for k, v in (result or {}).get("files", {}).items() if k.endswith(".trail.json")),
             {},
         )
