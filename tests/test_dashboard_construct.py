@@ -297,3 +297,20 @@ def test_a_whole_file_can_be_written_for_an_exercise_without_blocks(
     assert post(client, "/decide", pairs, code=code, action="accept").status_code == 303
     with ReviewStore(run / STORE) as store:
         assert store.current("la/garbled").code == code
+
+
+def test_a_stale_decision_is_refused_and_can_be_resubmitted(client: TestClient, run: Path) -> None:
+    tab1 = fields(client.get(f"/p/{_q('la/square')}").text)
+    tab2 = set_block(tab1, 1, script.SQUARE_THM.replace("0 < n * n", "1 <= n * n"))
+    assert post(client, "/decide", tab1, action="accept").status_code == 303
+    refused = post(client, "/decide", tab2, action="reject", note="goal", reviewer="ben")
+    assert refused.status_code == 409 and "Not saved" in refused.text
+    assert html.escape("1 <= n * n") in refused.text  # the refused text is shown back
+    with ReviewStore(run / STORE) as store:
+        assert [d.reviewer for d in store.history("la/square")] == ["ana"]
+    retry = fields(refused.text)  # the conflict page's form: the whole file, current version
+    assert ["base_version", "1"] in retry
+    assert post(client, "/decide", retry, action="reject").status_code == 303
+    with ReviewStore(run / STORE) as store:
+        latest = store.current("la/square")
+    assert latest is not None and latest.version == 2 and "1 <= n * n" in (latest.code or "")
