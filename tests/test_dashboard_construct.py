@@ -314,3 +314,21 @@ def test_a_stale_decision_is_refused_and_can_be_resubmitted(client: TestClient, 
     with ReviewStore(run / STORE) as store:
         latest = store.current("la/square")
     assert latest is not None and latest.version == 2 and "1 <= n * n" in (latest.code or "")
+
+
+def test_an_extraction_only_run_opens_and_a_bad_folder_is_one_line(tmp_path: Path) -> None:
+    root = tmp_path / "extract-only"
+    root.mkdir()
+    problem = script.PROBLEMS[1]
+    with ConstructStore(root / STORE) as store:
+        store.put_exercises([_exercise(problem, 2)], {"exercises": 1})
+    with TestClient(create_app(root)) as c:
+        assert "la/square" in c.get("/").text and "not reached" in c.get("/").text
+        page = c.get(f"/p/{_q('la/square')}").text
+        assert html.escape(script.SQUARE) in page and 'id="stage-problem_clean"' in page
+        assert "not produced" in page and 'name="code"' in page  # a whole-file editor
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / STORE).write_text("not a database")
+    result = CliRunner().invoke(cli, ["review", str(tmp_path / "bad"), "--export", "x.jsonl"])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "cannot open as a SQLite database" in result.output

@@ -155,8 +155,8 @@ class ConstructRun:
             raise InputError(f"{run_dir!s}: no {STORE_NAME} here; not a construct run")
         try:
             self.source = ConstructStore(path, readonly=True)
-        except StoreError as exc:
-            raise InputError(f"{path}: {exc}") from None
+        except StoreError as exc:  # its message names the file
+            raise InputError(str(exc)) from None
         try:
             self.formal: ConstructFormalStore | None = ConstructFormalStore(path, readonly=True)
         except StoreError:  # the formal stages have not run yet
