@@ -1,4 +1,5 @@
-"""`formalbench review DIR`: the web dashboard to accept or reject formalize candidates.
+"""`formalbench review DIR`: the web dashboard to accept or reject formalize candidates, or
+the exercises of a construct run (a folder holding `construct.sqlite`).
 
 `--export FILE` writes the accepted problems as a task dataset (JSONL) and exits instead of
 serving. Bad input (not a run directory, a busy port, another interface without a token)
@@ -17,7 +18,9 @@ from formalbench.cli.main import app, user_errors
 @app.command("review")
 @user_errors
 def review(
-    run_dir: str = typer.Argument(..., help="The run directory of `formalbench formalize`."),
+    run_dir: str = typer.Argument(
+        ..., help="The run directory of `formalbench formalize` or `formalbench construct`."
+    ),
     port: int = typer.Option(8765, "--port", help="Port to listen on (0: a free one)."),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Interface; anything but loopback needs --token."
@@ -35,9 +38,14 @@ def review(
         None, "--export", help="Write the accepted problems as task JSONL to FILE and exit."
     ),
 ) -> None:
-    """Review formalize candidates in the browser: edit, re-check, accept or reject."""
+    """Review formalize candidates or construct exercises in the browser: edit, re-check,
+    accept or reject."""
     if export is not None:
-        from formalbench.dashboard.app import open_run
+        from formalbench.dashboard.app import is_construct_run, open_run
+
+        if is_construct_run(run_dir):
+            _export_construct(run_dir, export)
+            return
         from formalbench.dashboard.export import accepted_tasks, write_jsonl
 
         formalize, store = open_run(run_dir)
@@ -55,3 +63,17 @@ def review(
 
     serve(run_dir, host=host, port=port, token=token, reviewer=reviewer, announce=announce)
     sys.stdout.flush()
+
+
+def _export_construct(run_dir: str, export: str) -> None:
+    from formalbench.dashboard.construct_app import open_construct
+    from formalbench.dashboard.construct_export import accepted_tasks
+    from formalbench.dashboard.export import write_jsonl
+
+    run, store = open_construct(run_dir)
+    try:
+        count = write_jsonl(accepted_tasks(run, store), export)
+    finally:
+        run.close()
+        store.close()
+    typer.echo(f"wrote {count} accepted task{'' if count == 1 else 's'} to {export}")

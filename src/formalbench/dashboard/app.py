@@ -10,7 +10,7 @@ nothing typed is ever lost.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from formalbench.dashboard.views import (
 )
 from formalbench.pipelines.formalize.metrics import FormalizeFiles
 from formalbench.pipelines.formalize.reference import stored as stored_comparison
+from formalbench.pipelines.run_dir import KIND_MARKERS
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 
@@ -56,7 +57,7 @@ def open_run(run_dir: str | Path) -> tuple[FormalizeStore, ReviewStore]:
     path = FormalizeFiles(root).store
     if not path.is_file():
         raise InputError(
-            f"{run_dir!s}: no {path.name} here; is it the run directory of `formalbench formalize`?"
+            f"{run_dir!s}: no {path.name} here; is it the run directory of `formalbench formalize` or `formalbench construct`?"
         )
     return FormalizeStore(path), ReviewStore(path)
 
@@ -69,7 +70,14 @@ def create_app(
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
     """The dashboard for one run. `token`: required on every request when given;
-    `allowed_hosts`: Host names answered (None: any; the server passes loopback names)."""
+    `allowed_hosts`: Host names answered (None: any; the server passes loopback names).
+    A construct run (its folder holds `construct.sqlite`) gets the construct pages."""
+    if is_construct_run(run_dir):
+        from formalbench.dashboard.construct_app import create_construct_app
+
+        return create_construct_app(
+            run_dir, reviewer=reviewer, token=token, allowed_hosts=allowed_hosts
+        )
     formalize, review = open_run(run_dir)
     rechecker = _rechecker(formalize)
     run_name = Path(run_dir).resolve().name
@@ -87,44 +95,7 @@ def create_app(
         openapi_url=None,
     )
     app.state.formalize, app.state.review, app.state.rechecker = formalize, review, rechecker
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    env = make_env()
-
-    @app.middleware("http")
-    async def access(request: Request, call_next: Any) -> Response:
-        if not guard.host_allowed(request, allowed_hosts):
-            return PlainTextResponse("host not allowed: use the address the server printed", 403)
-        in_address = False
-        if token is not None:
-            carried, in_address = guard.token_of(request)
-            if not guard.token_ok(carried, token):
-                return PlainTextResponse(
-                    "this dashboard needs its access token: open the address the server "
-                    "printed (with ?token=...) or send the X-Formalbench-Token header",
-                    401,
-                )
-        if in_address and request.method == "GET":
-            # keep the token out of the history and the address bar: the cookie carries it now
-            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            response: Response = RedirectResponse(
-                request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303
-            )
-        else:
-            response = await call_next(request)
-        if in_address:
-            response.set_cookie(guard.TOKEN_COOKIE, token or "", httponly=True, samesite="strict")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
-
-    def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        csrf = guard.csrf_value(request)
-        html = env.get_template(name).render(csrf=csrf, run_name=run_name, **ctx)
-        response = HTMLResponse(html, status_code=status)
-        if request.cookies.get(guard.CSRF_COOKIE) != csrf:
-            response.set_cookie(guard.CSRF_COOKIE, csrf, samesite="strict", httponly=True)
-        return response
+    render = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
 
     @app.get("/", response_class=HTMLResponse)
     async def problem_list(request: Request) -> HTMLResponse:
@@ -245,6 +216,63 @@ def create_app(
     return app
 
 
+def is_construct_run(run_dir: str | Path) -> bool:
+    """Whether DIR holds a construct run (its marker store, as `pipelines.run_dir` knows it)."""
+    return (Path(run_dir) / KIND_MARKERS["construct"]).is_file()
+
+
+def frame(
+    app: FastAPI,
+    run_name: str,
+    *,
+    token: str | None,
+    allowed_hosts: list[str] | None,
+) -> Callable[..., HTMLResponse]:
+    """What every kind of run's dashboard shares: static files, the access middleware (host
+    check, access token, security headers) and `render`, which gives every page the form
+    token (CSRF cookie). Returns `render(request, template, status=200, **context)`."""
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
+    env = make_env()
+
+    @app.middleware("http")
+    async def access(request: Request, call_next: Any) -> Response:
+        if not guard.host_allowed(request, allowed_hosts):
+            return PlainTextResponse("host not allowed: use the address the server printed", 403)
+        in_address = False
+        if token is not None:
+            carried, in_address = guard.token_of(request)
+            if not guard.token_ok(carried, token):
+                return PlainTextResponse(
+                    "this dashboard needs its access token: open the address the server "
+                    "printed (with ?token=...) or send the X-Formalbench-Token header",
+                    401,
+                )
+        if in_address and request.method == "GET":
+            # keep the token out of the history and the address bar: the cookie carries it now
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            response: Response = RedirectResponse(
+                request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303
+            )
+        else:
+            response = await call_next(request)
+        if in_address:
+            response.set_cookie(guard.TOKEN_COOKIE, token or "", httponly=True, samesite="strict")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+    def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        csrf = guard.csrf_value(request)
+        html = env.get_template(name).render(csrf=csrf, run_name=run_name, **ctx)
+        response = HTMLResponse(html, status_code=status)
+        if request.cookies.get(guard.CSRF_COOKIE) != csrf:
+            response.set_cookie(guard.CSRF_COOKIE, csrf, samesite="strict", httponly=True)
+        return response
+
+    return render
+
+
 def _rechecker(formalize: FormalizeStore) -> Rechecker:
     """The run's backend for re-checks: named by its config, else by its candidates' language."""
     config = formalize.config() or {}
@@ -257,7 +285,7 @@ def _rechecker(formalize: FormalizeStore) -> Rechecker:
 def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:
     status = params.get("status") or ""
     flt = ProblemFilter(
-        status=ReviewStatus(status) if status in ReviewStatus.__members__ else None,
+        status=ReviewStatus(status) if status and status in ReviewStatus.__members__ else None,
         category=params.get("category") or None,
         text=(params.get("q") or "").strip() or None,
     )

@@ -194,6 +194,15 @@ class ReviewStore:
             ).fetchall()
         return [ReviewDecision.model_validate_json(r[0]) for r in rows]
 
+    def statuses(self) -> dict[str, tuple[ReviewStatus, str, str]]:
+        """Every decided problem's current (status, reviewer, at), whatever kind of run holds
+        the decisions (unlike `page` and `accepted`, no formalize table is read)."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT problem_id, status, reviewer, at FROM rv_current"
+            ).fetchall()
+        return {r[0]: (ReviewStatus(r[1]), r[2], r[3]) for r in rows}
+
     # -- listing ------------------------------------------------------------------------
     def page(self, flt: ProblemFilter, offset: int, limit: int) -> tuple[list[ProblemRow], int]:
         """One page of problems in run order, and how many match the filter in all."""
