@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,108 +28,12 @@ from typing import Any
 import pytest
 
 from formalbench.pipelines.construct.report import construct_report
+from formalbench.store import integrity_ok
+from tests.construct_e2e_script import PATTERN, REPLAY, responder
 from tests.shared_data import DATA, needs_shared
 from tests.standins.openai_server import StandinServer
 
 pytestmark = needs_shared
-
-PATTERN = "fcla/T.T1[02]"
-TRACE_DEF_BAD = (
-    "Definition trace (n : nat) (A : nat -> nat -> nat) : nat :=\n"
-    "  sum_list (map (fun i => A i i) (seq 0 n))."
-)
-TRACE_DEF = (
-    "Definition trace (n : nat) (A : nat -> nat -> nat) : nat :=\n"
-    "  list_sum (map (fun i => A i i) (seq 0 n))."
-)
-TRACE_THM = (
-    "Theorem trace_transpose (n : nat) (A : nat -> nat -> nat) :\n"
-    "  trace n A = trace n (fun i j => A j i).\nProof.\nAdmitted."
-)
-NATURAL = (
-    "Let n be a natural number and A an n by n matrix with natural entries A i j. The trace "
-    "of A is the sum of its diagonal entries A i i for i < n. Prove that the trace of A "
-    "equals the trace of the transpose of A."
-)
-USABLE = {
-    "math_equivalent": True,
-    "truth_judgement": "true",
-    "overall_status": "usable",
-    "dominant_issue_types": [],
-    "top_priority_fix": "",
-    "issues": [],
-    "confidence": 0.9,
-}
-
-
-def _after(label: str, text: str) -> str:
-    found = re.search(re.escape(label) + r"\n(.*?)(?:\n\n|\Z)", text, re.DOTALL)
-    return found.group(1).strip() if found else ""
-
-
-def _coq(code: str) -> str:
-    return f"Here is the block.\n```coq\n{code}\n```\n"
-
-
-def _source_step(system: str, user: str) -> str | None:
-    """Phase 2's steps (the prompts of tests/construct_fixtures.py)."""
-    if "You edit exercises" in system:
-        text = user.split("\n", 1)[1]
-        plain = text.replace("$", "")  # the prompt asks for a rewrite, never the input
-        return json.dumps({"problem_clean": plain.strip()})
-    if "You rewrite items" in system:
-        trace = "t\\protect" in user or "trace" in user
-        plain = "Prove that there are no square matrices A and B of size n with AB - BA = I."
-        return json.dumps({"text": NATURAL if trace else plain})
-    if "You make the implicit conditions" in system:
-        current = _after("Current statement:", user)
-        return json.dumps({"problem": current, "added": [], "objective_unchanged": True})
-    if "You review rewritten" in system:
-        if "AB-BA" in _after("Original exercise:", user):
-            verdict = {"label": "hold", "flags": ["unsuitable"], "reason": "needs fields"}
-        else:
-            verdict = {"label": "accept"}
-        return json.dumps(verdict)
-    if "You repair" in system:
-        return json.dumps({"problem": "repaired: " + _after("Statement to repair:", user)})
-    return None
-
-
-def _formal_step(system: str, user: str) -> str | None:
-    """Phase 3's steps (the prompts of tests/construct_formal_script.py)."""
-    if "You prepare textbook exercises" in system:
-        blocks = [
-            {"kind": "defn", "content": "The trace of A is the sum of A i i for i < n.",
-             "term": "trace"},
-            {"kind": "thm", "content": "The trace of A equals the trace of its transpose.",
-             "term": None},
-        ]  # fmt: skip
-        return json.dumps({"blocks": blocks})
-    if "You review formalizations" in system:
-        return json.dumps(USABLE)
-    if "You guard formalizations" in system:
-        return json.dumps({"weakens": False, "reason": "nothing dropped"})
-    if "was rejected by the checker" in system:
-        return _coq(TRACE_DEF) if "introducing `trace`" in user else "I cannot fix this."
-    if "below the block's marker comment" in system:
-        block = user.split("The current block", 1)[1]
-        return _coq(TRACE_DEF_BAD) if "introducing `trace`" in block else _coq(TRACE_THM)
-    return None
-
-
-def _responder(delay: float = 0.0):
-    def answer(body: dict[str, Any]) -> list[str]:
-        if delay:
-            time.sleep(delay)
-        messages = body["messages"]
-        system = next((m["content"] for m in messages if m["role"] == "system"), "")
-        users = [m["content"] for m in messages if m["role"] == "user"]
-        reply = _source_step(system, users[0])
-        if reply is None:
-            reply = _formal_step(system, users[-1])
-        return [reply if reply is not None else "?"]
-
-    return answer
 
 
 def _env() -> dict[str, str]:
@@ -140,12 +44,13 @@ def _fb(*args: str) -> list[str]:
     return [sys.executable, "-m", "formalbench", *args]
 
 
-def _construct(run_dir: Path, url: str) -> list[str]:
+def _construct(run_dir: Path, model: str) -> list[str]:
+    """The README's worked example, with `model` for its replay file."""
     return _fb(
         "construct",
         str(DATA / "fcla-latex.tar.gz"),
         "--model",
-        f"openai:standin-model@{url}",
+        model,
         "--backend",
         "coq",
         "--run-dir",
@@ -214,21 +119,21 @@ def _funnel_adds_up(report: dict[str, Any]) -> None:
 def test_construct_on_fcla_end_to_end_then_resume_after_sigkill(tmp_path: Path) -> None:
     env = _env()
     first = tmp_path / "run"
-    with StandinServer() as srv:
-        srv.responder = _responder()
-        done = subprocess.run(
-            _construct(first, srv.base_url), env=env, capture_output=True, text=True, timeout=300
-        )
-        assert done.returncode == 0, done.stderr
-        asked = srv.count()
-        # every formal step asked with a JSON Schema, like the source steps
-        names = {
-            r.body["response_format"]["json_schema"]["name"]
-            for r in srv.requests
-            if "response_format" in r.body
-        }
-        assert {"CleanReply", "ReviewReply"} <= names
-        assert len(names) >= 6  # phase 3's split / review / weakening schemas too
+    # the README's worked example as written: the model's answers replayed from the file
+    # the scripted model recorded (tests/construct_e2e_script.py)
+    done = subprocess.run(
+        _construct(first, f"replay:{REPLAY}"), env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    recorded = [json.loads(line) for line in REPLAY.read_text().splitlines()]
+    asked = len(recorded)
+    # every step asked with a JSON Schema: the source steps' and phase 3's
+    names = {
+        r["request"]["response_schema"]["title"]
+        for r in recorded
+        if "response_schema" in r["request"]
+    }
+    assert {"CleanReply", "ReviewReply"} <= names and len(names) >= 6, names
 
     report = _report(first)
     _funnel_adds_up(report)
@@ -283,22 +188,25 @@ def test_construct_on_fcla_end_to_end_then_resume_after_sigkill(tmp_path: Path) 
     assert evals["solved"] == ["fcla/T.T12"]
 
     # a second run killed with SIGKILL mid-way, then rerun: the same result, nothing doubled
+    # a second run, from the stand-in server, killed with SIGKILL twice: in the source stages
+    # (request 5 of 16) and in the formal stages (request 13: blocks being compiled and
+    # reviewed), then rerun: the same result, nothing lost, nothing asked or stored twice
     second = tmp_path / "killed"
     with StandinServer() as srv:
-        srv.responder = _responder(delay=0.05)
-        cmd = _construct(second, srv.base_url)
-        child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 120
-        while srv.count() < asked // 2 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert child.poll() is None, child.communicate()
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        killed_at = srv.count()
-        assert 0 < killed_at < asked
+        srv.responder = responder(delay=0.05)
+        cmd = _construct(second, f"openai:standin-model@{srv.base_url}")
+        for kill_at in (5, asked - 3):
+            child = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            deadline = time.monotonic() + 120
+            while srv.count() < kill_at and child.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert child.poll() is None, child.communicate()
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait()
+            assert kill_at <= srv.count() < asked
         resumed = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
         assert resumed.returncode == 0, resumed.stderr
-        # each request asked once, but for the one(s) in flight at the kill
+        # each request asked once, but for the one in flight at each kill
         assert asked <= srv.count() <= asked + 2
         finished = srv.count()
         again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
@@ -310,7 +218,15 @@ def test_construct_on_fcla_end_to_end_then_resume_after_sigkill(tmp_path: Path) 
     assert {k: v for k, v in after.items() if k != "tasks_file"} == same
     assert _instances(second) == files
     assert (second / "tasks.jsonl").read_text().count("\n") == len(tasks)
-    assert construct_report(second).format_failures == 0
+    assert _rows(second) == _rows(first)  # every stored step, call and compile, once
+
+
+def _rows(run_dir: Path) -> dict[str, int]:
+    with sqlite3.connect(run_dir / "construct.sqlite") as conn:
+        tables = ("cs_exercises", "cs_steps", "cs_problems", "cf_problems", "cf_calls")
+        counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables}
+        assert integrity_ok(conn)
+    return counts
 
 
 @pytest.mark.parametrize("bad", ["missing.tar.gz"])
