@@ -48,20 +48,29 @@ class TimedModel(ModelWrapper):
     async def generate(self, messages: Sequence[Message], **kwargs: object) -> list[Completion]:
         started = time.perf_counter()
         try:
-            return await self.inner.generate(messages, **kwargs)  # type: ignore[arg-type]
+            return await self.inner.generate(messages, **kwargs)
         finally:
             self.seconds += time.perf_counter() - started
             self.calls += 1
 
 
 class TimedCoq(CoqBackend):
+    """coqc timed: every compile, and `coqc --print-version` (asked once per backend)."""
+
     seconds = 0.0
     checks = 0
 
-    async def acheck(self, source: str, **kwargs: object) -> CheckResult:  # type: ignore[override]
+    def version(self) -> str:
         started = time.perf_counter()
         try:
-            return await super().acheck(source, **kwargs)  # type: ignore[arg-type]
+            return super().version()
+        finally:
+            TimedCoq.seconds += time.perf_counter() - started
+
+    async def acheck(self, source: str, **kwargs: object) -> CheckResult:
+        started = time.perf_counter()
+        try:
+            return await super().acheck(source, **kwargs)
         finally:
             TimedCoq.seconds += time.perf_counter() - started
             TimedCoq.checks += 1
@@ -83,11 +92,11 @@ def _model() -> ScriptedModel:
     return ScriptedModel(rule, spec="scripted-bench", takes_schema=True)
 
 
-def _timed_extract(seconds: list[tuple[float, float]]):  # type: ignore[no-untyped-def]
+def _timed_extract(seconds: list[tuple[float, float]]):
     """Phase 1 timed: (wall, CPU of the thread it runs in)."""
     plain = inputs.extract
 
-    def extract(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def extract(*args, **kwargs):
         started, cpu = time.perf_counter(), time.thread_time()
         try:
             return plain(*args, **kwargs)
@@ -107,7 +116,7 @@ def run(archive: Path, run_dir: Path, limit: int) -> dict[str, float]:
     original = inputs.extract
     from formalbench.pipelines.construct import runner
 
-    runner.extract = _timed_extract(extraction)  # type: ignore[attr-defined]
+    runner.extract = _timed_extract(extraction)
     try:
         with TimedCoq(workers=1) as backend:
             started, cpu = time.perf_counter(), time.process_time()
@@ -117,7 +126,7 @@ def run(archive: Path, run_dir: Path, limit: int) -> dict[str, float]:
             wall = time.perf_counter() - started
             cpu = time.process_time() - cpu
     finally:
-        runner.extract = original  # type: ignore[attr-defined]
+        runner.extract = original
     return {
         "exercises": result.exercises,
         "usable": result.usable,
@@ -140,19 +149,39 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run(args.archive, Path(tmp) / "warm-up", 1)  # prompts parsed, schemas built
+        half = run(args.archive, Path(tmp) / "half", max(1, args.limit // 2))
         run_dir = Path(tmp) / "run"
         for label in ("first run", "rerun (finished)"):
             f = run(args.archive, run_dir, args.limit)
-            n = f["exercises"]
-            rest = f["wall"] - f["extract"] - f["model"] - f["coqc"]
+            print(_line(label, f))
+            if label == "first run":
+                first = f
+        # a run has fixed costs (stores opened, logs written, thread pools started): the
+        # slope between N/2 and N exercises is the cost of one more exercise
+        extra = first["exercises"] - half["exercises"]
+        if extra > 0:
+            slope = (_overhead(first) - _overhead(half)) / extra
             print(
-                f"{label:17} exercises {n:3.0f} (usable {f['usable']:.0f}, packaged "
-                f"{f['instances']:.0f})  extraction {f['extract']:5.2f} s  model calls "
-                f"{f['calls']:4.0f} ({f['model']:5.2f} s)  compiles {f['compiles']:4.0f} "
-                f"({f['coqc']:6.2f} s)  wall {f['wall']:6.2f} s  overhead "
-                f"{1000 * rest / n:6.1f} ms/exercise (own CPU "
-                f"{1000 * (f['cpu'] - f['extract_cpu']) / n:6.1f} ms)"
+                f"marginal overhead per exercise ({half['exercises']:.0f} -> "
+                f"{first['exercises']:.0f} exercises): {1000 * slope:.1f} ms; fixed per run: "
+                f"{_overhead(first) - slope * first['exercises']:.2f} s"
             )
+
+
+def _overhead(f: dict[str, float]) -> float:
+    return f["wall"] - f["extract"] - f["model"] - f["coqc"]
+
+
+def _line(label: str, f: dict[str, float]) -> str:
+    n = f["exercises"]
+    return (
+        f"{label:17} exercises {n:3.0f} (usable {f['usable']:.0f}, packaged "
+        f"{f['instances']:.0f})  extraction {f['extract']:5.2f} s  model calls "
+        f"{f['calls']:4.0f} ({f['model']:5.2f} s)  compiles {f['compiles']:4.0f} "
+        f"({f['coqc']:6.2f} s)  wall {f['wall']:6.2f} s  overhead "
+        f"{1000 * _overhead(f) / n:6.1f} ms/exercise (own CPU "
+        f"{1000 * (f['cpu'] - f['extract_cpu']) / n:6.1f} ms)"
+    )
 
 
 if __name__ == "__main__":
