@@ -248,40 +248,30 @@ def test_replay_without_a_recording_is_a_model_error_not_a_crash(tmp_path: Path)
 def test_formal_phase_gets_the_usable_problems_and_its_figures_reach_the_report(
     recorded, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The call into phase 3 follows the contract of CONSTRUCT.md. Phase 3's module is not
-    on this branch: a test-only module stands in for it at the import boundary."""
-    import sys
-    import types
-    from dataclasses import dataclass
+    """The call into phase 3 follows the contract of CONSTRUCT.md: the usable problems, the
+    run's settings, and its `FormalResult` read back into the report. Phase 3's own work is
+    tested in test_construct_formal.py and, with the runner, in test_construct_e2e.py; here
+    only its entry point is replaced, so that no model or assistant is needed."""
+    from formalbench.pipelines.construct import formal
 
     seen: dict = {}
-
-    @dataclass
-    class FormalStageConfig:
-        repair_rounds: int = 8
-        review_rounds: int = 8
-        history: int = 5
-
-    @dataclass
-    class FormalResult:
-        blocks: int
-        blocks_compiled: int
-        instances: list
-        tasks_file: Path
-        instances_dir: Path
 
     async def run_formal_stages(problems, *, backend, model, run_dir, config, progress=None):
         seen.update(ids=[p.id for p in problems], backend=backend.name, model=model.spec)
         seen.update(rounds=(config.repair_rounds, config.review_rounds), run_dir=run_dir)
+        seen.update(concurrency=config.concurrency, timeout=config.timeout)
         progress("blocks", 1, 1)
         (run_dir / "tasks.jsonl").write_text("{}\n", encoding="utf-8")
-        return FormalResult(3, 2, ["a.v", "b.v"], run_dir / "tasks.jsonl", run_dir / "instances")
+        return formal.FormalResult(
+            blocks=3,
+            blocks_compiled=2,
+            instances=2,
+            tasks=1,
+            tasks_file=run_dir / "tasks.jsonl",
+            instances_dir=run_dir / "instances",
+        )
 
-    stub = types.ModuleType("formalbench.pipelines.construct.formal")
-    stub.FormalStageConfig = FormalStageConfig
-    stub.FormalResult = FormalResult
-    stub.run_formal_stages = run_formal_stages
-    monkeypatch.setitem(sys.modules, stub.__name__, stub)
+    monkeypatch.setattr(formal, "run_formal_stages", run_formal_stages)
 
     source, _, _, model = recorded
     steps: list[tuple[str, int, int]] = []
@@ -293,7 +283,9 @@ def test_formal_phase_gets_the_usable_problems_and_its_figures_reach_the_report(
     assert seen["ids"] == ["book/E1", "book/E2"]  # the usable problems, in book order
     assert seen["backend"] == "coq" and seen["model"] == "scripted"
     assert seen["rounds"] == (2, 8) and seen["run_dir"] == run_dir
+    assert (seen["concurrency"], seen["timeout"]) == (cfg.concurrency, cfg.timeout)
     assert ("formal: blocks", 1, 1) in steps and result.formal is not None
     report = construct_report(run_dir)
     assert (report.blocks, report.blocks_compiled, report.instances) == (3, 2, 2)
     assert report.tasks_file == str(run_dir / "tasks.jsonl") and report.stop_after == "formal"
+    assert report.tasks == 1

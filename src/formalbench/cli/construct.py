@@ -55,6 +55,12 @@ def print_construct_report(report: ConstructReport, out: Console) -> None:
     head = Table(title=f"construct run ({report.status})", show_header=False)
     head.add_row("exercises extracted", str(report.exercises))
     head.add_row("references resolved", f"{report.resolved_references} of {report.references}")
+    if report.book_exercises is not None and report.book_exercises != report.exercises:
+        head.add_row(
+            "whole book",
+            f"{report.book_exercises} exercises, {report.book_resolved_references} of "
+            f"{report.book_references} references resolved",
+        )
     head.add_row("reviewed", str(report.reviewed))
     head.add_row(
         "accepted / revised / held", f"{report.accepted} / {report.revised} / {report.held}"

@@ -6,8 +6,8 @@ resumed run asks the same questions in the same order (the algorithms are determ
 given the answers) and gets them from the tables, so finished compiles and reviews are never
 redone; only the first unanswered step reaches the model or the assistant.
 
-`ask_structured` is the one place a structured reply is requested (the switch to the
-project's structured-output call is one edit there).
+`ask_structured_reply` is the one place a structured reply is requested: through the
+project's structured-output call, `formalbench.llm.structured.ask_structured`.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from formalbench.backends.base import Backend
 from formalbench.core.records import CheckResult, CheckStatus, TokenUsage
-from formalbench.judge.reply import Unreadable, ask_json
 from formalbench.llm.base import ChatModel, Message
 from formalbench.llm.prompts import load_prompt
+from formalbench.llm.structured import ask_structured
 from formalbench.pipelines.construct.blockfile import SYNTAX, Syntax
 from formalbench.pipelines.construct.fewshot import FewShotExample, load_examples
 from formalbench.store.construct_formal import ConstructFormalStore
@@ -174,21 +174,12 @@ class Session:
 async def ask_structured_reply(
     model: ChatModel, messages: Sequence[Message], schema: type[M], config: FormalStageConfig
 ) -> Structured[M]:
-    """Ask for a JSON object that validates against `schema`: one re-ask, then a format
-    failure. (Until the project's structured-output call is merged: lenient JSON reading.)"""
-
-    def read(data: dict[str, Any]) -> M:
-        try:
-            return schema.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "the object"
-            raise Unreadable(f"{where}: {first['msg']}") from None
-
-    outcome = await ask_json(
+    """Ask for a `schema` value through the project's structured-output call (the JSON
+    Schema goes to the provider, pydantic validates, one re-ask, then a format failure)."""
+    outcome = await ask_structured(
         model,
         messages,
-        read,
+        schema,
         retries=1,
         temperature=config.temperature,
         max_tokens=config.max_tokens,

@@ -169,7 +169,7 @@ def _stems(problems: Sequence[ConstructProblem]) -> dict[str, str]:
         stem, n = stem_of(p.id), 1
         while stem.lower() in taken:  # `a/b` and `a_b` would share a file
             n += 1
-            stem = f"{stem_of(p.id)}-{n}"
+            stem = f"{stem_of(p.id)}_{n}"
         taken.add(stem.lower())
         stems[p.id] = stem
     return stems

@@ -38,12 +38,17 @@ VALIDATED = "validated"
 REVIEW_FAILED = "review_failed"
 COMPILE_FAILED = "compile_failed"
 SPLIT_FAILED = "split_failed"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UNSAFE = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def stem_of(problem_id: str) -> str:
-    """A file name stem for an exercise id (`fcla/NM.C10` -> `fcla_NM.C10`)."""
-    return _UNSAFE.sub("_", problem_id).strip("._") or "exercise"
+    """A file name stem for an exercise id (`fcla/NM.C10` -> `fcla_NM_C10`).
+
+    The stem is a Coq (and Lean) module name: coqc refuses `fcla_NM.C10.v` ("invalid
+    character '.' in identifier") and a `-`, so only letters, digits and `_`, starting with
+    a letter."""
+    stem = _UNSAFE.sub("_", problem_id).strip("_") or "exercise"
+    return stem if stem[0].isalpha() else f"x{stem}"
 
 
 def block_id(block: Block) -> str:

@@ -29,6 +29,12 @@ class ConstructReport(Record):
     references: int = 0
     resolved_references: int = 0
     unresolved_references: int = 0
+    # the same counts over the whole book (a --pattern/--limit run selects fewer); None for
+    # a JSONL source, which is no book
+    book_exercises: int | None = None
+    book_references: int | None = None
+    book_resolved_references: int | None = None
+    book_unresolved_references: int | None = None
     reviewed: int = 0
     accepted: int = 0  # at the first review (pool OI)
     revised: int = 0  # sent to revise at the first review
@@ -38,6 +44,7 @@ class ConstructReport(Record):
     blocks: int = 0
     blocks_compiled: int = 0
     instances: int = 0
+    tasks: int | None = None  # tasks written to tasks_file (None: formal stages not run)
     tasks_file: str | None = None
     format_failures: int = 0  # model steps whose reply never validated
     funnel: Funnel = Field(default_factory=Funnel)
@@ -73,6 +80,11 @@ def construct_report(run_dir: str | Path) -> ConstructReport:
         references=stats.get("references", 0),
         resolved_references=stats.get("resolved_references", 0),
         unresolved_references=stats.get("unresolved_references", 0),
+        book_exercises=stats.get("book_exercises"),
+        book_references=stats.get("book_references"),
+        book_resolved_references=stats.get("book_resolved_references"),
+        book_unresolved_references=stats.get("book_unresolved_references"),
+        tasks=formal.get("tasks"),
         reviewed=shape.reviewed,
         accepted=shape.accepted,
         revised=shape.revised,

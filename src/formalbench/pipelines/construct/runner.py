@@ -273,8 +273,14 @@ def _formal(
         backend = given_backend or make_backend(config.backend, timeout=config.timeout)
         try:
             backend.preflight()  # an assistant that cannot run is one error, up front
+            # every setting the run was given reaches phase 3 (not only R and S)
             stage_config = FormalStageConfig(
-                repair_rounds=config.repair_rounds, review_rounds=config.review_rounds
+                repair_rounds=config.repair_rounds,
+                review_rounds=config.review_rounds,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                timeout=config.timeout,
+                concurrency=config.concurrency,
             )
 
             def report(stage: str, done: int, total: int) -> None:
@@ -297,7 +303,9 @@ def _formal(
             "blocks": _count(outcome.blocks),
             "blocks_compiled": _count(outcome.blocks_compiled),
             "instances": _count(instances),
+            "tasks": _count(outcome.tasks),
             "tasks_file": str(outcome.tasks_file),
+            "instances_dir": str(outcome.instances_dir),
         }
         store.set_meta("formal", figures)
         return figures
