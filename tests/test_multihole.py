@@ -91,7 +91,7 @@ def test_whole_answer_must_prove_every_target(verifier: StrictVerifier) -> None:
     twice = f"Theorem dbl_twice : forall n : nat, dbl n = 2 * n.\nProof. {GOOD[1]} Qed."
     mono = f"Theorem dbl_mono : forall n m : nat, n <= m -> dbl n <= dbl m.\nProof. {GOOD[2]} Qed."
     partial = run("whole", verifier, ScriptedModel([block(f"{lemma}\n{twice}")]))
-    assert partial.error is not None and partial.error.kind == ErrorKind.format
+    assert partial.error is not None and partial.error.kind == ErrorKind.format_
     assert "dbl_mono" in partial.error.message
     assert partial.verdict is not None and not partial.verdict.passed
     admitted = f"{lemma}\n{twice}\nTheorem dbl_mono : forall n m : nat, n <= m -> dbl n <= dbl m.\nProof. Admitted."

@@ -83,9 +83,7 @@ class CachedModel(ModelWrapper):
         future: asyncio.Future[list[Completion]] = asyncio.get_running_loop().create_future()
         self._in_flight[slot] = future
         try:
-            fresh = await self.inner.generate(
-                messages, n=n, temperature=temperature, max_tokens=max_tokens, stop=stop, seed=seed
-            )
+            fresh = await self.inner.generate(messages, **params)
             rows = [c.model_dump(mode="json", exclude={"cached"}) for c in fresh]
             await asyncio.to_thread(self.cache.put, key, request, rows)
         except BaseException as exc:
