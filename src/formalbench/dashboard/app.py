@@ -82,18 +82,7 @@ def create_app(
     rechecker = _rechecker(formalize)
     run_name = Path(run_dir).resolve().name
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        rechecker.close()
-
-    app = FastAPI(
-        title="formalbench review",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
+    app = bare_app(rechecker.close)
     app.state.formalize, app.state.review, app.state.rechecker = formalize, review, rechecker
     render = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
 
@@ -219,6 +208,25 @@ def create_app(
 def is_construct_run(run_dir: str | Path) -> bool:
     """Whether DIR holds a construct run (its marker store, as `pipelines.run_dir` knows it)."""
     return (Path(run_dir) / KIND_MARKERS["construct"]).is_file()
+
+
+def bare_app(*closers: Callable[[], None]) -> FastAPI:
+    """The FastAPI application both kinds of run start from: no API docs pages (nothing but
+    the review pages is served), and `closers` run when the server stops."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        for close in closers:
+            close()
+
+    return FastAPI(
+        title="formalbench review",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
 
 
 def frame(

@@ -12,8 +12,6 @@ through the strict verifier's gate like every check. Decisions are versioned row
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -56,26 +54,13 @@ def create_construct_app(
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
-    from formalbench.dashboard.app import frame  # the shared frame; app imports this module
+    from formalbench.dashboard.app import bare_app, frame  # shared; app imports this module
 
     run, review = open_construct(run_dir)
     rechecker = make_rechecker(run)
     run_name = Path(run_dir).resolve().name
 
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        rechecker.close()
-        run.close()
-        review.close()
-
-    app = FastAPI(
-        title="formalbench review",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
+    app = bare_app(rechecker.close, run.close, review.close)
     app.state.run, app.state.review, app.state.rechecker = run, review, rechecker
     render = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
 
