@@ -25,6 +25,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from formalbench.core.config import cache_path
 from formalbench.core.errors import BackendError
 from formalbench.library import COQ_LOGICAL_ROOT, COQ_SOURCE_DIR
 
@@ -39,11 +40,7 @@ _failed: dict[str, str] = {}  # coqc path -> why it could not be compiled
 
 def cache_root() -> Path:
     """Where compiled libraries are kept (see the module doc)."""
-    explicit = os.environ.get("FORMALBENCH_CACHE")
-    if explicit:
-        return Path(explicit) / "coq-library"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "formalbench" / "coq-library"
+    return cache_path("coq-library")
 
 
 def sources() -> list[Path]:

@@ -6,7 +6,6 @@ that `formalbench --help` loads neither."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
 
 BACKENDS = ("coq", "lean")
@@ -21,11 +21,7 @@ BACKENDS = ("coq", "lean")
 
 def default_cache() -> Path:
     """$FORMALBENCH_CACHE/deps.sqlite, else $XDG_CACHE_HOME (or ~/.cache)/formalbench/."""
-    explicit = os.environ.get("FORMALBENCH_CACHE")
-    if explicit:
-        return Path(explicit) / "deps.sqlite"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "formalbench" / "deps.sqlite"
+    return cache_path("deps.sqlite")
 
 
 @app.command("stats")

@@ -5,6 +5,9 @@ Defaults follow DESIGN.md "Strict verification"; every list is configurable.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from pydantic import Field
 
 from formalbench.core.records import Language, Record
@@ -146,3 +149,14 @@ class VerifierPolicy(Record):
         if language == Language.lean:
             return list(LEAN_ALLOWED_AXIOMS)
         return None
+
+
+def cache_path(name: str) -> Path:
+    """Where formalbench keeps the per-user cache `name` (a folder or a file) that outlives a
+    run: `$FORMALBENCH_CACHE/<name>`, else `$XDG_CACHE_HOME` (or `~/.cache`)/formalbench/<name>.
+    One rule for every cache (compiled libraries, the dependency walk, retrieval indexes)."""
+    explicit = os.environ.get("FORMALBENCH_CACHE")
+    if explicit:
+        return Path(explicit) / name
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "formalbench" / name

@@ -6,22 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
 from markupsafe import Markup
 
 from formalbench.core.errors import InputError
+from formalbench.reporting.html import template_env
 from formalbench.reporting.plots import _svg
 
 if TYPE_CHECKING:
     from formalbench.deps.stats import DensityReport
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("formalbench.reporting", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
 _COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3")
 
 
@@ -53,11 +46,15 @@ def density_plot(report: DensityReport) -> str | None:
 
 def render_density_html(report: DensityReport, *, title: str) -> str:
     plot = density_plot(report)
-    return _ENV.get_template("density.html.j2").render(
-        title=title,
-        report=report,
-        ks=list(range(1, report.k + 1)),
-        plot=Markup(plot) if plot else None,
+    return (
+        template_env()
+        .get_template("density.html.j2")
+        .render(
+            title=title,
+            report=report,
+            ks=list(range(1, report.k + 1)),
+            plot=Markup(plot) if plot else None,
+        )
     )
 
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def _env() -> jinja2.Environment:
+def template_env() -> jinja2.Environment:
     """The template environment, made on the first page rendered: jinja2 takes ~0.1 s to
     import, which `formalbench report` skips when report.html is already up to date."""
     import jinja2
@@ -54,7 +54,7 @@ def render_html(summary: RunSummary, *, title: str = "formalbench report") -> st
         "categories": plots.category_bars(summary),
         "taxonomy": plots.taxonomy_bars(summary),
     }
-    template = _env().get_template("report.html.j2")
+    template = template_env().get_template("report.html.j2")
     return template.render(
         title=title,
         summary=summary,

@@ -12,24 +12,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import jinja2
 from markupsafe import Markup
 
 from formalbench import __version__
 from formalbench.pipelines.construct.report import ConstructReport
 from formalbench.pipelines.run_dir import write_text_atomic
+from formalbench.reporting.html import template_env
 from formalbench.reporting.plots import _svg
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-_ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("formalbench.reporting", "templates"),
-    autoescape=True,
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
 _COLORS = {"accept": "#55a868", "revise": "#dd8452", "hold": "#c44e52"}
 
 
@@ -73,13 +66,17 @@ def funnel_figure(report: ConstructReport) -> str:
 
 
 def write_construct_html(report: ConstructReport, path: Path, *, title: str) -> Path:
-    page = _ENV.get_template("construct.html.j2").render(
-        title=title,
-        report=report,
-        stages=funnel_stages(report),
-        figure=Markup(funnel_figure(report)),
-        generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        version=__version__,
+    page = (
+        template_env()
+        .get_template("construct.html.j2")
+        .render(
+            title=title,
+            report=report,
+            stages=funnel_stages(report),
+            figure=Markup(funnel_figure(report)),
+            generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            version=__version__,
+        )
     )
     write_text_atomic(path, page)
     return path

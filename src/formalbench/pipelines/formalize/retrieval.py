@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import shutil
 import tempfile
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from formalbench.core.config import cache_path
 from formalbench.core.records import Language
 from formalbench.pipelines.formalize.modules import ModuleNamer
 from formalbench.solvers.search import default_roots, scan
@@ -105,11 +105,7 @@ class LibraryEntry:
 
 def default_cache_dir() -> Path:
     """$FORMALBENCH_CACHE/retrieval, else $XDG_CACHE_HOME (or ~/.cache)/formalbench/retrieval."""
-    explicit = os.environ.get("FORMALBENCH_CACHE")
-    if explicit:
-        return Path(explicit) / "retrieval"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "formalbench" / "retrieval"
+    return cache_path("retrieval")
 
 
 def library_roots(language: Language, library: Sequence[str], project: str | None) -> list[Path]:
