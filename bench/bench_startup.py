@@ -6,11 +6,14 @@ Runs each command N times in a fresh interpreter and prints the median wall time
 median CPU time of the child, less sensitive to a busy machine), then the slowest imports of
 one run (`python -X importtime`, cumulative microseconds). Commands measured:
 
-  check --static-only   the Coq example pair of datasets/examples/check
+  check --static-only   the Coq example pair of datasets/examples/check (also with --json)
   report                a finished eval run (made once with the replay model and an instant
                         stand-in backend, so its report.html is already up to date)
   --help                every sub-command imported (for comparison)
-  python -c pass        the interpreter alone (the floor)
+  python -c pass        the interpreter alone
+  floor: check libs     importing only the libraries every `check` needs (pydantic, typer,
+                        importlib.metadata): no formalbench code at all
+  floor: report libs    the same plus rich's console and tables, which `report` prints with
 
 Byte-code is cached between runs (PYTHONPYCACHEPREFIX, a temporary folder), as it is for an
 installed package; the first run of each command warms it and is not counted.
@@ -40,6 +43,13 @@ SRC = str(Path(formalbench.__file__).resolve().parents[1])
 # PYTHONDONTWRITEBYTECODE set, every run would compile formalbench's modules again (~0.1 s).
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 ENV |= {"PYTHONPATH": SRC, "PYTHONPYCACHEPREFIX": tempfile.mkdtemp(prefix="formalbench-pyc-")}
+
+
+# What the two commands cannot avoid importing: pydantic (the records), typer (the command
+# line; recent releases coerce options through pydantic TypeAdapters, whose first use makes
+# pydantic import importlib.metadata to look for plugins) and, for the report's tables, rich.
+FLOOR_CHECK = "import pydantic.main, typer.main, importlib.metadata"
+FLOOR_REPORT = FLOOR_CHECK + ", rich.console, rich.table"
 
 
 def make_run(root: Path) -> Path:
@@ -104,18 +114,21 @@ def main() -> None:
         check = [*fb, "check", str(CHECK / "candidate.v"), "--against", str(CHECK / "original.v")]
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
+            "floor: check libs": [sys.executable, "-c", FLOOR_CHECK],
+            "floor: report libs": [sys.executable, "-c", FLOOR_REPORT],
             "check --static-only": [*check, "--static-only"],
+            "check --static-only --json": [*check, "--static-only", "--json"],
             "report RUN": [*fb, "report", str(run_dir)],
             "--help": [*fb, "--help"],
         }
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print(f"{'command':<22} {'median wall':>12} {'median cpu':>11}   runs={args.runs}")
+        print(f"{'command':<28} {'median wall':>12} {'median cpu':>11}   runs={args.runs}")
         for name, argv in commands.items():
             timed(argv)  # warm the page cache and .pyc files
             samples = [timed(argv) for _ in range(args.runs)]
             wall = statistics.median(s[0] for s in samples)
             cpu = statistics.median(s[1] for s in samples)
-            print(f"{name:<22} {wall:>10.3f} s {cpu:>9.3f} s")
+            print(f"{name:<28} {wall:>10.3f} s {cpu:>9.3f} s")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
         for name in ("check --static-only", "report RUN"):
             print(f"\nslowest imports of `{name}` (cumulative ms):")

@@ -232,3 +232,39 @@ def test_pairs_with_real_coqc_and_a_verdict_cache(tmp_path: Path) -> None:
         True,
         False,
     ]
+
+
+def test_human_form_is_plain_text_with_colour_only_on_a_terminal(monkeypatch, capsys) -> None:
+    """The human form prints aligned finding rows; ANSI colour appears only on a terminal
+    and never under NO_COLOR (rich is not loaded for it: see bench/bench_startup.py)."""
+    from formalbench.cli import check as check_cli
+    from formalbench.core.records import Finding, Reason, TaskKind, Verdict
+
+    verdict = Verdict(
+        passed=False,
+        reasons=[Reason.statement_changed, Reason.forbidden_construct],
+        findings=[
+            Finding(reason=Reason.statement_changed, message="t changed", line=7, column=0),
+            Finding(reason=Reason.forbidden_construct, message="uses `sorry`\nsecond line"),
+        ],
+    )
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    monkeypatch.setattr(check_cli.sys.stdout, "isatty", lambda: False)
+    check_cli._render(verdict, "c.v", ["t"], TaskKind.proof)
+    plain = capsys.readouterr().out
+    assert "\x1b[" not in plain
+    lines = plain.splitlines()
+    assert lines[0].startswith("FAILED c.v (static checks only")
+    assert lines[0].endswith("statement_changed, forbidden_construct")
+    rows = [line for line in lines if "statement_changed  " in line or "forbidden_construct" in line]
+    # the finding column starts at the same offset on every row
+    assert len({row.index(word) for row, word in zip(rows[-2:], ["t changed", "uses"])}) == 1
+    assert lines[-1].strip() == "second line"
+    assert lines[-1].index("second") == rows[-1].index("uses")
+    monkeypatch.setattr(check_cli.sys.stdout, "isatty", lambda: True)
+    check_cli._render(verdict, "c.v", ["t"], TaskKind.proof)
+    assert "\x1b[1;31mFAILED\x1b[0m" in capsys.readouterr().out
+    monkeypatch.setenv("NO_COLOR", "1")
+    check_cli._render(verdict, "c.v", ["t"], TaskKind.proof)
+    assert "\x1b[" not in capsys.readouterr().out

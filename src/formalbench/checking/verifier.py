@@ -47,10 +47,8 @@ from formalbench.checking.lean_identity import (
     deferred,
     settle_deferred,
 )
-from formalbench.checking.lean_value_check import lean_value_findings
 from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
-from formalbench.checking.value_check import value_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import (
@@ -376,6 +374,8 @@ class StrictVerifier:
                     findings = settle_deferred(findings, targets, result, same)
                 findings += self.assistant_findings(result, targets, original) + same
                 if self._lean_values_due(original, kind, result, findings):
+                    from formalbench.checking.lean_value_check import lean_value_findings
+
                     findings += lean_value_findings(
                         self.backend, original, candidate, self.policy, timeout
                     )
@@ -415,6 +415,9 @@ class StrictVerifier:
             findings += self._axiom_findings(split, targets, original)
         kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS and result.compiled and not findings:
+            # value-level checks load only when a construction compiled (start-up of `check`)
+            from formalbench.checking.value_check import value_findings
+
             findings += value_findings(
                 self.coq_identity.backend, original, candidate, self.policy, timeout
             )
@@ -479,6 +482,8 @@ class StrictVerifier:
                 findings += self.assistant_findings(result, targets, original) + same
                 if self._lean_values_due(original, kind, result, findings):
                     import asyncio  # loaded lazily, as in `averify`
+
+                    from formalbench.checking.lean_value_check import lean_value_findings
 
                     findings += await asyncio.to_thread(
                         lean_value_findings,

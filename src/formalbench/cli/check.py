@@ -12,6 +12,7 @@ evaluation task, so the construction rules (no choice, no `partial`, value fille
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,36 +62,68 @@ def _options(
     return {}
 
 
-def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind) -> None:
-    # rich only here: `check --json` (the form scripts call in loops) never pays its import
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+def _paint(text: str, code: str, colour: bool) -> str:
+    """`text` in an ANSI style (`code`, e.g. "1;32" bold green) when colour is on."""
+    return f"\x1b[{code}m{text}\x1b[0m" if colour else text
 
-    console = Console(highlight=False, soft_wrap=True)
-    where = verdict.backend or "static checks only"
-    status = "[bold green]PASSED[/]" if verdict.passed else "[bold red]FAILED[/]"
-    reasons = ", ".join(r.value for r in verdict.reasons)
-    console.print(
-        f"{status} {candidate} ({where}, {verdict.elapsed:.2f} s)"
-        + (f": {reasons}" if reasons else "")
+
+def _colour_wanted() -> bool:
+    """Colour on a terminal only, and never under NO_COLOR or TERM=dumb (the conventions
+    rich follows, kept so that the output looks as it did)."""
+    return (
+        sys.stdout.isatty()
+        and "NO_COLOR" not in os.environ
+        and os.environ.get("TERM", "") != "dumb"
     )
-    console.print(f"targets: {', '.join(targets) or '-'} ({kind.value} task)", markup=False)
+
+
+def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind) -> None:
+    """The human form. Plain text with at most two ANSI colours, not rich: rich's console
+    costs ~0.05 s of start-up, a sixth of a whole static check (bench/bench_startup.py)."""
+    colour = _colour_wanted()
+    where = verdict.backend or "static checks only"
+    status = (
+        _paint("PASSED", "1;32", colour) if verdict.passed else _paint("FAILED", "1;31", colour)
+    )
+    reasons = ", ".join(r.value for r in verdict.reasons)
+    lines = [
+        f"{status} {candidate} ({where}, {verdict.elapsed:.2f} s)"
+        + (f": {reasons}" if reasons else ""),
+        f"targets: {', '.join(targets) or '-'} ({kind.value} task)",
+    ]
     if verdict.findings:
-        table = Table(show_header=True, header_style="bold")
-        for column in ("reason", "at", "finding"):
-            table.add_column(column)
-        for f in verdict.findings:
-            at = f"{f.line}:{f.column}" if f.line is not None else ""
-            table.add_row(f.reason.value, at, Text(f.message))
-        console.print(table)
+        rows = [
+            (f.reason.value, f"{f.line}:{f.column}" if f.line is not None else "", f.message)
+            for f in verdict.findings
+        ]
+        lines.extend(_table(("reason", "at", "finding"), rows, colour))
     shown = [d for d in verdict.diagnostics if d.severity.value != "info"][:10]
     for d in shown:
         at = f"{d.line}:{d.column}" if d.line is not None else "-"
         first = d.message.strip().splitlines()[0] if d.message.strip() else ""
-        console.print(f"  {d.severity.value} {at} {first}", markup=False)
+        lines.append(f"  {d.severity.value} {at} {first}")
     for target, axioms in verdict.axioms.items():
-        console.print(f"  axioms of {target}: {', '.join(axioms) or 'none'}", markup=False)
+        lines.append(f"  axioms of {target}: {', '.join(axioms) or 'none'}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], colour: bool) -> list[str]:
+    """Left-aligned columns under a bold header and a rule; the last column is not padded
+    (a finding's message may be long or span lines: its further lines are indented)."""
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+
+    def line(cells: tuple[str, ...]) -> list[str]:
+        lead = "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False))
+        first, *more = cells[-1].splitlines() or [""]
+        pad = " " * (len(lead) + 2)
+        return [f"  {lead}  {first}".rstrip(), *(f"  {pad}{m}".rstrip() for m in more)]
+
+    head = line(header)
+    out = [_paint(head[0], "1", colour)]
+    out.append("  " + "-" * (len(head[0]) - 2))
+    for row in rows:
+        out.extend(line(row))
+    return out
 
 
 @app.command("check")
