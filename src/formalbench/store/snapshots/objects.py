@@ -71,7 +71,7 @@ class ObjectFiles:
         return self.objects / digest[:2] / (digest[2:] + ".zst")
 
     def cache_path(self, digest: str, executable: bool) -> Path:
-        return self.cache / digest[:2] / (digest[2:] + (".x" if executable else ""))
+        return self.cache / cache_name(digest, executable)
 
     def locate(self, digest: str) -> Path | None:
         """The stored object of `digest` (raw or compressed), or None."""
@@ -175,13 +175,9 @@ class ObjectFiles:
         cached = self.cache_path(digest, executable)
         want_mode = 0o555 if executable else 0o444
         try:
-            st = os.stat(cached)
-            intact = (
-                st.st_size == size
-                and st.st_mtime_ns == FIXED_MTIME * 1_000_000_000
-                and stat.S_IMODE(st.st_mode) == want_mode
-            )
-            if intact and (not check or hash_file(cached) == digest):
+            if _intact(os.stat(cached), size, executable) and (
+                not check or hash_file(cached) == digest
+            ):
                 return str(cached)
         except FileNotFoundError:
             pass
@@ -193,6 +189,45 @@ class ObjectFiles:
             if tmp.exists():
                 tmp.unlink()
         return str(cached)
+
+    def missing(self, wanted: list[tuple[str, bool, int]]) -> list[int]:
+        """Indexes of the (digest, executable, size) whose cache entry is absent or looks
+        damaged (what `materialise` would rebuild without `check`): one stat each,
+        relative to an open `cache/`, since a warm restore of 5,000 contents spent
+        ~0.1 s in `materialise`'s path building."""
+        try:
+            fd = os.open(self.cache, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            return list(range(len(wanted)))
+        out = []
+        try:
+            for i, (digest, executable, size) in enumerate(wanted):
+                try:
+                    if _intact(
+                        os.stat(cache_name(digest, executable), dir_fd=fd), size, executable
+                    ):
+                        continue
+                except FileNotFoundError:
+                    pass
+                out.append(i)
+        finally:
+            os.close(fd)
+        return out
+
+
+def _intact(st: os.stat_result, size: int, executable: bool) -> bool:
+    """A cache entry as materialised: its size, the fixed mtime, read-only mode."""
+    return (
+        st.st_size == size
+        and st.st_mtime_ns == FIXED_MTIME * 1_000_000_000
+        and stat.S_IMODE(st.st_mode) == (0o555 if executable else 0o444)
+    )
+
+
+def cache_name(digest: str, executable: bool) -> str:
+    """A link-cache entry's path relative to `cache/` (a hard-link restore links from a
+    directory descriptor of `cache/`, so the kernel resolves two components a file)."""
+    return f"{digest[:2]}/{digest[2:]}.x" if executable else f"{digest[:2]}/{digest[2:]}"
 
 
 def hash_file(path: Path) -> str:
