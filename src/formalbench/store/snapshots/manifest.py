@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from formalbench.store.snapshots.records import Entry
 
 FORMAT = "formalbench-snapshot/2"
 FORMAT_1 = "formalbench-snapshot/1"
-_DIGESTS = re.compile(r"(?:[0-9a-f]{64}\n)*")
 
 
 class TreeItem:
@@ -246,6 +244,18 @@ def _from_format_1(doc: dict[str, object], source: Path) -> Manifest:
     return m
 
 
+def _hex_digests(objects: list[str]) -> bool:
+    """Every object 64 hex digits (they become cache paths: no "/" may hide in one);
+    checked on the joined column, bytes.fromhex being C (a regex took ~3 ms)."""
+    joined = "".join(objects)
+    if not objects or len(joined) != 64 * len(objects):
+        return not objects
+    try:
+        return len(bytes.fromhex(joined)) == 32 * len(objects) and set(map(len, objects)) == {64}
+    except ValueError:
+        return False
+
+
 def _no_float(text: str) -> float:
     raise ValueError(f"unexpected number {text}")
 
@@ -260,7 +270,7 @@ def _problem(m: Manifest, joined: str) -> str:
         return "a column is not a list"
     if not isinstance(m.refs, list) or not isinstance(m.executable, str):
         return "a column has the wrong type"
-    if m.objects and not _DIGESTS.fullmatch("\n".join(m.objects) + "\n"):
+    if not _hex_digests(m.objects):
         return "an object is not a SHA-256 hex digest"
     if len(set(m.objects)) != n:
         return "an object is listed twice"

@@ -329,10 +329,12 @@ class SnapshotStore:
             while at >= 0:
                 keys[at] += n
                 at = m.executable.find("1", at + 1)
-        wanted = [(m.objects[k % n], k >= n, m.sizes[k % n]) for k in sorted(set(keys))]
+        used = sorted(set(keys))
+        wanted = [(m.objects[k % n], k >= n, m.sizes[k % n]) for k in used]
+        names = [cache_name(digest, executable) for digest, executable, _ in wanted]
         sources: list[str] = [""] * (2 * n)
-        for (digest, executable, _size), key in zip(wanted, sorted(set(keys)), strict=True):
-            sources[key] = cache_name(digest, executable)
+        for key, name in zip(used, names, strict=True):
+            sources[key] = name
 
         def materialise(batch: Sequence[tuple[str, bool, int]]) -> list[None]:
             for digest, executable, size in batch:
@@ -340,7 +342,7 @@ class SnapshotStore:
             return []
 
         # with --verify every entry is hashed; else only absent or damaged ones are rebuilt
-        todo = wanted if verify else [wanted[i] for i in self.files.missing(wanted)]
+        todo = wanted if verify else [wanted[i] for i in self.files.missing(wanted, names)]
         _parallel(materialise, todo, lambda done: None)
         return linking.link_tree(m, keys, sources, str(dest), str(self.files.cache), advance)
 
