@@ -225,3 +225,22 @@ def test_another_link_error_fails_the_restore_and_leaves_nothing(
     with pytest.raises(OSError, match="No space"):
         store.restore("one", tmp_path / "out", mode="hardlink")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("parallel_bytes", [0, 1 << 40])
+def test_a_cold_link_cache_is_rebuilt_on_threads_or_serially(
+    tree: Path,
+    store: SnapshotStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    parallel_bytes: int,
+) -> None:
+    from formalbench.store.snapshots import store as store_module
+
+    monkeypatch.setattr(store_module, "PARALLEL_BYTES", parallel_bytes)
+    store.put(tree, "one")
+    info = store.restore("one", tmp_path / "cold", mode="hardlink")
+    assert describe(tmp_path / "cold") == describe(tree) and info.linked == 7
+    entries = sorted(p.name for p in (tmp_path / "store" / "cache").rglob("*") if p.is_file())
+    assert len(entries) == 6 and sum(name.endswith(".x") for name in entries) == 1  # 6 contents
+    assert list((tmp_path / "store" / "tmp").iterdir()) == []  # no temporary file left
