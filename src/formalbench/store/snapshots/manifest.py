@@ -20,11 +20,12 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import accumulate
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -133,22 +134,27 @@ class Manifest:
         return out
 
 
-def columns(entries: list[Entry]) -> Manifest:
-    """The columnar form of `entries`; a file's or link's missing parent directories are
-    added (a walk records them all anyway)."""
+def columns(entries: Sequence[Sequence[Any]]) -> Manifest:
+    """The columnar form of `entries` (`Entry` rows, or format 1's lists); a file's or
+    link's missing parent directories are added (a walk records them all anyway). Written
+    with C-level helpers (`zip`, `dict`, `map`) where it can: it runs on every put and on
+    every read of a format 1 manifest (0.5 s for 100,000 files with a plain loop)."""
     dirs: set[str] = {""}
     files: dict[str, list[tuple[str, str, bool]]] = {}
     links: list[tuple[str, str]] = []
     sizes: dict[str, int] = {}
-    for e in entries:
-        if e.kind == "d":
-            dirs.add(e.path)
-        elif e.kind == "l":
-            links.append((e.path, e.ref))
+    for path, kind, ref, executable, size in entries:
+        if kind == "f":
+            folder, _, name = path.rpartition("/")
+            group = files.get(folder)
+            if group is None:
+                group = files[folder] = []
+            group.append((name, ref, executable))
+            sizes[ref] = size
+        elif kind == "d":
+            dirs.add(path)
         else:
-            folder, _, name = e.path.rpartition("/")
-            files.setdefault(folder, []).append((name, e.ref, e.executable))
-            sizes.setdefault(e.ref, e.size)
+            links.append((path, ref))
     wanted = [*files, *(p.rpartition("/")[0] for p, _ in links)]
     wanted += [d.rpartition("/")[0] for d in dirs]
     for folder in wanted:
@@ -160,15 +166,17 @@ def columns(entries: list[Entry]) -> Manifest:
     ordered = sorted(dirs)
     names: list[str] = []
     refs: list[int] = []
-    execs: list[str] = []
+    execs: list[bool] = []
     counts: list[int] = []
     for folder in ordered:
-        group = sorted(files.get(folder, ()))
+        group = files.get(folder, [])
+        group.sort()  # already in order when the entries were sorted by path
         counts.append(len(group))
-        for name, ref, executable in group:
-            names.append(name)
-            refs.append(index[ref])
-            execs.append("1" if executable else "0")
+        if group:
+            in_names, in_refs, in_execs = zip(*group, strict=True)
+            names.extend(in_names)
+            refs.extend(map(index.__getitem__, in_refs))
+            execs.extend(in_execs)
     return Manifest(
         objects=objects,
         sizes=[sizes[d] for d in objects],
@@ -176,7 +184,7 @@ def columns(entries: list[Entry]) -> Manifest:
         counts=counts,
         names=names,
         refs=refs,
-        executable="".join(execs),
+        executable="".join(map("01".__getitem__, map(bool, execs))),
         links=sorted(links),
     )
 
@@ -222,22 +230,35 @@ def decode(blob: bytes, source: Path) -> Manifest:
             links=[(p, t) for p, t in doc["links"]],
         )
         problem = _problem(m, doc["names"])
-    except (ValueError, TypeError, KeyError, AttributeError, zstandard.ZstdError) as exc:
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        AttributeError,
+        IndexError,
+        zstandard.ZstdError,
+    ) as exc:
         raise InputError(f"{source}: not a readable snapshot manifest ({exc})") from None
     if problem:
         raise InputError(f"{source}: bad manifest: {problem}")
     return m
 
 
-def _from_format_1(doc: dict[str, object], source: Path) -> Manifest:
+def _from_format_1(doc: dict[str, Any], source: Path) -> Manifest:
+    """Format 1 (`entries`: `[path, kind, ref, executable, size]` rows) in columns, every
+    path checked as `_safe` would, on the joined column (each path wrapped in `/`)."""
     rows = doc["entries"]
-    if not isinstance(rows, list):
-        raise ValueError("entries is not a list")
-    entries = [Entry(p, k, r, bool(x), int(s)) for p, k, r, x, s in rows]
-    for e in entries:
-        if e.kind not in ("f", "l", "d") or not _safe(e.path):
-            raise InputError(f"{source}: bad manifest entry {e.path!r}")
-    m = columns(entries)
+    if not isinstance(rows, list) or (rows and set(map(len, rows)) != {5}):
+        raise ValueError("entries are not [path, kind, ref, executable, size] rows")
+    paths = [row[0] for row in rows]
+    joined = "/\0/".join(paths)  # a TypeError (a path that is no string) is malformed
+    kinds = {row[1] for row in rows}
+    if not kinds <= {"f", "l", "d"} or joined.count("\0") != max(len(paths) - 1, 0):
+        raise InputError(f"{source}: bad manifest entry (unknown kind or NUL in a path)")
+    if paths and not _safe(joined):  # "/" + joined + "/" holds each path as "/path/"
+        bad = next(p for p in paths if not _safe(p))
+        raise InputError(f"{source}: bad manifest entry {bad!r}")
+    m = columns(rows)
     problem = _problem(m, "/".join(m.names))
     if problem:
         raise InputError(f"{source}: bad manifest: {problem}")
