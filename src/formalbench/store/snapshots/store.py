@@ -322,8 +322,9 @@ class SnapshotStore:
     def _link_all(
         self, m: Manifest, dest: Path, verify: bool, advance: Callable[[int], None]
     ) -> int:
-        """Hard-link restore: materialise each (content, executable) pair the files use in
-        the link cache (in parallel: cold, that decompresses), then link the tree from it.
+        """Hard-link restore: make sure each (content, executable) pair the files use has
+        an intact link-cache entry (one stat each; absent or damaged ones are rebuilt, all
+        are hashed with `verify`), then link the tree from them (`linking.link_tree`).
         Returns how many files were copied instead of linked."""
         n = len(m.objects)
         keys: list[int] = m.refs
