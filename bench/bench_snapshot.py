@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from formalbench.store.snapshots import SnapshotStore, manifest
+from formalbench.store.snapshots import RestoreMode, SnapshotStore, manifest
 
 
 def generate_tree(root: Path, files: int, distinct: int, seed: int = 0) -> int:
@@ -71,7 +71,9 @@ def fs_type(folder: str) -> str:
     return kind
 
 
-def timed_restore(store: SnapshotStore, dest: Path, mode: str, verify: bool = False) -> float:
+def timed_restore(
+    store: SnapshotStore, dest: Path, mode: RestoreMode, verify: bool = False
+) -> float:
     cpu = time.process_time()
     info = store.restore("tree", dest, mode=mode, verify=verify)
     cpu = time.process_time() - cpu

@@ -26,7 +26,12 @@ DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 
 
 def threads() -> int:
-    return min(16, os.cpu_count() or 1)
+    """The cores this process may run on (its affinity, e.g. under taskset), at most 16."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(16, cores))
 
 
 def link_tree(
