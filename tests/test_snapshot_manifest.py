@@ -244,3 +244,13 @@ def test_a_cold_link_cache_is_rebuilt_on_threads_or_serially(
     entries = sorted(p.name for p in (tmp_path / "store" / "cache").rglob("*") if p.is_file())
     assert len(entries) == 6 and sum(name.endswith(".x") for name in entries) == 1  # 6 contents
     assert list((tmp_path / "store" / "tmp").iterdir()) == []  # no temporary file left
+
+
+def test_the_destination_may_be_a_symlink_to_an_empty_folder(
+    tree: Path, store: SnapshotStore, tmp_path: Path
+) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    store.put(tree, "one")
+    info = store.restore("one", tmp_path / "alias", mode="hardlink")
+    assert info.linked == 7 and describe(tmp_path / "real") == describe(tree)

@@ -22,7 +22,7 @@ from formalbench.store.snapshots.manifest import Manifest
 from formalbench.store.snapshots.objects import FIXED_MTIME
 
 TASKS_PER_THREAD = 4  # enough to even out uneven directories, few enough to stay cheap
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW  # for the folders it makes itself
 
 
 def threads() -> int:
@@ -46,9 +46,11 @@ def link_tree(
     from `cache/sources[keys[i]]`; returns how many files were copied instead."""
     starts = m.starts
     tasks = _split(starts, threads() * TASKS_PER_THREAD)
-    dest_fd = os.open(dest, DIR_FLAGS)
-    cache_fd = os.open(cache, DIR_FLAGS) if m.files else -1
+    dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY)  # may be a symlink to a folder
+    cache_fd = -1
     try:
+        if m.files:
+            cache_fd = os.open(cache, DIR_FLAGS)
 
         def run(task: range) -> int:
             return _link_dirs(
