@@ -72,7 +72,7 @@ def test_round_trip_keeps_content_symlinks_exec_bits_and_empty_entries(
 ) -> None:
     info = store.put(tree, "one")
     assert (info.files, info.symlinks, info.created) == (7, 3, True)
-    restored = store.restore("one", tmp_path / "out", mode=mode, verify=True)  # type: ignore[arg-type]
+    restored = store.restore("one", tmp_path / "out", mode=mode, verify=True)
     assert describe(tmp_path / "out") == describe(tree)
     assert restored.files == 7 and restored.linked + restored.reflinked + restored.copied == 7
     a_vo = tmp_path / "out" / "src" / "A.vo"
@@ -147,7 +147,7 @@ def test_verify_detects_a_corrupted_object(
             obj.chmod(0o644)
             obj.write_bytes(b"x" * 5000)
     with pytest.raises(CorruptObjectError, match="corrupt"):
-        store.restore("one", tmp_path / "out", mode=mode, verify=True)  # type: ignore[arg-type]
+        store.restore("one", tmp_path / "out", mode=mode, verify=True)
     assert not (tmp_path / "out").exists()  # a failed restore leaves nothing behind
 
 
@@ -310,7 +310,7 @@ def test_files_that_cannot_be_hard_linked_are_copied_and_counted(
     def link(src: str, dst: str, *args: object, **kwargs: object) -> None:
         if dst.endswith((".vo", ".bin")):
             raise OSError(errno.EMLINK, "Too many links", dst)
-        real_link(src, dst)
+        real_link(src, dst, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(os, "link", link)
     info = store.restore("one", tmp_path / "out", mode="hardlink", verify=True)
