@@ -257,11 +257,11 @@ def test_human_form_is_plain_text_with_colour_only_on_a_terminal(monkeypatch, ca
     lines = plain.splitlines()
     assert lines[0].startswith("FAILED c.v (static checks only")
     assert lines[0].endswith("statement_changed, forbidden_construct")
-    rows = [line for line in lines if "statement_changed  " in line or "forbidden_construct" in line]
-    # the finding column starts at the same offset on every row
-    assert len({row.index(word) for row, word in zip(rows[-2:], ["t changed", "uses"])}) == 1
-    assert lines[-1].strip() == "second line"
-    assert lines[-1].index("second") == rows[-1].index("uses")
+    first = next(line for line in lines if line.endswith("t changed"))
+    second = next(line for line in lines if line.endswith("uses `sorry`"))
+    # the finding column starts at the same offset on every row, continuation lines too
+    assert first.index("t changed") == second.index("uses") == lines[-1].index("second")
+    assert "7:0" in first and lines[-1].strip() == "second line"
     monkeypatch.setattr(check_cli.sys.stdout, "isatty", lambda: True)
     check_cli._render(verdict, "c.v", ["t"], TaskKind.proof)
     assert "\x1b[1;31mFAILED\x1b[0m" in capsys.readouterr().out

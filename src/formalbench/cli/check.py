@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]], colour: bool) -> list[str]:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], colour: bool) -> list[str]:
     """Left-aligned columns under a bold header and a rule; the last column is not padded
     (a finding's message may be long or span lines: its further lines are indented)."""
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
