@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from formalbench.core.records import Attempt, Language, Reason, Task, Verdict
+from formalbench.core.records import Attempt, AttemptError, Language, Reason, Task, Verdict
 from formalbench.store import RunMismatchError, RunStore, StoreError, connect, integrity_ok
 
 CONFIG = {"dataset": "example-coq", "solver": "portfolio", "backend": "coq", "samples": 2}
@@ -86,11 +86,21 @@ def test_forget_retryable_takes_back_only_machinery_failures(store: RunStore):
     )
     written = [
         _attempt("t0", 0).model_copy(update={"error": None}),
-        _attempt("t0", 1, passed=False).model_copy(update={"error": "model: HTTP 503"}),
-        _attempt("t1", 0, passed=False).model_copy(update={"error": "backend: coqc missing"}),
-        _attempt("t1", 1, passed=False).model_copy(update={"error": "format: no code block"}),
-        _attempt("t1", 1, solver="whole").model_copy(update={"error": "model: timeout"}),
-        _attempt("t2", 1, passed=False).model_copy(update={"error": "budget: task budget"}),
+        _attempt("t0", 1, passed=False).model_copy(
+            update={"error": AttemptError.parse("model: HTTP 503")}
+        ),
+        _attempt("t1", 0, passed=False).model_copy(
+            update={"error": AttemptError.parse("backend: coqc missing")}
+        ),
+        _attempt("t1", 1, passed=False).model_copy(
+            update={"error": AttemptError.parse("format: no code block")}
+        ),
+        _attempt("t1", 1, solver="whole").model_copy(
+            update={"error": AttemptError.parse("model: timeout")}
+        ),
+        _attempt("t2", 1, passed=False).model_copy(
+            update={"error": AttemptError.parse("budget: task budget")}
+        ),
         crashed,
     ]
     assert store.record_attempts(run_id, written) == 7
