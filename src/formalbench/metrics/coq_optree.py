@@ -13,7 +13,7 @@ from functools import lru_cache
 from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
-from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
+from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree, mark_bound
 
 GRAMMAR = r"""
 ?start: term
@@ -136,14 +136,4 @@ def coq_tree(printed: str) -> OpTree:
         tree = _Build().transform(_parser().parse(text))
     except LarkError as exc:
         raise CoqParseError(str(exc).strip().splitlines()[0][:200]) from None
-    tree = _fold(tree)
-    bound: dict[str, str] = {}
-    for node in tree.nodes():
-        if node.label in ("forall", "fun"):
-            for b in node.children[:-1]:
-                name = b.children[0]
-                bound.setdefault(name.label, name.free or VARIABLE)
-    for node in tree.nodes():
-        if not node.children and node.label in bound:
-            node.free = bound[node.label]
-    return OpTree("theorem", [tree])
+    return OpTree("theorem", [mark_bound(_fold(tree), ("forall", "fun"))])

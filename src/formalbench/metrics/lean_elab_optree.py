@@ -20,7 +20,7 @@ from lark import Lark, Transformer
 from lark.exceptions import LarkError
 
 from formalbench.metrics.lean_optree import LeanParseError
-from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree
+from formalbench.metrics.optree import HYPOTHESIS, VARIABLE, OpTree, mark_bound
 
 GRAMMAR = r"""
 ?start: term
@@ -171,14 +171,4 @@ def lean_elab_tree(printed: str) -> OpTree:
         tree = _Build().transform(_parser().parse(text))
     except LarkError as exc:
         raise LeanParseError(str(exc).strip().splitlines()[0][:200]) from None
-    tree = _fold(tree)
-    bound: dict[str, str] = {}
-    for node in tree.nodes():
-        if node.label in ("∀ _ , _", "fun _ => _"):
-            for b in node.children[:-1]:
-                name = b.children[0]
-                bound.setdefault(name.label, name.free or VARIABLE)
-    for node in tree.nodes():
-        if not node.children and node.label in bound:
-            node.free = bound[node.label]
-    return OpTree("theorem", [tree])
+    return OpTree("theorem", [mark_bound(_fold(tree), ("∀ _ , _", "fun _ => _"))])

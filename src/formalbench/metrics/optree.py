@@ -56,6 +56,22 @@ class OpTree:
         return f"({self.label.strip()}{mark} {inner})"
 
 
+def mark_bound(tree: OpTree, binders: tuple[str, ...]) -> OpTree:
+    """Flag every leaf that names a variable bound by a binder node of `tree` (a node whose
+    label is one of `binders`, whose children are the bound names then the body) with that
+    binder's kind, so a renamed bound variable costs nothing; returns `tree`."""
+    bound: dict[str, str] = {}
+    for node in tree.nodes():
+        if node.label in binders:
+            for b in node.children[:-1]:
+                name = b.children[0]
+                bound.setdefault(name.label, name.free or VARIABLE)
+    for node in tree.nodes():
+        if not node.children and node.label in bound:
+            node.free = bound[node.label]
+    return tree
+
+
 def tree_from_json(data: Mapping[str, Any]) -> OpTree:
     """Read a tree in the GTED authors' JSON form; raises ValueError on another shape."""
     if not isinstance(data, Mapping) or not isinstance(data.get("content"), str):
