@@ -20,7 +20,7 @@ from typing import Any
 
 from formalbench.core.construct import ConstructProblem, ExtractedExercise
 from formalbench.core.records import Record, TokenUsage
-from formalbench.store.db import check_schema, connect, ensure_schema, transaction
+from formalbench.store.db import open_component, transaction
 
 COMPONENT = "construct"
 SCHEMA_VERSION = 1
@@ -74,12 +74,10 @@ class ConstructStore:
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path, readonly=readonly)
+        self._conn = open_component(
+            self.path, COMPONENT, SCHEMA_VERSION, _SCHEMA, readonly=readonly
+        )
         self._lock = threading.Lock()
-        if readonly:
-            check_schema(self._conn, COMPONENT, SCHEMA_VERSION)
-        else:
-            ensure_schema(self._conn, COMPONENT, SCHEMA_VERSION, _SCHEMA)
 
     # -- run metadata (settings, extraction counts, formal-stage figures) ---------------
     def meta(self, key: str) -> Any:

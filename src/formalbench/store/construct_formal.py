@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from formalbench.store.db import check_schema, connect, ensure_schema, transaction
+from formalbench.store.db import open_component, transaction
 
 COMPONENT = "construct_formal"
 SCHEMA_VERSION = 1
@@ -52,12 +52,10 @@ class ConstructFormalStore:
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path, readonly=readonly)
+        self._conn = open_component(
+            self.path, COMPONENT, SCHEMA_VERSION, _SCHEMA, readonly=readonly
+        )
         self._lock = threading.Lock()
-        if readonly:
-            check_schema(self._conn, COMPONENT, SCHEMA_VERSION)
-        else:
-            ensure_schema(self._conn, COMPONENT, SCHEMA_VERSION, _SCHEMA)
 
     def close(self) -> None:
         with self._lock:

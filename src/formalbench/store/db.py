@@ -153,6 +153,19 @@ def ensure_schema(conn: sqlite3.Connection, component: str, version: int, ddl: s
             ) from None
 
 
+def open_component(
+    path: str | Path, component: str, version: int, ddl: str, *, readonly: bool = False
+) -> sqlite3.Connection:
+    """A connection to `path` holding `component`'s tables at `version`: created where
+    missing (`ensure_schema`), or, read-only, only checked (`check_schema`)."""
+    conn = connect(path, readonly=readonly)
+    if readonly:
+        check_schema(conn, component, version)
+    else:
+        ensure_schema(conn, component, version, ddl)
+    return conn
+
+
 def _statements(ddl: str) -> list[str]:
     """Split a DDL script into statements (`execute` runs one; `executescript` would COMMIT)."""
     return [s.strip() for s in ddl.split(";") if s.strip()]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.core.formalization import Candidate, Problem, ProblemSummary
-from formalbench.store.db import check_schema, connect, ensure_schema, transaction
+from formalbench.store.db import open_component, transaction
 
 SCHEMA_VERSION = 1
 _CATEGORY_KEY = "*category:"
@@ -57,12 +57,10 @@ class FormalizeStore:
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path, readonly=readonly)
+        self._conn = open_component(
+            self.path, "formalize", SCHEMA_VERSION, _SCHEMA, readonly=readonly
+        )
         self._lock = threading.Lock()
-        if readonly:
-            check_schema(self._conn, "formalize", SCHEMA_VERSION)
-        else:
-            ensure_schema(self._conn, "formalize", SCHEMA_VERSION, _SCHEMA)
 
     # -- config -------------------------------------------------------------------------
     def config(self) -> dict[str, Any] | None:

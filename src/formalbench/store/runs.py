@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.core.records import Attempt, AttemptError, Task
-from formalbench.store.db import StoreError, check_schema, connect, ensure_schema, transaction
+from formalbench.store.db import StoreError, open_component, transaction
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -149,12 +149,8 @@ class RunStore:
 
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
-        self._conn = connect(self.path, readonly=readonly)
+        self._conn = open_component(self.path, "runs", SCHEMA_VERSION, _SCHEMA, readonly=readonly)
         self._lock = threading.Lock()
-        if readonly:
-            check_schema(self._conn, "runs", SCHEMA_VERSION)
-        else:
-            ensure_schema(self._conn, "runs", SCHEMA_VERSION, _SCHEMA)
 
     # -- runs ---------------------------------------------------------------------------
     def open_run(
