@@ -19,56 +19,40 @@ import json
 import re
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.construct import ExpansionNode, ExtractedExercise
 from formalbench.core.records import TokenUsage
-from formalbench.llm.base import ChatModel, Completion, Message
+from formalbench.llm.base import Completion
+from formalbench.llm.replay import ScriptedCall, ScriptedModel
 from formalbench.pipelines.construct.config import STEPS, ConstructConfig
 from formalbench.pipelines.construct.runner import run_construct
 
+SPEC = "local:instant"
 
-class InstantModel(ChatModel):
-    """Answers each construct step at once; odd exercises are sent to revise once."""
 
-    spec = "local:instant"
-    takes_schema = True
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        n: int = 1,
-        temperature: float = 1.0,
-        max_tokens: int | None = None,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        response_schema: dict[str, Any] | None = None,
-    ) -> list[Completion]:
-        self.calls += 1
-        system, user = messages[0].content, messages[-1].content
-        if "You edit exercises" in system:
-            reply: dict[str, Any] = {"problem_clean": "Task: " + user}
-        elif "You rewrite items" in system:
-            reply = {"text": user[:200]}
-        elif "You make the implicit conditions" in system:
-            reply = {"problem": user[:200], "added": [], "objective_unchanged": True}
-        elif "You review rewritten" in system:
-            odd = re.search(r"Exercise \d*[13579]\b", user) and "repaired" not in user
-            reply = (
-                {"label": "revise", "flags": ["task_drift"], "reason": "drift"}
-                if odd
-                else {"label": "accept"}
-            )
-        else:
-            reply = {"problem": "repaired " + user[-100:], "changes": ["x"]}
-        usage = TokenUsage(prompt=100, completion=20)
-        return [Completion(text=json.dumps(reply), usage=usage, model=self.spec)] * n
+def instant_answer(call: ScriptedCall) -> Completion:
+    """Answers each construct step at once (told by its prompt); odd exercises are sent to
+    revise once."""
+    system, user = call.messages[0].content, call.messages[-1].content
+    if "You edit exercises" in system:
+        reply: dict[str, Any] = {"problem_clean": "Task: " + user}
+    elif "You rewrite items" in system:
+        reply = {"text": user[:200]}
+    elif "You make the implicit conditions" in system:
+        reply = {"problem": user[:200], "added": [], "objective_unchanged": True}
+    elif "You review rewritten" in system:
+        odd = re.search(r"Exercise \d*[13579]\b", user) and "repaired" not in user
+        reply = (
+            {"label": "revise", "flags": ["task_drift"], "reason": "drift"}
+            if odd
+            else {"label": "accept"}
+        )
+    else:
+        reply = {"problem": "repaired " + user[-100:], "changes": ["x"]}
+    usage = TokenUsage(prompt=100, completion=20)
+    return Completion(text=json.dumps(reply), usage=usage, model=SPEC)
 
 
 def exercise(i: int) -> ExtractedExercise:
@@ -107,13 +91,13 @@ def main() -> None:
             "".join(exercise(i).model_dump_json() + "\n" for i in range(args.exercises)),
             encoding="utf-8",
         )
-        model = InstantModel()
+        model = ScriptedModel(instant_answer, spec=SPEC, takes_schema=True)
         config = ConstructConfig(source=str(source), stop_after="source")
         models = {s: model for s in STEPS}
         t0, c0 = time.perf_counter(), time.process_time()
         first = run_construct(config, root / "run", models=models)
         first_s, first_cpu = time.perf_counter() - t0, time.process_time() - c0
-        calls = model.calls
+        calls = len(model.calls)
         t0 = time.perf_counter()
         run_construct(config, root / "run", models=models)
         rerun_s = time.perf_counter() - t0
@@ -130,7 +114,7 @@ def main() -> None:
     )
     print(
         f"rerun      {rerun_s:.3f} s = {1000 * rerun_s / n:.3f} ms per exercise "
-        f"({100 * rerun_s / first_s:.1f}% of the first run; {model.calls - calls} model calls)"
+        f"({100 * rerun_s / first_s:.1f}% of the first run; {len(model.calls) - calls} model calls)"
     )
     verdict = "met" if 1000 * first_s / n < 20 else "NOT met"
     print(f"target < 20 ms per exercise (wall): {verdict}")

@@ -15,13 +15,12 @@ import argparse
 import json
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from formalbench.backends.base import Backend
 from formalbench.core.records import CheckResult, Diagnostic, Language, Severity, TokenUsage
-from formalbench.llm.base import ChatModel, Completion, Message
+from formalbench.llm.base import Completion
+from formalbench.llm.replay import ScriptedCall, ScriptedModel
 from formalbench.pipelines.formalize import FormalizeConfig, load_metrics, run_formalize
 from formalbench.store.formalize import FormalizeStore
 
@@ -29,43 +28,27 @@ GOOD = "Theorem t{i} : forall n : nat, n + {i} = {i} + n.\nProof.\nAdmitted."
 BAD = "Theorem t{i} : forall n : nat, n + {i} = {i} + m.\nProof.\nAdmitted."
 
 
-class InstantModel(ChatModel):
-    """Answers every role of the pipeline at once: half the first translations need one
-    repair, one in five statements is judged misaligned (and re-translated)."""
+def instant_model(spec: str) -> ScriptedModel:
+    """A model answering every role of the pipeline at once: half the first translations
+    need one repair, one in five statements is judged misaligned (and re-translated)."""
 
-    def __init__(self, spec: str) -> None:
-        self.spec = spec
-        self.calls = 0
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        n: int = 1,
-        temperature: float = 1.0,
-        max_tokens: int | None = None,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        response_schema: dict[str, Any] | None = None,
-    ) -> list[Completion]:
-        self.calls += 1
-        system, user = messages[0].content, messages[-1].content
+    def answer(call: ScriptedCall) -> Completion:
+        system, user = call.messages[0].content, call.messages[-1].content
         if "sort mathematics problems" in system:
-            texts = ["algebra"]
+            text = "algebra"
         elif "careful comparison" in system:
-            texts = ['{"data_type": "n: nat", "conditions": [], "proof_goal": "n = n"}']
+            text = '{"data_type": "n: nat", "conditions": [], "proof_goal": "n = n"}'
         elif "check whether a formal statement" in system:
-            texts = [json.dumps({"aligned": "+ 3 =" not in user, "explanation": "x"})]
+            text = json.dumps({"aligned": "+ 3 =" not in user, "explanation": "x"})
         elif "reviews machine-made" in system:
-            texts = ['{"ranking": [{"candidate": "C1", "rank": 1, "verdict": "ok"}]}']
+            text = '{"ranking": [{"candidate": "C1", "rank": 1, "verdict": "ok"}]}'
         else:
             i = len(user) % 7
             repair = "It was rejected" in user
-            texts = [
-                f"```coq\n{(GOOD if repair or k % 2 else BAD).format(i=i)}\n```" for k in range(n)
-            ]
-        usage = TokenUsage(prompt=100, completion=50)
-        return [Completion(text=t, usage=usage, model=self.spec) for t in texts]
+            text = f"```coq\n{(GOOD if repair or call.sample % 2 else BAD).format(i=i)}\n```"
+        return Completion(text=text, usage=TokenUsage(prompt=100, completion=50), model=spec)
+
+    return ScriptedModel(answer, spec=spec)
 
 
 class InstantBackend(Backend):
@@ -104,7 +87,7 @@ def main() -> None:
         )
         (root / "ctx.txt").write_text("Lemma Nat.add_comm : forall n m, n + m = m + n.\n")
         specs = [f"local:m{j}" for j in range(args.models)]
-        models = {s: InstantModel(s) for s in specs}
+        models = {s: instant_model(s) for s in specs}
         config = FormalizeConfig(
             problems=str(problems),
             models=specs,
@@ -123,7 +106,7 @@ def main() -> None:
             candidates = store.candidates()
         rounds = sum(len(c.rounds) for c in candidates)
         metrics = load_metrics(root / "run")
-        calls = sum(m.calls for m in models.values())
+        calls = sum(len(m.calls) for m in models.values())
     n = len(candidates)
     print(f"problems {args.problems}, models {args.models}, samples {args.samples}")
     print(
