@@ -24,71 +24,18 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from formalbench.backends.coq import CoqBackend  # noqa: E402
-from formalbench.core.records import CheckResult  # noqa: E402
-from formalbench.llm.base import ChatModel, Completion, Message, ModelWrapper  # noqa: E402
+# coqc and the model timed as in the formal-stage bench (this script's folder is on the path)
+from bench_construct_formal import TimedCoq, TimedModel  # noqa: E402
 from formalbench.llm.replay import ScriptedCall, ScriptedModel  # noqa: E402
 from formalbench.pipelines.construct import inputs  # noqa: E402
 from formalbench.pipelines.construct.config import STEPS, ConstructConfig  # noqa: E402
 from formalbench.pipelines.construct.runner import run_construct  # noqa: E402
 from tests.construct_e2e_script import NATURAL, responder  # noqa: E402
 from tests.shared_data import DATA  # noqa: E402
-
-
-class TimedModel(ModelWrapper):
-    def __init__(self, inner: ChatModel) -> None:
-        super().__init__(inner)
-        self.seconds = 0.0
-        self.calls = 0
-
-    async def generate(self, messages: Sequence[Message], **kwargs: object) -> list[Completion]:
-        started = time.perf_counter()
-        try:
-            return await self.inner.generate(messages, **kwargs)
-        finally:
-            self.seconds += time.perf_counter() - started
-            self.calls += 1
-
-
-class TimedCoq(CoqBackend):
-    """coqc timed: every compile, and `coqc --print-version` (asked once per backend)."""
-
-    seconds = 0.0
-    checks = 0
-    cpu = 0.0  # CPU of the pool threads that run coqc (sandbox set-up, spawn, reading output)
-
-    def check(
-        self,
-        source: str,
-        *,
-        targets: Sequence[str] = (),
-        timeout: float | None = None,
-    ) -> CheckResult:
-        started = time.thread_time()
-        try:
-            return super().check(source, targets=targets, timeout=timeout)
-        finally:
-            TimedCoq.cpu += time.thread_time() - started
-
-    def version(self) -> str:
-        started = time.perf_counter()
-        try:
-            return super().version()
-        finally:
-            TimedCoq.seconds += time.perf_counter() - started
-
-    async def acheck(self, source: str, **kwargs: object) -> CheckResult:
-        started = time.perf_counter()
-        try:
-            return await super().acheck(source, **kwargs)
-        finally:
-            TimedCoq.seconds += time.perf_counter() - started
-            TimedCoq.checks += 1
 
 
 def _model() -> ScriptedModel:
