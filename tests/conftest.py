@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 
-# Before tests.shared_data is imported: default the data folder to shared/ beside the checkout,
-# and export it so that the subprocesses tests start see the same folder.
-_BESIDE = Path(__file__).resolve().parents[2] / "shared"
-if not os.environ.get("FORMALBENCH_TEST_DATA") and (_BESIDE / "data").is_dir():
-    os.environ["FORMALBENCH_TEST_DATA"] = str(_BESIDE)
+from tests.shared_data import ENV_VAR, REQUIRE_VAR, SHARED, SKIP_REASON
 
-from tests.shared_data import REQUIRE_VAR, SHARED, SKIP_REASON  # noqa: E402
+# Export the data folder tests.shared_data found, so the subprocesses tests start see it too.
+if SHARED is not None and not os.environ.get(ENV_VAR):
+    os.environ[ENV_VAR] = str(SHARED)
 
 
 def pytest_configure(config: pytest.Config) -> None:

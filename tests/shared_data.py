@@ -2,7 +2,8 @@
 
 One place resolves it, so that a plain clone without the data still runs every other test:
 ``FORMALBENCH_TEST_DATA`` names the folder (the one holding ``data/`` and ``fixtures/``); where it
-is unset, ``conftest.py`` sets it to the shared folder beside the checkout when that exists. Tests that need it use :data:`needs_shared` (or the
+is unset, the shared folder beside the checkout is used when it exists (``conftest.py`` exports
+the answer for the subprocesses tests start). Tests that need it use :data:`needs_shared` (or the
 ``shared`` fixture of ``conftest.py``); when the folder is absent they skip with one reason, and
 ``FORMALBENCH_REQUIRE_DATA=1`` (set by ``.ci/run``) turns that skip into a failure.
 """
@@ -23,10 +24,9 @@ SKIP_REASON = (
 
 
 def _resolve() -> Path | None:
-    # conftest.py fills in the default (shared/ beside the checkout) before collection.
-    named = os.environ.get(ENV_VAR)
-    if not named:
-        return None
+    """The folder named by the variable, else shared/ beside the checkout (the same answer
+    for tests and for the bench scripts that import this module)."""
+    named = os.environ.get(ENV_VAR) or str(Path(__file__).resolve().parents[2] / "shared")
     return Path(named).resolve() if (Path(named) / "data").is_dir() else None
 
 
