@@ -14,7 +14,7 @@ from typing import Any
 from formalbench.core.formalization import ReviewDecision
 from formalbench.core.records import Informal, Task, TaskKind
 from formalbench.dashboard.construct_view import ConstructRun, ExerciseView
-from formalbench.dashboard.views import edit_diff
+from formalbench.dashboard.export import review_trail
 from formalbench.datasets.text import split_header
 from formalbench.pipelines.construct.blockfile import hole_count
 from formalbench.store.review import ReviewStore
@@ -59,7 +59,7 @@ def _task(view: ExerciseView, decision: ReviewDecision, review: ReviewStore) -> 
         labels={"source_idx": source_idx, "block_kinds": ",".join(kinds)},
         trail={
             "construct": _construct_trail(view),
-            "review": _review_trail(view, decision, review),
+            "review": review_trail(decision, review, view.packaged, view.file_name or view.id),
         },
         metadata={
             "instance": f"instances/{view.file_name}" if view.file_name else None,
@@ -79,29 +79,4 @@ def _construct_trail(view: ExerciseView) -> dict[str, Any]:
             {**t.block.model_dump(mode="json"), "status": t.status.value} for t in view.trails
         ],
         "validation": view.result["status"] if view.result else None,
-    }
-
-
-def _review_trail(
-    view: ExerciseView, decision: ReviewDecision, review: ReviewStore
-) -> dict[str, Any]:
-    return {
-        "status": decision.status.value,
-        "reviewer": decision.reviewer,
-        "at": decision.at,
-        "note": decision.note,
-        "version": decision.version,
-        "edited": decision.edited,
-        "diff": edit_diff(view.packaged, decision.code or "", view.file_name or view.id),
-        "recheck": review.checked(decision.problem_id, decision.version),
-        "history": [
-            {
-                "version": d.version,
-                "status": d.status.value,
-                "reviewer": d.reviewer,
-                "at": d.at,
-                "note": d.note,
-            }
-            for d in review.history(decision.problem_id)
-        ],  # fmt: skip
     }

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.core.errors import InputError
-from formalbench.core.formalization import Candidate, CompileRound, Problem, ReviewDecision
+from formalbench.core.formalization import CompileRound, Problem, ReviewDecision
 from formalbench.core.records import Informal, Language, Task
 from formalbench.dashboard.views import CandidateView, edit_diff, order_candidates, run_language
 from formalbench.datasets.text import kind_of, split_header
@@ -45,7 +45,12 @@ def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]
         )
         trail = {
             "formalize": _candidate_trail(view, summary),
-            "review": _review_trail(decision, chosen, review),
+            "review": review_trail(
+                decision,
+                review,
+                chosen.code if chosen is not None else "",
+                chosen.id if chosen is not None else decision.problem_id,
+            ),
         }
         tasks.append(_task(problem, decision, language, trail))
     return tasks
@@ -105,11 +110,12 @@ def _round(r: CompileRound) -> dict[str, Any]:
     }
 
 
-def _review_trail(
-    decision: ReviewDecision, chosen: Candidate | None, review: ReviewStore
+def review_trail(
+    decision: ReviewDecision, review: ReviewStore, original: str, name: str
 ) -> dict[str, Any]:
-    original = chosen.code if chosen is not None else ""
-    name = chosen.id if chosen is not None else decision.problem_id
+    """The `review` object of an exported task (both run kinds): the decision, the diff of
+    the reviewer's edit against `original` (shown as file `name`), the re-check of that
+    version and the history of decisions."""
     return {
         "status": decision.status.value,
         "reviewer": decision.reviewer,
