@@ -9,10 +9,20 @@ phase 3 alone and stay beside its code.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from formalbench.core.records import Diagnostic, Record, TokenUsage
+
+
+def _has_content(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a block needs content")
+    return value
+
+
+BlockContent = Annotated[str, AfterValidator(_has_content)]  # a block's text, never blank
 
 
 class BlockKind(StrEnum):
@@ -36,22 +46,15 @@ class Block(Record):
     source: str
     source_idx: str
     kind: BlockKind
-    content: str
+    content: BlockContent
     term: str | None = None  # the name a defn / opt_prob / algo block introduces
-
-    @field_validator("content")
-    @classmethod
-    def _has_content(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("a block needs content")
-        return value
 
 
 class ProposedBlock(Record):
     """A block as the model proposes it (the pipeline numbers and sources it)."""
 
     kind: BlockKind
-    content: str
+    content: BlockContent
     term: str | None = None
 
     @field_validator("kind", mode="before")
@@ -60,13 +63,6 @@ class ProposedBlock(Record):
         aliases = {"alg": "algo", "algorithm": "algo", "hint": "hints", "theorem": "thm"}
         if isinstance(value, str):
             return aliases.get(value.strip().lower(), value.strip().lower())
-        return value
-
-    @field_validator("content")
-    @classmethod
-    def _has_content(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("a block needs content")
         return value
 
 
