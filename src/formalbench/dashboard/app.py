@@ -10,23 +10,22 @@ nothing typed is ever lost.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
-from fastapi.staticfiles import StaticFiles
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import ReviewStatus
-from formalbench.dashboard import guard
 from formalbench.dashboard.checker import Rechecker
+from formalbench.dashboard.construct_app import create_construct_app
 from formalbench.dashboard.decide import DecideForm, decide
 from formalbench.dashboard.export import accepted_tasks, to_jsonl
-from formalbench.dashboard.render import make_env, problem_url
+from formalbench.dashboard.frame import REVIEWER_COOKIE, bare_app, frame, remember_reviewer
+from formalbench.dashboard.render import problem_url
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
@@ -43,10 +42,7 @@ from formalbench.pipelines.run_dir import KIND_MARKERS
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ProblemFilter, ReviewStore
 
-HERE = Path(__file__).resolve().parent
 PAGE_SIZE = 50
-MAX_TEXT = 1_000_000  # characters of an edited text; more is refused, not truncated
-REVIEWER_COOKIE = "fb_reviewer"
 
 
 def open_run(run_dir: str | Path) -> tuple[FormalizeStore, ReviewStore]:
@@ -73,8 +69,6 @@ def create_app(
     `allowed_hosts`: Host names answered (None: any; the server passes loopback names).
     A construct run (its folder holds `construct.sqlite`) gets the construct pages."""
     if is_construct_run(run_dir):
-        from formalbench.dashboard.construct_app import create_construct_app
-
         return create_construct_app(
             run_dir, reviewer=reviewer, token=token, allowed_hosts=allowed_hosts
         )
@@ -84,7 +78,11 @@ def create_app(
 
     app = bare_app(rechecker.close)
     app.state.formalize, app.state.review, app.state.rechecker = formalize, review, rechecker
-    render = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
+    page = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
+    render = page.render
+
+    def too_large(request: Request, form: DecideForm) -> HTMLResponse:
+        return render(request, "message.html", 413, title="Not saved: too large", text=form.error)
 
     @app.get("/", response_class=HTMLResponse)
     async def problem_list(request: Request) -> HTMLResponse:
@@ -156,8 +154,10 @@ def create_app(
 
     @app.post("/check", response_class=HTMLResponse)
     async def recheck(request: Request) -> HTMLResponse:
-        form = await DecideForm.read(request, MAX_TEXT)
-        refusal = form.error or guard.write_refusal(request, form.csrf)
+        form = await DecideForm.read(request)
+        refusal = form.error or page.refusal(request, form.csrf)
+        if form.unread:
+            return too_large(request, form)
         if refusal:
             return problem_page(
                 request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
@@ -167,8 +167,10 @@ def create_app(
 
     @app.post("/decide", response_class=HTMLResponse)
     async def decide_route(request: Request) -> Response:
-        form = await DecideForm.read(request, MAX_TEXT)
-        refusal = form.error or guard.write_refusal(request, form.csrf)
+        form = await DecideForm.read(request)
+        refusal = form.error or page.refusal(request, form.csrf)
+        if form.unread:
+            return too_large(request, form)
         if refusal:
             return problem_page(
                 request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
@@ -186,7 +188,7 @@ def create_app(
             )
         target = problem_url(form.problem_id, f"{form.qs}&saved=1" if form.qs else "saved=1")
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(REVIEWER_COOKIE, form.reviewer, samesite="strict", max_age=365 * 86400)
+        remember_reviewer(response, form.reviewer)
         return response
 
     @app.get("/export.jsonl")
@@ -208,77 +210,6 @@ def create_app(
 def is_construct_run(run_dir: str | Path) -> bool:
     """Whether DIR holds a construct run (its marker store, as `pipelines.run_dir` knows it)."""
     return (Path(run_dir) / KIND_MARKERS["construct"]).is_file()
-
-
-def bare_app(*closers: Callable[[], None]) -> FastAPI:
-    """The FastAPI application both kinds of run start from: no API docs pages (nothing but
-    the review pages is served), and `closers` run when the server stops."""
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        for close in closers:
-            close()
-
-    return FastAPI(
-        title="formalbench review",
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
-    )
-
-
-def frame(
-    app: FastAPI,
-    run_name: str,
-    *,
-    token: str | None,
-    allowed_hosts: list[str] | None,
-) -> Callable[..., HTMLResponse]:
-    """What every kind of run's dashboard shares: static files, the access middleware (host
-    check, access token, security headers) and `render`, which gives every page the form
-    token (CSRF cookie). Returns `render(request, template, status=200, **context)`."""
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    env = make_env()
-
-    @app.middleware("http")
-    async def access(request: Request, call_next: Any) -> Response:
-        if not guard.host_allowed(request, allowed_hosts):
-            return PlainTextResponse("host not allowed: use the address the server printed", 403)
-        in_address = False
-        if token is not None:
-            carried, in_address = guard.token_of(request)
-            if not guard.token_ok(carried, token):
-                return PlainTextResponse(
-                    "this dashboard needs its access token: open the address the server "
-                    "printed (with ?token=...) or send the X-Formalbench-Token header",
-                    401,
-                )
-        if in_address and request.method == "GET":
-            # keep the token out of the history and the address bar: the cookie carries it now
-            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            response: Response = RedirectResponse(
-                request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303
-            )
-        else:
-            response = await call_next(request)
-        if in_address:
-            response.set_cookie(guard.TOKEN_COOKIE, token or "", httponly=True, samesite="strict")
-        response.headers.setdefault("X-Frame-Options", "DENY")
-        response.headers.setdefault("X-Content-Type-Options", "nosniff")
-        response.headers.setdefault("Referrer-Policy", "same-origin")
-        return response
-
-    def render(request: Request, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        csrf = guard.csrf_value(request)
-        html = env.get_template(name).render(csrf=csrf, run_name=run_name, **ctx)
-        response = HTMLResponse(html, status_code=status)
-        if request.cookies.get(guard.CSRF_COOKIE) != csrf:
-            response.set_cookie(guard.CSRF_COOKIE, csrf, samesite="strict", httponly=True)
-        return response
-
-    return render
 
 
 def _rechecker(formalize: FormalizeStore) -> Rechecker:

@@ -18,20 +18,18 @@ from urllib.parse import parse_qsl, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData
 
 from formalbench.core.formalization import ReviewDecision, ReviewStatus
-from formalbench.dashboard import guard
 from formalbench.dashboard.checker import Rechecker
 from formalbench.dashboard.construct_export import accepted_tasks
 from formalbench.dashboard.construct_view import ConstructRun, ExerciseRow, ExerciseView
-from formalbench.dashboard.decide import ACTIONS, DecideForm
+from formalbench.dashboard.decide import ACTIONS, MAX_TEXT, DecideForm
 from formalbench.dashboard.export import to_jsonl
+from formalbench.dashboard.frame import REVIEWER_COOKIE, bare_app, frame, remember_reviewer
 from formalbench.dashboard.render import problem_url
 from formalbench.dashboard.views import backend_name, backend_options, check_timeout, edit_diff
 from formalbench.store.review import ReviewConflict, ReviewStore
-
-MAX_TEXT = 1_000_000  # characters of an edited file; more is refused, not truncated
-REVIEWER_COOKIE = "fb_reviewer"
 
 
 def open_construct(run_dir: str | Path) -> tuple[ConstructRun, ReviewStore]:
@@ -54,15 +52,17 @@ def create_construct_app(
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
 ) -> FastAPI:
-    from formalbench.dashboard.app import bare_app, frame  # shared; app imports this module
-
     run, review = open_construct(run_dir)
     rechecker = make_rechecker(run)
     run_name = Path(run_dir).resolve().name
 
     app = bare_app(rechecker.close, run.close, review.close)
     app.state.run, app.state.review, app.state.rechecker = run, review, rechecker
-    render = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
+    page = frame(app, run_name, token=token, allowed_hosts=allowed_hosts)
+    render = page.render
+
+    def too_large(request: Request, form: DecideForm) -> HTMLResponse:
+        return render(request, "message.html", 413, title="Not saved: too large", text=form.error)
 
     def listed(params: Any) -> tuple[list[ExerciseRow], ReviewStatus | None, str, str]:
         status = params.get("status") or None
@@ -139,13 +139,13 @@ def create_construct_app(
 
     async def read(request: Request) -> tuple[DecideForm, ExerciseView | None, dict[str, Any]]:
         """The form, the exercise, and what the page shows back (the reviewer's own text)."""
-        form = await DecideForm.read(request, MAX_TEXT)
+        form = await DecideForm.read(request)
         view = run.exercise(form.problem_id)
         echo: dict[str, Any] = {
             "note": form.note, "reviewer": form.reviewer,
             "base_version": form.base_version, "qs": form.qs,
         }  # fmt: skip
-        data = await request.form()
+        data = form.fields or FormData()
         indexes = [v for v in data.getlist("block_index") if isinstance(v, str)]
         bodies = [v for v in data.getlist("block") if isinstance(v, str)]
         if not indexes:  # a whole file (an exercise without blocks, the conflict page)
@@ -171,7 +171,9 @@ def create_construct_app(
     @app.post("/check", response_class=HTMLResponse)
     async def recheck(request: Request) -> HTMLResponse:
         form, view, echo = await read(request)
-        refusal = form.error or guard.write_refusal(request, form.csrf)
+        refusal = form.error or page.refusal(request, form.csrf)
+        if form.unread:
+            return too_large(request, form)
         if refusal:
             status = 400 if form.error else 403
             return exercise_page(request, form.problem_id, status, error=refusal, **echo)
@@ -183,7 +185,9 @@ def create_construct_app(
     @app.post("/decide", response_class=HTMLResponse)
     async def decide_route(request: Request) -> Response:
         form, view, echo = await read(request)
-        refusal = form.error or guard.write_refusal(request, form.csrf)
+        refusal = form.error or page.refusal(request, form.csrf)
+        if form.unread:
+            return too_large(request, form)
         if refusal:
             status = 400 if form.error else 403
             return exercise_page(request, form.problem_id, status, error=refusal, **echo)
@@ -211,7 +215,7 @@ def create_construct_app(
             return exercise_page(request, form.problem_id, status, error=error, **echo)
         target = problem_url(form.problem_id, f"{form.qs}&saved=1" if form.qs else "saved=1")
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(REVIEWER_COOKIE, form.reviewer, samesite="strict", max_age=365 * 86400)
+        remember_reviewer(response, form.reviewer)
         return response
 
     @app.get("/export.jsonl")

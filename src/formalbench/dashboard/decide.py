@@ -2,12 +2,20 @@
 
 Browsers send a textarea with CRLF line ends; the text is brought back to LF before it is
 compared with the candidate (so an untouched candidate is not "edited") or stored.
+
+One size limit, in characters (`MAX_TEXT`), decided here and answered in the app's own page
+with the reviewer's text shown back. The form parser's own limit is in bytes of the encoded
+form, so it is set high enough never to refuse a text within `MAX_TEXT` (a character is at
+most 4 bytes of UTF-8, 12 once percent-encoded); only a body beyond that is cut off by the
+parser, and that refusal too is the app's page, not the framework's JSON.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
 from formalbench.core.formalization import ReviewDecision, ReviewStatus
@@ -18,6 +26,9 @@ from formalbench.store.review import ReviewConflict, ReviewStore
 ACTIONS = {"accept": ReviewStatus.accepted, "reject": ReviewStatus.rejected}
 MAX_REVIEWER = 100
 MAX_NOTE = 10_000
+MAX_TEXT = 1_000_000  # characters of an edited text (or of all blocks); more is refused
+MAX_FIELD_BYTES = 12 * MAX_TEXT + 4096  # the parser's limit per field: any MAX_TEXT fits
+MAX_FIELDS = 2_000  # a construct exercise posts two fields a block
 
 
 @dataclass
@@ -32,10 +43,12 @@ class DecideForm:
     csrf: str | None
     qs: str  # the list filter the reviewer came from, carried to the next page
     error: str | None = None  # what is malformed in the form itself
+    fields: FormData | None = None  # everything posted (construct pages read their blocks)
+    unread: bool = False  # the body was too large to be read at all: nothing to show back
 
     @classmethod
-    async def read(cls, request: Request, max_text: int) -> DecideForm:
-        form = await request.form()
+    async def read(cls, request: Request, max_text: int = MAX_TEXT) -> DecideForm:
+        form, too_big = await read_form(request)
 
         def field(name: str) -> str:
             value = form.get(name)
@@ -52,6 +65,7 @@ class DecideForm:
             base_version=0,
             csrf=field("csrf") or None,
             qs=field("qs"),
+            fields=form,
         )
         try:
             made.base_version = int(field("base_version") or "0")
@@ -59,13 +73,34 @@ class DecideForm:
                 raise ValueError
         except ValueError:
             made.error = f"base_version {field('base_version')!r} is not a version number"
-        if len(code) > max_text:
+        if too_big:
+            made.error, made.unread = too_big, True
+        elif len(code) > max_text:
             made.error = f"the text is {len(code):,} characters; at most {max_text:,} are accepted"
         elif len(made.note) > MAX_NOTE:
             made.error = f"the note is {len(made.note):,} characters; at most {MAX_NOTE:,}"
         elif len(made.reviewer) > MAX_REVIEWER:
             made.error = f"the reviewer name is longer than {MAX_REVIEWER} characters"
         return made
+
+
+async def read_form(request: Request) -> tuple[FormData, str | None]:
+    """The posted form, or an empty one and why it was refused (too large to be read)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_FIELDS * 16 + 2 * MAX_FIELD_BYTES:
+        return FormData(), _too_big(int(length))
+    try:
+        form = await request.form(max_part_size=MAX_FIELD_BYTES, max_fields=MAX_FIELDS)
+    except HTTPException as exc:
+        return FormData(), f"the form could not be read ({exc.detail}); {_LIMIT}"
+    return form, None
+
+
+_LIMIT = f"at most {MAX_TEXT:,} characters of text are accepted"
+
+
+def _too_big(length: int) -> str:
+    return f"the form is {length:,} bytes, more than any text this page accepts; {_LIMIT}"
 
 
 @dataclass

@@ -5,9 +5,13 @@
   Bearer` header, or `?token=` in the address (which then sets the cookie, so links work).
 - Host check: without a token the server only answers to loopback host names, so that a web
   page elsewhere cannot reach it through DNS rebinding.
-- Writes: POST only, from the same origin (`Origin` / `Sec-Fetch-Site`), and carrying the
-  form token that matches the `fb_csrf` cookie (a "double submit": another site can neither
-  read the cookie nor make the browser send it, it is SameSite=Strict).
+- Writes: POST only, from the same origin (`Origin` / `Sec-Fetch-Site`; `Origin: null`, sent
+  by sandboxed frames and after cross-site redirects, is refused), and carrying the form token
+  that matches the `fb_csrf` cookie. The token is signed with a secret that lives only in the
+  server process (`CsrfTokens`): a plain double-submit cookie would accept any pair a client
+  invents, and another page on 127.0.0.1 (cookies are shared across ports) could plant one in
+  a browser that has not opened the dashboard yet. A planted or invented token fails the
+  signature; a real one can only be read by a page of this origin.
 """
 
 from __future__ import annotations
@@ -51,30 +55,59 @@ def token_ok(given: str | None, expected: str) -> bool:
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())
 
 
-def csrf_value(request: Request) -> str:
-    """The form token for this browser: its cookie, or a new one the response will set."""
-    current = request.cookies.get(CSRF_COOKIE, "")
-    return current if _well_formed(current) else secrets.token_urlsafe(24)
+class CsrfTokens:
+    """Form tokens `nonce.signature`, signed with a secret made when the server starts.
+
+    A token is valid only if this process signed it, so a restart invalidates open pages
+    (the refusal says to reload, and the reviewer's text is shown back)."""
+
+    def __init__(self, secret: bytes | None = None) -> None:
+        self._secret = secret or secrets.token_bytes(32)
+
+    def issue(self) -> str:
+        nonce = secrets.token_urlsafe(18)
+        return f"{nonce}.{self._sign(nonce)}"
+
+    def valid(self, value: str | None) -> bool:
+        if not value or len(value) > 128 or value.count(".") != 1:
+            return False
+        nonce, signature = value.split(".")
+        return bool(nonce) and hmac.compare_digest(signature, self._sign(nonce))
+
+    def value_for(self, request: Request) -> str:
+        """The form token for this browser: its cookie when this server signed it, else a new
+        one that the response sets."""
+        current = request.cookies.get(CSRF_COOKIE)
+        return current if current is not None and self.valid(current) else self.issue()
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self._secret, nonce.encode(), "sha256").hexdigest()
 
 
-def _well_formed(value: str) -> bool:
-    return 16 <= len(value) <= 64 and all(c.isalnum() or c in "-_" for c in value)
-
-
-def write_refusal(request: Request, form_token: str | None) -> str | None:
+def write_refusal(request: Request, form_token: str | None, tokens: CsrfTokens) -> str | None:
     """Why a POST must not be obeyed (None: it may). Checked before any write."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return f"the request came from another site (Sec-Fetch-Site: {site})"
     origin = request.headers.get("origin")
-    if origin is not None and origin != "null":
+    if origin == "null":
+        return (
+            "the request came from an opaque origin (Origin: null: a sandboxed frame or a redirect)"
+        )
+    if origin is not None:
         expected = {f"{scheme}://{request.headers.get('host', '')}" for scheme in ("http", "https")}
         if origin not in expected:
             return f"the request came from another origin ({origin})"
     cookie = request.cookies.get(CSRF_COOKIE)
-    if not cookie or not form_token or not hmac.compare_digest(cookie, form_token):
+    if (
+        not cookie
+        or not form_token
+        or not tokens.valid(cookie)
+        or not hmac.compare_digest(cookie, form_token)
+    ):
         return (
-            "the form token is missing or does not match this browser's cookie "
-            "(the page may come from before a cookie reset); reload the page and submit again"
+            "the form token is missing, was not issued by this server, or does not match this "
+            "browser's cookie (the page may come from before a restart); reload the page and "
+            "submit again"
         )
     return None

@@ -73,6 +73,12 @@ def serve(
     shown = f"[{host.strip('[]')}]" if ":" in host else host
     url = f"http://{shown}:{bound}/" + (f"?token={token}" if token else "")
     announce(f"formalbench review: serving {Path(run_dir)} at {url} (Ctrl-C to stop)")
+    if not loopback:
+        announce(
+            "warning: this server speaks plain HTTP: the token and every page travel "
+            "unencrypted to other machines; use it on a trusted network, or put it behind "
+            "an HTTPS reverse proxy (or an SSH tunnel to 127.0.0.1)"
+        )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
     try:
         uvicorn.Server(config).run(sockets=[sock])
