@@ -1,8 +1,18 @@
-"""The templates' environment: autoescaped jinja2 with the few helpers the pages use."""
+"""The templates' environment: autoescaped jinja2 with the few helpers the pages use.
+
+Text from models, textbooks and reviewers may hold characters that change what a person
+sees without changing what the assistant compiles: bidi overrides and isolates (U+202E
+makes `x := 1 (* ‮ *)` read backwards), zero-width and other format characters, C0/C1
+controls. Every value a page shows is passed through `visible` (the environment's
+`finalize`), which writes each such character as `⟨U+202E⟩`. The one exception is the text
+inside an editor, which must be posted back byte for byte: templates mark it `|editable`,
+and the page lists where its hidden characters are (`hidden_characters`).
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +23,60 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from formalbench.judge.ranking import model_name as ranking_model_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+_KEPT = "\t\n"  # the only control characters shown as themselves
+
+
+def _hidden(char: str) -> bool:
+    return char not in _KEPT and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")
+
+
+def _hidden_class() -> str:
+    """A regex character class of the hidden code points of the Basic Multilingual Plane (as
+    ranges), plus the tag characters and the private-use planes above it."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x10000):
+        if _hidden(chr(code)):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    parts = [re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges]
+    return "[" + "".join(parts) + "\U000e0000-\U000e007f\U000f0000-\U0010ffff]"
+
+
+_HIDDEN = re.compile(_hidden_class())
+
+
+class EditorText(str):
+    """Text that goes into an editor as it is (see the module's docstring)."""
+
+
+def visible(value: Any) -> Any:
+    """A value as a page shows it: hidden characters written as `⟨U+XXXX⟩`."""
+    if isinstance(value, EditorText) or not isinstance(value, str):
+        return value
+    return _HIDDEN.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", value)
+
+
+def editable(value: str | None) -> EditorText:
+    return EditorText(value or "")
+
+
+def hidden_characters(text: str | None, limit: int = 20) -> list[str]:
+    """Where the hidden characters of an editor's text are, as `line L, column C: U+XXXX NAME`
+    (at most `limit`, then how many more)."""
+    found: list[str] = []
+    total = 0
+    for number, line in enumerate((text or "").split("\n"), start=1):
+        for match in _HIDDEN.finditer(line):
+            total += 1
+            if len(found) < limit:
+                char = match.group()
+                name = unicodedata.name(char, "unnamed")
+                found.append(f"line {number}, column {match.start() + 1}: U+{ord(char):04X} {name}")
+    if total > limit:
+        found.append(f"… and {total - limit} more")
+    return found
 
 
 def when(iso: str | None) -> str:
@@ -52,10 +116,13 @@ def make_env() -> Environment:
         autoescape=select_autoescape(default=True, default_for_string=True),
         trim_blocks=True,
         lstrip_blocks=True,
+        finalize=visible,
     )
     env.globals["problem_url"] = problem_url
     env.filters["anchor"] = anchor
     env.filters["when"] = when
     env.filters["model_name"] = model_name
     env.filters["candidate_in"] = candidate_in
+    env.filters["editable"] = editable
+    env.globals["hidden_characters"] = hidden_characters
     return env
