@@ -21,6 +21,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
+from formalbench.core.ids import RecordId
 from formalbench.core.records import Record, TokenUsage
 
 # Kinds of labelled statements an exercise may refer to (the reader maps each textbook's
@@ -78,7 +79,7 @@ class ExpansionNode(Record):
 class ExtractedExercise(Record):
     """An exercise as extraction hands it to the model stages."""
 
-    id: str  # stable id within the textbook, e.g. `fcla/NM.C10`
+    id: RecordId  # stable id within the textbook, e.g. `fcla/NM.C10`
     source: str  # book and section, e.g. `fcla/Nonsingular Matrices`
     source_idx: str  # the exercise as the book names it, e.g. `Exercise NM.C10`
     section: str = ""
@@ -127,7 +128,7 @@ class ConstructProblem(Record):
     """An exercise after the source stages: the CAM-Bench text fields and the review trail."""
 
     index: int
-    id: str
+    id: RecordId
     source: str
     source_idx: str
     problem: str  # the exercise as extracted

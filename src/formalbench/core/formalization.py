@@ -13,13 +13,14 @@ from typing import Any
 
 from pydantic import Field
 
+from formalbench.core.ids import RecordId
 from formalbench.core.records import Diagnostic, Language, Record, TokenUsage
 
 
 class Problem(Record):
     """One informal problem to formalize (a line of the PROBLEMS JSONL)."""
 
-    id: str
+    id: RecordId
     informal: str
     solution: str | None = None  # for "find" problems: the answer to state as "X iff ..."
     category: str | None = None  # given, or labelled by a model from a configured list

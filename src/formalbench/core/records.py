@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from formalbench.core.ids import RecordId
+
 
 class Language(StrEnum):
     """The proof assistant a formal text is written for."""
@@ -145,7 +147,7 @@ class Task(Record):
     """One benchmark item. `header` (imports, opens) is kept apart from `formal` so that a
     checker can elaborate it once and reuse the environment; `header + formal` is the file."""
 
-    id: str
+    id: RecordId
     language: Language
     formal: str
     header: str = ""

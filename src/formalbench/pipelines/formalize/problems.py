@@ -16,6 +16,7 @@ from typing import Any
 
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Problem
+from formalbench.core.ids import check_id
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "datasets" / "examples" / "formalize"
 SHIPPED = {"example": EXAMPLES / "problems.jsonl"}
@@ -80,7 +81,7 @@ def _problem(line: str) -> Problem:
     raw_id = data.get("id")
     if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
         raise ValueError("missing `id` (a non-empty string)")
-    problem_id = str(raw_id).strip()
+    problem_id = check_id(str(raw_id).strip())  # the rule every kind of run's ids follow
     if any(ch in problem_id for ch in "#/") or any(ch.isspace() for ch in problem_id):
         raise ValueError(f"id {problem_id!r} must not contain '#', '/' or spaces")
     informal = _text(data, "informal", required=True)
