@@ -10,29 +10,47 @@ The listing queries (`page`, `counts`, `neighbours`) read the formalize componen
 (`fz_problems`, `fz_candidates`) with SQL instead of loading every record, so that the
 dashboard's list stays fast at thousands of problems; they need those tables to exist (open a
 `FormalizeStore` on the file first).
+
+Texts are stored once (`rv_texts`, keyed by their SHA-256, zstd-compressed): a reviewer who
+re-posts a long file many times, or accepts a text that another decision already holds, adds
+a row of a few hundred bytes, not another copy of the file. Schema version 1 kept the text
+inside each decision's JSON; such a file is moved to version 2 when it is opened.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import sqlite3
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 from formalbench.core.formalization import ReviewDecision, ReviewStatus
 from formalbench.store.db import StoreError, connect, ensure_schema, transaction
 
-SCHEMA_VERSION = 1
-_SCHEMA = """
+SCHEMA_VERSION = 2
+_TEXTS = """
+CREATE TABLE IF NOT EXISTS rv_texts (
+    sha256 TEXT PRIMARY KEY,
+    body BLOB NOT NULL
+);"""
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS rv_decisions (
     problem_id TEXT NOT NULL,
     version INTEGER NOT NULL,
     decision TEXT NOT NULL,
     checked TEXT,
+    code_sha256 TEXT,
     PRIMARY KEY (problem_id, version)
-);
+);"""
+    + _TEXTS
+    + """
 CREATE TABLE IF NOT EXISTS rv_current (
     problem_id TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
@@ -42,6 +60,7 @@ CREATE TABLE IF NOT EXISTS rv_current (
 );
 CREATE INDEX IF NOT EXISTS rv_current_status ON rv_current(status);
 """
+)
 _PREVIEW_CHARS = 240
 
 
@@ -93,6 +112,7 @@ class ReviewStore:
         self.path = Path(path)
         self._conn = connect(self.path)
         self._lock = threading.Lock()
+        _migrate_from_1(self._conn)
         ensure_schema(self._conn, "review", SCHEMA_VERSION, _SCHEMA)
 
     # -- decisions ----------------------------------------------------------------------
@@ -121,13 +141,14 @@ class ReviewStore:
                 update={"version": current + 1, "at": decision.at or now_iso()}
             )
             self._conn.execute(
-                "INSERT INTO rv_decisions (problem_id, version, decision, checked)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO rv_decisions (problem_id, version, decision, checked, code_sha256)"
+                " VALUES (?, ?, ?, ?, ?)",
                 (
                     stored.problem_id,
                     stored.version,
-                    stored.model_dump_json(),
+                    stored.model_copy(update={"code": None}).model_dump_json(),
                     None if checked is None else json.dumps(checked, sort_keys=True),
+                    _put_text(self._conn, stored.code),
                 ),
             )
             self._conn.execute(
@@ -149,30 +170,45 @@ class ReviewStore:
         if not version:
             return None
         row = self._conn.execute(
-            "SELECT decision FROM rv_decisions WHERE problem_id = ? AND version = ?",
+            "SELECT decision, code_sha256 FROM rv_decisions WHERE problem_id = ? AND version = ?",
             (decision.problem_id, version),
         ).fetchone()
-        return None if row is None else ReviewDecision.model_validate_json(row[0])
+        return None if row is None else self._decision(row)
 
     def current(self, problem_id: str) -> ReviewDecision | None:
         """The latest decision on a problem (None: not reviewed yet, version 0)."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT d.decision FROM rv_current c JOIN rv_decisions d"
+                "SELECT d.decision, d.code_sha256 FROM rv_current c JOIN rv_decisions d"
                 " ON d.problem_id = c.problem_id AND d.version = c.version"
                 " WHERE c.problem_id = ?",
                 (problem_id,),
             ).fetchone()
-        return None if row is None else ReviewDecision.model_validate_json(row[0])
+            return None if row is None else self._decision(row)
 
     def history(self, problem_id: str) -> list[ReviewDecision]:
         """Every decision on a problem, oldest first."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT decision FROM rv_decisions WHERE problem_id = ? ORDER BY version",
+                "SELECT decision, code_sha256 FROM rv_decisions WHERE problem_id = ?"
+                " ORDER BY version",
                 (problem_id,),
             ).fetchall()
-        return [ReviewDecision.model_validate_json(r[0]) for r in rows]
+            return [self._decision(r) for r in rows]
+
+    def _decision(self, row: tuple[str, str | None]) -> ReviewDecision:
+        """A stored decision with its text put back (called with the lock held)."""
+        decision = ReviewDecision.model_validate_json(row[0])
+        if row[1] is None:
+            return decision
+        return decision.model_copy(update={"code": _get_text(self._conn, row[1])})
+
+    def text_bytes(self) -> int:
+        """Bytes the stored texts take (compressed), for reports and the store's tests."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT COALESCE(SUM(length(body)), 0) FROM rv_texts"
+            ).fetchone()[0]
 
     def checked(self, problem_id: str, version: int) -> dict[str, Any] | None:
         """The re-check stored with one decision, if the reviewer ran one."""
@@ -187,12 +223,12 @@ class ReviewStore:
         """The current decision of every accepted problem, in the run's problem order."""
         with self._lock:
             rows = self._conn.execute(
-                "SELECT d.decision FROM rv_current c"
+                "SELECT d.decision, d.code_sha256 FROM rv_current c"
                 " JOIN rv_decisions d ON d.problem_id = c.problem_id AND d.version = c.version"
                 " LEFT JOIN fz_problems p ON p.id = c.problem_id"
                 " WHERE c.status = 'accepted' ORDER BY p.position, c.problem_id"
             ).fetchall()
-        return [ReviewDecision.model_validate_json(r[0]) for r in rows]
+            return [self._decision(r) for r in rows]
 
     def statuses(self) -> dict[str, tuple[ReviewStatus, str, str]]:
         """Every decided problem's current (status, reviewer, at), whatever kind of run holds
@@ -274,6 +310,61 @@ class ReviewStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _put_text(conn: sqlite3.Connection, text: str | None) -> str | None:
+    """Store `text` once under its SHA-256 (inside the caller's transaction); its key."""
+    if text is None:
+        return None
+    raw = text.encode("utf-8")
+    key = hashlib.sha256(raw).hexdigest()
+    known = conn.execute("SELECT 1 FROM rv_texts WHERE sha256 = ?", (key,)).fetchone()
+    if known is None:
+        body = zstandard.ZstdCompressor(level=9).compress(raw)
+        conn.execute("INSERT INTO rv_texts (sha256, body) VALUES (?, ?)", (key, body))
+    return key
+
+
+def _get_text(conn: sqlite3.Connection, key: str) -> str:
+    row = conn.execute("SELECT body FROM rv_texts WHERE sha256 = ?", (key,)).fetchone()
+    if row is None:
+        raise StoreError(f"review store: the text {key[:12]}… of a decision is missing")
+    raw = zstandard.ZstdDecompressor().decompress(row[0])
+    if hashlib.sha256(raw).hexdigest() != key:
+        raise StoreError(f"review store: the text {key[:12]}… does not match its hash")
+    return raw.decode("utf-8")
+
+
+def _migrate_from_1(conn: sqlite3.Connection) -> None:
+    """Version 1 kept each decision's text in its JSON: move the texts to `rv_texts`."""
+    with transaction(conn):
+        has_versions = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+        ).fetchone()
+        row = (
+            has_versions
+            and conn.execute(
+                "SELECT version FROM schema_version WHERE component = 'review'"
+            ).fetchone()
+        )
+        if not row or row[0] != 1:
+            return
+        conn.execute(_TEXTS)
+        conn.execute("ALTER TABLE rv_decisions ADD COLUMN code_sha256 TEXT")
+        rows = conn.execute("SELECT problem_id, version, decision FROM rv_decisions").fetchall()
+        for problem_id, version, text in rows:
+            decision = ReviewDecision.model_validate_json(text)
+            conn.execute(
+                "UPDATE rv_decisions SET decision = ?, code_sha256 = ?"
+                " WHERE problem_id = ? AND version = ?",
+                (
+                    decision.model_copy(update={"code": None}).model_dump_json(),
+                    _put_text(conn, decision.code),
+                    problem_id,
+                    version,
+                ),
+            )
+        conn.execute("UPDATE schema_version SET version = 2 WHERE component = 'review'")
 
 
 def _where(flt: ProblemFilter) -> tuple[str, list[Any]]:
