@@ -331,21 +331,70 @@ def resolve(toks: list[Tok]) -> list[Tok]:
     return toks
 
 
+_SPELLING = {"↦": "=>", "λ": "fun", "->": "→"}  # one term, spelt by `pp.unicode(.fun)`
+
+
 def canonical(text: str) -> str:
     """The printed text with bound names replaced by `⟪k⟫` in binding order (a dotted use such
-    as `h.le` keeps its field), layout dropped: equal exactly when two answers are the same up
-    to the names of bound variables."""
+    as `h.le` keeps its field), `↦`/`λ`/`->` spelt `=>`/`fun`/`→`, layout dropped: equal
+    exactly when two answers are the same up to the names of bound variables."""
     toks = resolve(tokens(text))
+    levels = _level_params(toks)
+    at_level = _level_positions(toks)
     order: dict[int, int] = {}
     out: list[str] = []
-    for t in toks:
+    for m, t in enumerate(toks):
+        if t.kind == "univ":
+            inner = [x.strip() for x in t.text[2:-1].split(",")]
+            out.append(".{" + ", ".join(_level(x, levels) for x in inner) + "}")
+            continue
+        if m in at_level and t.text in levels:
+            out.append(levels[t.text])
+            continue
         if t.binder is None:
-            out.append(t.text)
+            out.append(_SPELLING.get(t.text, t.text) if t.kind in ("sym", "name") else t.text)
             continue
         new = order.setdefault(t.binder, len(order))
         name = toks[t.binder].text
         out.append(f"⟪{new}⟫" + t.text[len(name) :])
     return " ".join(out)
+
+
+def _level_params(toks: list[Tok]) -> dict[str, str]:
+    """The universe parameters of the declaration an answer is about (`def g.{u, v}`,
+    `@t.{u_1} : …`): its first universe list right after its name. They are bound like
+    variables: a renamed universe is the same statement."""
+    skip: set[int] = set()
+    for m, t in enumerate(toks[:-1]):
+        if t.text == "@[" and t.kind == "sym":
+            skip.update(range(m, _close_of(toks, m) + 1))
+        if m in skip:
+            continue
+        if t.kind == "name" and t.text not in HEADER_WORDS and t.text not in MODIFIERS:
+            if toks[m + 1].kind == "univ":
+                names = [x.strip() for x in toks[m + 1].text[2:-1].split(",")]
+                return {n: f"⟪u{i}⟫" for i, n in enumerate(names) if n}
+            return {}
+    return {}
+
+
+def _level(expr: str, levels: dict[str, str]) -> str:
+    return " ".join(levels.get(w, w) for w in expr.split())
+
+
+def _level_positions(toks: list[Tok]) -> set[int]:
+    """Indices of the names that are universe levels: after `Type`/`Sort` (`Type u`,
+    `Sort (max 1 u)`)."""
+    found: set[int] = set()
+    for k, t in enumerate(toks[:-1]):
+        if t.text not in ("Type", "Sort") or t.kind != "name":
+            continue
+        nxt = toks[k + 1]
+        if nxt.kind == "name":
+            found.add(k + 1)
+        elif nxt.text == "(":
+            found.update(range(k + 1, _close_of(toks, k + 1) + 1))
+    return found
 
 
 def answer_problem(text: str) -> str | None:
@@ -393,6 +442,8 @@ def constants(text: str) -> list[str]:
         prev = toks[m - 1].text if m else ""
         if nxt == ":=" and prev in ("{", ",", "("):
             continue  # a field label or a named argument
+        if prev == "." and toks[m - 1].kind == "sym":
+            continue  # a field of a term: `(n + m).succ`
         name = t.text.removeprefix("_root_.").rstrip("✝")
         if name and name not in found:
             found.append(name)
@@ -400,15 +451,9 @@ def constants(text: str) -> list[str]:
 
 
 def _attribute_and_universe_tokens(toks: list[Tok]) -> set[int]:
-    """Indices inside `@[…]` and the universe level after `Type`/`Sort`."""
-    skip: set[int] = set()
+    """Indices inside `@[…]` and the universe levels after `Type`/`Sort`."""
+    skip = _level_positions(toks)
     for k, t in enumerate(toks):
         if t.text == "@[" and t.kind == "sym":
             skip.update(range(k, _close_of(toks, k) + 1))
-        elif t.text in ("Type", "Sort") and k + 1 < len(toks):
-            nxt = toks[k + 1]
-            if nxt.kind == "name" and nxt.text != "→":
-                skip.add(k + 1)
-            elif nxt.text == "(":
-                skip.update(range(k + 1, _close_of(toks, k + 1) + 1))
     return skip
