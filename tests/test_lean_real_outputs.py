@@ -6,12 +6,14 @@ elaborated-statement grammar. No Lean runs here; these are Lean's own recorded a
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 
 import pytest
 
 from formalbench.backends.lean.axioms import parse_axioms_message
+from formalbench.backends.lean.repl_protocol import reply_diagnostics
 from formalbench.checking import lean_printed
 from formalbench.checking.lean_identity import QUERY_PREFIX, answer_form_problem, canonical
 from formalbench.core.config import LEAN_ALLOWED_AXIOMS
@@ -20,6 +22,7 @@ from formalbench.metrics.lean_elab_optree import lean_elab_term
 from formalbench.metrics.lean_optree import LeanParseError
 from formalbench.metrics.optree import OpTree
 from tests.lean_real import Pair, all_pairs
+from tests.shared_data import FIXTURES, needs_shared
 
 PAIRS = all_pairs()
 TERMS = [p for p in PAIRS if p.kind in ("check", "print")]
@@ -206,3 +209,25 @@ def test_real_numerals_and_dependent_arrows_become_trees() -> None:
     assert tree.label == "∀ _ , _" and tree.children[-1].label == "∀ _ , _"
     renamed = lean_elab_term(rename(typ, {"α": "β", "inst": "i", "x": "y"}))
     assert gted(OpTree("theorem", [renamed]), OpTree("theorem", [tree])) == 1.0
+
+
+# --- the REPL's own recorded replies (shared fixtures, toolchain v4.33.0-rc2) ---------------
+@needs_shared
+def test_recorded_repl_replies_are_read_by_the_identity_readers() -> None:
+    """`#print List.cons` (with and without `pp.universes`) and `#check demo` as the real REPL
+    answered them: known answer forms, and renaming their bound names changes nothing."""
+    answers = []
+    for name in ("options", "Mathlib/file_env"):
+        replies = (FIXTURES / "lean-repl" / f"{name}.expected.out").read_text(encoding="utf-8")
+        for block in replies.split("\n\n"):
+            if block.strip():
+                answers += [d.message for d in reply_diagnostics(json.loads(block))]
+    cons = [a for a in answers if a.startswith("constructor List.cons")]
+    demo = [a for a in answers if a.startswith("demo ")]
+    assert len(cons) == 2 and len(demo) == 1
+    for text in cons:
+        assert answer_form_problem("List.cons", "#print", text) is None
+        assert canonical(rename(text, {"α": "β", "u": "v"})) == canonical(text)
+    assert answer_form_problem("demo", "#check", demo[0]) is None
+    assert canonical(rename(demo[0], {"P": "A", "Q": "B"})) == canonical(demo[0])
+    assert canonical(demo[0].replace("(P Q R : Prop)", "(P R Q : Prop)")) != canonical(demo[0])

@@ -16,7 +16,8 @@ from typing import Protocol
 
 
 class _Token(Protocol):
-    text: str
+    @property
+    def text(self) -> str: ...
 
 
 _OPEN = {"(": ")", "[": "]", "{": "}", "@[": "]", "⟨": "⟩", "%[": "]"}
