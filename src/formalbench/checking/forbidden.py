@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from formalbench.checking.decls import Decl
+from formalbench.checking.lean_modifiers import aesop_phase
 from formalbench.checking.lexer import Token, plain_name
 from formalbench.core.records import Finding, Language, Reason
 
@@ -115,8 +116,8 @@ def forbidden_findings(
             hit = _matches(tok.text, plain, exact)
             if hit is None and language == Language.coq:
                 hit = _coq_fixed(d.tokens, i)
-            if hit is None:
-                continue
+            if hit is None or (hit == "unsafe" and aesop_phase(d.tokens, i)):
+                continue  # Aesop's rule phase `unsafe` is not Lean's modifier (lean_modifiers)
             where = f" in `{d.name}`" if d.name else ""
             findings.append(
                 Finding(

@@ -149,7 +149,17 @@ def _coq(tokens: list[Token]) -> list[Unsafe]:
 def _lean(tokens: list[Token]) -> list[Unsafe]:
     found: list[Unsafe] = []
     in_attribute = False  # inside `@[ ... ]`
+    after_import = False  # the next name is a module (`import Init.System.IO` runs nothing)
+    prev: Token | None = None
     for tok in tokens:
+        if after_import and tok.kind == "ident" and tok.text not in ("all", "runtime"):
+            after_import, prev = False, tok
+            continue
+        header = prev is None or prev.line != tok.line or prev.text in ("public", "meta")
+        after_import = (tok.text == "import" and header) or (
+            after_import and tok.text in ("all", "runtime")
+        )
+        prev = tok
         if tok.kind == "symbol":
             if tok.text == "@[":
                 in_attribute = True

@@ -20,7 +20,8 @@ the candidate's), Lean itself is asked:
    `(h : P)` and `(_h : P)` are the same statement. `pp.all` prints every implicit argument,
    instance and universe with full names, so a different instance, notation, coercion or
    section variable gives a different text. An answer cut short (`⋯`, `[...]`) cannot be
-   compared and is refused.
+   compared and is refused, and so is an answer whose form we do not know (it must start
+   with the name asked for; a `#print` answer with its declaration kind).
 
 A target whose signature differs from the original's only as text (redundant parentheses, a
 `↑` Lean would insert anyway, a notation spelled another way), and a context command added
@@ -40,9 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from formalbench.backends.base import Backend
-from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS
+from formalbench.checking import lean_printed
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import tokenize
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
@@ -53,7 +53,15 @@ from formalbench.core.records import (
     Severity,
 )
 
-# Long-standing options only: an unknown option would make every answer an error.
+# Every printing option the readers depend on is set on the query line itself (see
+# docs/decisions.md, "Lean: reading real output"): whatever the candidate or the project set,
+# the answer has one form. `pp.all` makes applications explicit (`@f.{u} a b`), prints universes,
+# full names, binder types and raw literals (`nat_lit 2`); the others are pinned because
+# `pp.all` leaves them alone or because an answer cut short cannot be compared:
+# `pp.unicode.fun false` (`=>`, not Mathlib's `↦`), `pp.natLit true`, `pp.proofs true` (no
+# `⋯` for proofs), `pp.maxSteps`/`pp.deepTerms` (no `⋯` for large terms), `pp.oneline false`,
+# `pp.fieldNotation false`. An option a toolchain does not know (these exist since Lean v4.8,
+# 2024) turns every answer into an error, which refuses: never a silent acceptance.
 PP_OPTIONS = (
     "pp.all true",
     "pp.explicit true",
@@ -62,14 +70,16 @@ PP_OPTIONS = (
     "pp.universes true",
     "pp.fullNames true",
     "pp.funBinderTypes true",
+    "pp.natLit true",
+    "pp.unicode.fun false",
+    "pp.fieldNotation false",
     "pp.proofs true",
+    "pp.maxSteps 100000000",
+    "pp.deepTerms true",
     "pp.oneline false",
 )
 QUERY_PREFIX = "".join(f"set_option {o} in " for o in PP_OPTIONS)
 _TYPE_KINDS = frozenset({"theorem", "example"})
-_CUT = ("⋯", "[...]")
-_BINDERS = frozenset({"∀", "fun", "λ", "∃", "∃!", "Π", "Σ", "let", "have"})
-_GROUPS = {"(": ")", "{": "}", "[": "]", "⦃": "⦄", "⟨": "⟩"}
 
 
 @dataclass(frozen=True)
@@ -144,77 +154,38 @@ def take_answers(
 
 
 def canonical(text: str) -> str:
-    """Lean's printed term with bound variables renamed `⟪0⟫, ⟪1⟫ ...` in binding order, each
-    within its scope (to the end of the bracket group around its binder), so that two
-    alpha-equivalent terms print the same; layout is dropped."""
-    toks = [t.text for t in tokenize(text, Language.lean)]
-    count = 0
-    i = 0
-    while i < len(toks):
-        if toks[i] in _BINDERS:
-            end = _scope_end(toks, i)
-            for at, name, start in _bound_names(toks, i):
-                new = f"⟪{count}⟫"
-                count += 1
-                toks[at] = new
-                for m in range(start, end):
-                    if toks[m] == name:
-                        toks[m] = new
-                    elif toks[m].startswith(name + "."):
-                        toks[m] = new + toks[m][len(name) :]
-        i += 1
-    return " ".join(toks)
+    """Lean's printed answer with bound variables renamed `⟪0⟫, ⟪1⟫ ...` in binding order, each
+    within its scope, for every binder form Lean prints (see `lean_printed`); layout dropped."""
+    return lean_printed.canonical(text)
 
 
-def _bound_names(toks: list[str], k: int) -> list[tuple[int, str, int]]:
-    """(index, name, where its scope starts) of each variable bound by the binder word at k:
-    a name is in scope from the end of its own binder group (`∀ (x : A) (h : P x), ...`)."""
-    names: list[tuple[int, str, int]] = []
-    j = k + 1
-    if toks[k] in ("let", "have"):
-        if j < len(toks) and _is_name(toks[j]):
-            names.append((j, toks[j], j + 1))
-        return names
-    while j < len(toks):
-        t = toks[j]
-        if t in _GROUPS:
-            close = _GROUPS[t]
-            depth = 0
-            g = j + 1
-            while g < len(toks) and not (depth == 0 and toks[g] == close):
-                depth += toks[g] in OPEN_BRACKETS
-                depth -= toks[g] in CLOSE_BRACKETS
-                g += 1
-            group = toks[j + 1 : g]
-            bound = group[: group.index(":")] if ":" in group else ([] if t == "[" else group)
-            names += [(j + 1 + n, x, g + 1) for n, x in enumerate(bound) if _is_name(x)]
-            j = g + 1
-        elif _is_name(t):
-            names.append((j, t, j + 1))
-            j += 1
-        else:
-            break
-    return names
+_ANSWER_HEAD = re.compile(
+    r"^\s*(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|unsafe|partial|nonrec)\s+)*"
+    r"(?:(?P<kind>def|theorem|axiom|opaque|abbrev|instance|structure|class|inductive|constructor|"
+    r"recursor|quot)\s+)?@?(?P<name>\S+?)(?:\.\{[^}]*\})?\s*(?:[:({\[⦃]|$)"
+)
 
 
-def _is_name(text: str) -> bool:
-    return bool(text) and text != "_" and (text[0].isalpha() or text[0] in "_«⟪")
+def answer_form_problem(name: str, query: str, text: str) -> str | None:
+    """Why `text` is not an answer of the form our query asks for (`#check @c`: `@c : T` or
+    `c : T`; `#print c`: an optional attribute list and modifiers, a declaration kind, `c`),
+    or None. A form we do not know is refused, never compared loosely."""
+    why = lean_printed.answer_problem(text)
+    if why is not None:
+        return why
+    m = _ANSWER_HEAD.match(text)
+    printed = m["name"].removeprefix("_root_.").rstrip("✝") if m else ""
+    last = name.rsplit(".", 1)[-1]
+    if m is None or not (printed in (name, last) or printed.endswith("." + last)):
+        return f"Lean's answer does not start with the name asked for: `{text.strip()[:80]}`"
+    if "#print" in query and m["kind"] is None:
+        return f"Lean's #print answer names no declaration kind: `{text.strip()[:80]}`"
+    return None
 
 
-def _scope_end(toks: list[str], k: int) -> int:
-    """Index where the bracket group around token k closes (or the end)."""
-    depth = 0
-    for m in range(k + 1, len(toks)):
-        if toks[m] in OPEN_BRACKETS:
-            depth += 1
-        elif toks[m] in CLOSE_BRACKETS:
-            depth -= 1
-            if depth < 0:
-                return m
-    return len(toks)
-
-
-def _answer_text(found: list[Diagnostic] | None) -> tuple[str | None, str | None]:
+def _answer_text(
+    found: list[Diagnostic] | None, subject: Subject | None = None
+) -> tuple[str | None, str | None]:
     """(canonical answer, None) or (None, why it cannot be used)."""
     if not found:
         return None, "Lean gave no answer"
@@ -222,8 +193,12 @@ def _answer_text(found: list[Diagnostic] | None) -> tuple[str | None, str | None
     if bad:
         return None, f"Lean answered with an error: {bad[0].message.strip()[:200]}"
     text = "\n".join(d.message for d in found)
-    if any(cut in text for cut in _CUT):
-        return None, "Lean's answer was cut short (⋯), so it cannot be compared"
+    if subject is not None:
+        why = answer_form_problem(subject.name, subject.query, text)
+    else:
+        why = lean_printed.answer_problem(text)
+    if why is not None:
+        return None, why
     return canonical(text), None
 
 
@@ -235,8 +210,8 @@ def compare(
     """statement_changed for each subject whose elaborated form differs or cannot be read."""
     findings: list[Finding] = []
     for s in items:
-        want, why_orig = _answer_text(original.get(s.name))
-        got, why_cand = _answer_text(candidate.get(s.name))
+        want, why_orig = _answer_text(original.get(s.name), s)
+        got, why_cand = _answer_text(candidate.get(s.name), s)
         what = "statement" if s.target else "declaration"
         if want is None:
             if not s.target and _same_messages(original.get(s.name), candidate.get(s.name)):

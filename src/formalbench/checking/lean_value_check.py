@@ -11,16 +11,17 @@ infimum/supremum (`sInf`, `sSup`, `iInf`, `iSup`, `Function.argmin`, `Function.i
 the task's own statement is refused with `non_constructive`.
 
 `#print axioms` is no help here (every real-number definition already depends on
-`Classical.choice`). Names are read as tokens of the printed text: with `pp.fullNames` a
-library constant is printed by its full name, so a bound variable (which Lean never names
-with a dot) cannot hide a dotted one; a bound variable spelled like one of the file's own
-declarations only makes the walk visit that declaration too (erring towards finding more).
+`Classical.choice`). Names are read from the printed text with its binders (`lean_printed.constants`):
+keywords (`def`, `fun`), bound variables, attribute names (`@[implicit_reducible]`), universe
+levels and field labels are not constants. With `pp.fullNames` a library constant is printed by
+its full name, so a bound variable (never dotted) cannot hide a dotted one.
 An answer that is missing or cut short (`⋯`) refuses the construction, as in the Coq check.
 """
 
 from __future__ import annotations
 
 from formalbench.backends.base import Backend
+from formalbench.checking import lean_printed
 from formalbench.checking.construction import value_holes
 from formalbench.checking.decls import split_decls
 from formalbench.checking.holes import hole_decls
@@ -30,13 +31,11 @@ from formalbench.checking.lean_identity import (
     take_answers,
     with_queries,
 )
-from formalbench.checking.lexer import plain_name, tokenize
 from formalbench.checking.value_check import matches
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Finding, Language, Reason
 
 _DECL_KINDS = frozenset({"def", "abbrev", "instance", "opaque", "theorem", "structure"})
-_CUT = ("⋯", "[...]")
 
 
 def lean_value_findings(
@@ -68,7 +67,7 @@ def lean_value_findings(
     printed: dict[str, list[str]] = {}
     for name in own:
         text = "\n".join(d.message for d in answers.get(name, []))
-        if text and not any(cut in text for cut in _CUT):
+        if text and lean_printed.answer_problem(text) is None:
             printed[name] = _names(text, name)
     choice, extrema = policy.value_refused_for(Language.lean)
     findings: list[Finding] = []
@@ -88,15 +87,10 @@ def lean_value_findings(
 
 
 def _names(text: str, name: str) -> list[str]:
-    """Constant names in a `#print` answer, its own name (the header) left out."""
-    found: list[str] = []
-    for tok in tokenize(text, Language.lean):
-        if tok.kind != "ident":
-            continue
-        ident = plain_name(tok.text).removeprefix("@").removeprefix("_root_.")
-        if ident and ident != name and ident not in found:
-            found.append(ident)
-    return found
+    """Constant names in a `#print` answer, its own name (the header) left out: keywords, bound
+    variables, attribute names, universe levels and field labels are not constants
+    (`lean_printed.constants`)."""
+    return [c for c in lean_printed.constants(text) if c != name]
 
 
 def _walk(

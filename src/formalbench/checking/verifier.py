@@ -121,7 +121,7 @@ class StrictVerifier:
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
         if lean:
-            self._rules["identity"] = "lean-pp-all-1"
+            self._rules["identity"] = "lean-pp-all-2"
         # Verdicts being computed now, by key: samples of one task often repeat a proof and
         # arrive together, so the second waits for the first instead of checking it again.
         self._pending: dict[str, asyncio.Future[Verdict]] = {}

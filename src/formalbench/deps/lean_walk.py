@@ -15,14 +15,15 @@ name) in the same SQLite tables as Coq's.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from formalbench.backends.base import Backend
 from formalbench.backends.lean.header import split_header
+from formalbench.checking import lean_printed
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_identity import QUERY_PREFIX, Subject, take_answers, with_queries
-from formalbench.checking.lexer import plain_name, tokenize
 from formalbench.core.records import Language, Task
 from formalbench.deps.coq_walk import LOCAL, StatementDeps, WalkStats
 from formalbench.store.deps_cache import DepsCache
@@ -35,25 +36,21 @@ def _sha(*parts: str) -> str:
 
 
 def answer_names(text: str, own: str) -> list[str]:
-    """Constant names in a `#check`/`#print` answer (its own name left out); a theorem's
-    proof after its top-level `:=` is dropped."""
-    toks = tokenize(text, Language.lean)
-    if toks and toks[0].text == "theorem":
+    """Constant names in a `#check`/`#print` answer (its own name left out): keywords, bound
+    variables, attribute names and universe levels are not constants
+    (`checking.lean_printed.constants`); a theorem's proof after its top-level `:=` is dropped."""
+    if _THEOREM.match(text):
         depth = 0
-        for i, tok in enumerate(toks):
-            depth += tok.text in ("(", "[", "{", "⟨") and 1 or 0
-            depth -= tok.text in (")", "]", "}", "⟩") and 1 or 0
-            if depth == 0 and tok.text == ":=":
-                toks = toks[:i]
+        for i, ch in enumerate(text):
+            depth += ch in "([{⟨"
+            depth -= ch in ")]}⟩"
+            if depth == 0 and text.startswith(":=", i):
+                text = text[:i]
                 break
-    found: list[str] = []
-    for tok in toks:
-        if tok.kind != "ident":
-            continue
-        name = plain_name(tok.text).removeprefix("@").removeprefix("_root_.")
-        if name and name != own and name not in found and name not in _OWN_KINDS:
-            found.append(name)
-    return found
+    return [n for n in lean_printed.constants(text) if n != own and n not in _OWN_KINDS]
+
+
+_THEOREM = re.compile(r"\s*(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*theorem\b")
 
 
 class LeanDependencyWalker:

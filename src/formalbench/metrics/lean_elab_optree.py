@@ -26,9 +26,10 @@ GRAMMAR = r"""
 ?start: term
 ?term: "∀" binders "," term             -> forall
      | lambda
+     | depgroup ARROW term              -> pi
      | arrow
-lambda: "fun" binders "=>" term         -> fun
-?arrow: app "→" term                    -> arrow
+lambda: "fun" binders FUNARROW term     -> fun
+?arrow: app ARROW term                  -> arrow
       | app
 ?app: app atom                          -> apply
     | app lambda                        -> apply
@@ -38,13 +39,19 @@ lambda: "fun" binders "=>" term         -> fun
      | NUMBER                           -> name
      | "(" term ")"
 binders: group+
-group: "(" bname+ ":" term ")"
-     | "{" bname+ ":" term "}"
-     | "⦃" bname+ ":" term "⦄"
-     | "[" bname ":" term "]"
-     | "[" term "]"                     -> instance
+       | bname+                         -> untyped
+depgroup: "⟮" bname+ ":" term "⟯"
+        | "{" bname+ ":" term "}"
+        | "⦃" bname+ ":" term "⦄"
+        | "[" bname ":" term "]"
+        | "[" term "]"                  -> instance
+group: depgroup
+     | "{" bname+ "}"                   -> untyped
+     | "⦃" bname+ "⦄"                   -> untyped
      | bname+ ":" term
 bname: NAME
+ARROW: "→" | "->"
+FUNARROW: "=>" | "↦"
 NUMBER: /\d+(\.\d+)?/
 NAME: /[^\W\d](?:[\w'!?✝]|\.(?!\{))*(?:\.\{[^}]*\})?/
     | /«[^»]*»/
@@ -104,21 +111,27 @@ class _Build(Transformer):
             return _App(fun.label, [arg])
         return _App("@apply", [fun, arg])
 
-    def arrow(self, items: list) -> OpTree:
-        return OpTree(" _ → _ ", list(items))
-
     def bname(self, items: list) -> str:
         return str(items[0])
 
-    def group(self, items: list) -> list[tuple[str, OpTree]]:
+    def depgroup(self, items: list) -> list[tuple[str, OpTree]]:
         *names, typ = items
         return [(n, typ) for n in names]
+
+    def group(self, items: list) -> list[tuple[str, OpTree]]:
+        if len(items) == 1 and isinstance(items[0], list):
+            return items[0]  # a bracketed group
+        *names, typ = items
+        return [(n, typ) for n in names]
+
+    def untyped(self, items: list) -> list[tuple[str, OpTree]]:
+        return [(n, OpTree("_")) for n in items]
 
     def instance(self, items: list) -> list[tuple[str, OpTree]]:
         return [("inst✝", items[0])]
 
     def binders(self, items: list) -> list[tuple[str, OpTree]]:
-        return [b for g in items for b in g]
+        return [b for g in items for b in (g if isinstance(g, list) else [(g, OpTree("_"))])]
 
     def _binder(self, label: str, binders: list, body: OpTree) -> OpTree:
         kids = []
@@ -131,7 +144,14 @@ class _Build(Transformer):
         return self._binder("∀ _ , _", items[0], items[1])
 
     def fun(self, items: list) -> OpTree:
-        return self._binder("fun _ => _", items[0], items[1])
+        return self._binder("fun _ => _", items[0], items[-1])
+
+    def pi(self, items: list) -> OpTree:
+        """`(x : A) → B`, `{x : A} → B`, `[inst : C] → B`: a dependent arrow is a `∀`."""
+        return self._binder("∀ _ , _", items[0], items[-1])
+
+    def arrow(self, items: list) -> OpTree:
+        return OpTree(" _ → _ ", [items[0], items[-1]])
 
 
 def _is_prop(typ: OpTree) -> bool:
@@ -154,6 +174,7 @@ def _fold(node: OpTree) -> OpTree:
         return OpTree(kids[1].label)
     if node.label == "OfScientific.ofScientific" and len(kids) == 5:
         m, sign, e = (k.label for k in kids[2:])
+        sign = sign.removeprefix("Bool.")
         if m.isdigit() and e.isdigit() and sign in ("true", "false"):
             if sign == "false":
                 return OpTree(str(int(m) * 10 ** int(e)))
@@ -163,12 +184,48 @@ def _fold(node: OpTree) -> OpTree:
     return node
 
 
+_NAT_LIT = re.compile(r"\bnat_lit\s+(\d+)")
+_LEVEL = re.compile(r"\b(Type|Sort)\s+(?:\((?:[^()]|\([^()]*\))*\)|[\w.]+(?:\s*\+\s*\d+)?)")
+_BINDER_PAREN = re.compile(r"\(\s*(?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*\s*:(?!=)")
+
+
+def _prepare(printed: str) -> str:
+    """Lean's printed term made LR-friendly: raw literals `nat_lit 2` are numerals, universe
+    levels after `Type`/`Sort` are dropped (as `.{u}` after names is), and a binder group
+    `(x y : A)` gets its own brackets `⟮x y : A⟯` (a parenthesised term never starts with
+    names and a `:` in `pp.all` output, which prints no type ascriptions)."""
+    text = _NAT_LIT.sub(r"\1", printed)
+    text = _LEVEL.sub(r"\1", text)
+    if "⋯" in text:
+        raise LeanParseError("the printed term was cut short (⋯)")
+    chars = list(text)
+    for m in _BINDER_PAREN.finditer(text):
+        depth = 0
+        for k in range(m.start(), len(chars)):
+            if chars[k] == "(":
+                depth += 1
+            elif chars[k] == ")":
+                depth -= 1
+                if depth == 0:
+                    chars[m.start()], chars[k] = "⟮", "⟯"
+                    break
+    return "".join(chars)
+
+
+def lean_elab_term(printed: str) -> OpTree:
+    """The operator tree of any term Lean printed under `pp.all` (dependent arrows, `fun`
+    with `=>` or `↦`, `nat_lit` numerals, `Bool.true` in scientific literals). Text outside
+    the grammar raises `LeanParseError` naming what could not be read."""
+    parser = _parser()
+    try:
+        tree = _Build().transform(parser.parse(_prepare(printed.strip())))
+    except LarkError as exc:
+        raise LeanParseError(str(exc).strip().splitlines()[0][:200]) from None
+    return mark_bound(_fold(tree), ("∀ _ , _", "fun _ => _"))
+
+
 def lean_elab_tree(printed: str) -> OpTree:
     """The operator tree of a proposition printed by `#check` under `pp.all` (a trailing
     `: Prop` is dropped)."""
     text = re.sub(r"\s*:\s*Prop\s*$", "", printed.strip())
-    try:
-        tree = _Build().transform(_parser().parse(text))
-    except LarkError as exc:
-        raise LeanParseError(str(exc).strip().splitlines()[0][:200]) from None
-    return OpTree("theorem", [mark_bound(_fold(tree), ("∀ _ , _", "fun _ => _"))])
+    return OpTree("theorem", [lean_elab_term(text)])
