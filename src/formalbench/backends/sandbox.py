@@ -1,7 +1,7 @@
 """Run an untrusted checker process with a time limit, a memory ceiling and a clean environment.
 
 Generated proof text is untrusted (Lean can run programs at elaboration time), so behind the
-gate (`checking/gate.py`) every assistant process gets, as a second line of defence:
+gate (`core/gate.py`) every assistant process gets, as a second line of defence:
 
 * a throw-away working directory (`work_dir`, named `formalbench-KIND-PID-*`), which is also
   its HOME and TMPDIR; folders left by a formalbench that was SIGKILLed are removed by the

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from formalbench.checking.decls import Decl
-from formalbench.checking.lexer import Token, plain_name
+from formalbench.core.lexer import Token, plain_name
 from formalbench.core.records import Finding, Language, Reason
 
 

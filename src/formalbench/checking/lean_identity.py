@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from formalbench.backends.base import Backend
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import tokenize
+from formalbench.core.lexer import tokenize
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,

@@ -47,7 +47,7 @@ class CheckStatus(StrEnum):
     timeout = "timeout"
     out_of_memory = "out_of_memory"
     crash = "crash"
-    refused = "refused"  # never run: the gate found a file/process command (checking/gate.py)
+    refused = "refused"  # never run: the gate found a file/process command (core/gate.py)
 
 
 class TaskKind(StrEnum):

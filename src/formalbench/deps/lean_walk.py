@@ -22,7 +22,7 @@ from formalbench.backends.base import Backend
 from formalbench.backends.lean.header import split_header
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_identity import QUERY_PREFIX, Subject, take_answers, with_queries
-from formalbench.checking.lexer import plain_name, tokenize
+from formalbench.core.lexer import plain_name, tokenize
 from formalbench.core.records import Language, Task
 from formalbench.deps.coq_walk import LOCAL, StatementDeps, WalkStats
 from formalbench.store.deps_cache import DepsCache

@@ -31,7 +31,7 @@ import functools
 import os
 from dataclasses import dataclass
 
-from formalbench.checking.lexer import Token, plain_name, tokenize, words
+from formalbench.core.lexer import Token, plain_name, tokenize, words
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
