@@ -204,11 +204,12 @@ class StrictVerifier:
             )
             return findings
         for d in result.errors:
-            # Backends tag "the target is not in the file" errors; that is no compile error.
-            missing = d.kind == Reason.missing_target.value
+            # Backends tag "the target is not in the file" errors and libraries that cannot
+            # be loaded here (environment); neither is a compile error of the candidate.
+            tagged = d.kind in (Reason.missing_target.value, Reason.environment.value)
             findings.append(
                 Finding(
-                    reason=Reason.missing_target if missing else Reason.compile_error,
+                    reason=Reason(d.kind) if tagged else Reason.compile_error,
                     message=d.message[:500],
                     line=d.line,
                     column=d.column,

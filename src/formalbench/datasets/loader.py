@@ -109,6 +109,7 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         raise InputError(
             f"{path}: not a dataset (expected a .jsonl or .json file, a .lean/.v file or a folder)"
         )
+    _anchor_projects(loaded, path if path.is_dir() else path.parent)
     if not loaded.tasks and loaded.problems:
         raise InputError(
             f"{loaded.source}: no usable task ({len(loaded.problems)} "
@@ -119,6 +120,15 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise InputError(f"{loaded.problems[0]}{extra}")
     return loaded
+
+
+def _anchor_projects(loaded: LoadedDataset, folder: Path) -> None:
+    """A task's relative `coq_project` names a folder beside the dataset, wherever the
+    command runs: make it absolute against the dataset's folder."""
+    for i, task in enumerate(loaded.tasks):
+        if task.coq_project and not Path(task.coq_project).expanduser().is_absolute():
+            where = str((folder / task.coq_project).resolve())
+            loaded.tasks[i] = task.model_copy(update={"coq_project": where})
 
 
 def _read_bytes(path: Path) -> bytes:
