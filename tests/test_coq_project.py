@@ -180,3 +180,11 @@ def test_the_sandbox_sees_project_folders_read_only(
     run_limited(["sh", "-c", script], cwd=work, timeout=30, read_only=[str(library)])
     assert not (library / "changed").exists()
     assert (tmp_path / "allowed").exists()  # the writable folder itself still is
+
+
+def test_compare_takes_coq_project_for_coq_only(tmp_path: Path) -> None:
+    source = tmp_path / "a.lean"
+    source.write_text("theorem t : True := sorry\n", encoding="utf-8")
+    args = ["compare", str(source), str(source), "--backend", "lean", "--coq-project", "x"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 2 and "--coq-project is for --backend coq" in done.output
