@@ -209,7 +209,7 @@ class StrictVerifier:
             tagged = d.kind in (Reason.missing_target.value, Reason.environment.value)
             findings.append(
                 Finding(
-                    reason=Reason(d.kind) if tagged else Reason.compile_error,
+                    reason=Reason(d.kind or "") if tagged else Reason.compile_error,
                     message=d.message[:500],
                     line=d.line,
                     column=d.column,
