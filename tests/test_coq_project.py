@@ -21,6 +21,7 @@ from formalbench.backends.sandbox import isolation, run_limited
 from formalbench.cli.main import app
 from formalbench.core.errors import InputError
 from formalbench.core.records import ErrorKind, Language, Task
+from formalbench.datasets.loader import load_tasks
 from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig
 from formalbench.store.runs import RunStore
@@ -188,3 +189,13 @@ def test_compare_takes_coq_project_for_coq_only(tmp_path: Path) -> None:
     args = ["compare", str(source), str(source), "--backend", "lean", "--coq-project", "x"]
     done = runner.invoke(app, args)
     assert done.exit_code == 2 and "--coq-project is for --backend coq" in done.output
+
+
+def test_a_folder_of_project_files_names_its_project(tmp_path: Path) -> None:
+    root = _project(tmp_path / "proj", "-R theories MyLib\n")
+    (root / "theories" / "T.v").write_text("Theorem t : True.\nProof.\nAdmitted.\n", "utf-8")
+    (tmp_path / "alone.v").write_text("Theorem u : True.\nProof.\nAdmitted.\n", "utf-8")
+    (task,) = load_tasks(root / "theories").tasks
+    assert task.coq_project == str(root.resolve())
+    (lone,) = load_tasks(tmp_path / "alone.v").tasks
+    assert lone.coq_project is None

@@ -313,6 +313,9 @@ def _add_source_file(
     except imp.RowError as exc:
         loaded.problems.append(Problem(str(path), str(exc)))
         return
+    project = _coq_project_of(path, root) if path.suffix == ".v" else None
+    if project is not None:
+        task = task.model_copy(update={"coq_project": project})
     loaded._accept(task, path)
 
 
@@ -332,6 +335,19 @@ def _lean_project_versions(path: Path, root: Path | None) -> tuple[str | None, s
             return _project_versions(folder)
         if folder in (stop, stop.parent) or folder.parent == folder:
             return None, None
+        folder = folder.parent
+
+
+def _coq_project_of(path: Path, root: Path | None) -> str | None:
+    """The folder of the `_CoqProject` a Coq file sits in (up to the parent of the folder
+    imported: `theories/` is usually one below it), so its tasks check under its load path."""
+    stop = (root or path.parent).resolve()
+    folder = path.parent.resolve()
+    while True:
+        if (folder / "_CoqProject").is_file():
+            return str(folder)
+        if folder == stop.parent or folder.parent == folder:
+            return None
         folder = folder.parent
 
 
