@@ -32,7 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 from formalbench.checking.decls import split_decls
-from formalbench.checking.gate import gate_findings
+from formalbench.core.gate import gate_findings
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Finding, Language
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from formalbench.checking.decls import split_decls
-from formalbench.checking.lexer import tokenize
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
+from formalbench.core.lexer import tokenize
 from formalbench.core.records import Language, Reason, Task, TaskKind
 from formalbench.datasets import load_tasks
 from formalbench.datasets.amber import read_marker

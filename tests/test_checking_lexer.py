@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from formalbench.checking.lexer import strip_comments, tokenize
+from formalbench.core.lexer import strip_comments, tokenize
 from formalbench.core.records import Language
 from tests.shared_data import ROOT, needs_shared
 

@@ -1,4 +1,4 @@
-"""The one gate before every assistant run (checking/gate.py, enforced in backends/base.py).
+"""The one gate before every assistant run (core/gate.py, enforced in backends/base.py).
 
 Every entry point is tried with a text that would write a file if coqc ran it: a backend
 called directly, a backend subclass that overrides `check`, `check_many`, `formalize` with a
@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 
 from formalbench.backends.base import Backend, CheckRequest
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.gate import OVERSIZED, unsafe_commands
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app
+from formalbench.core.gate import OVERSIZED, unsafe_commands
 from formalbench.core.records import CheckResult, CheckStatus, Language, Reason, Task
 from formalbench.dashboard.app import create_app
 from formalbench.pipelines.evaluate import run_evaluation

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from formalbench.checking.decls import split_decls
-from formalbench.checking.gate import gate_findings
+from formalbench.core.gate import gate_findings
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Language
 

@@ -8,12 +8,12 @@ a crash comes back as a `CheckResult` with that status, so a long run goes on.
 Backends are safe to call from several threads; `workers` bounds how many checks run at
 once (`check_many`, `acheck`).
 
-The gate (`checking/gate.py`) runs before every check: every `check`, `check_many` and
+The gate (`core/gate.py`) runs before every check: every `check`, `check_many` and
 `acheck` that a subclass defines is wrapped when the class is created (`__init_subclass__`),
 so a text with a file, process or I/O command comes back `refused` without any assistant
 process being started, whichever pipeline, solver, dashboard or test called the backend and
-however a subclass is written. The gate module is imported at call time: it belongs to the
-checking layer, whose verifier imports this module.
+however a subclass is written. The gate lives in `core` (it does no I/O), below this layer, so
+the checking layer above and this module import the same gate.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import Field
 
+from formalbench.core.gate import refusal
 from formalbench.core.records import (
     CheckResult,
     Diagnostic,
@@ -52,11 +53,9 @@ _passed = threading.local()  # the source this thread's gated check is running (
 
 
 def gate(backend: Backend, source: object) -> CheckResult | None:
-    """The refusal for `source` on `backend`, or None when it may run (see checking/gate.py)."""
+    """The refusal for `source` on `backend`, or None when it may run (see core/gate.py)."""
     if not isinstance(source, str):
         return None  # the backend itself refuses what is not text, with its own error
-    from formalbench.checking.gate import refusal  # the checking layer imports this module
-
     return refusal(source, backend.language, backend.name)
 
 

@@ -14,6 +14,11 @@ memory` (under RLIMIT_AS the OCaml runtime aborts with "Fatal error: out of memo
 `Stack overflow` (both are resource exhaustion, not a fault of the proof text; the located
 message is kept as a diagnostic); `crash` on any other death by signal.
 
+A Coq project (`project_dir`, the `--coq-project` of the commands; `backends/coq_project.py`)
+adds its `-R`/`-Q`/`-I`/`-arg` flags to every coqc run, its folders bound read-only in the
+sandbox; the project is never built here, and the verdict cache key (`version`) names it and
+a digest of its compiled files.
+
 Holes: coqc is run with `-time`, which lists the byte span of every sentence it executed;
 a sentence `Admitted.` / `Admit Obligations.` is one hole, and each `admit` / `give_up`
 tactic inside an executed sentence is one. Goals are not available from coqc.
@@ -21,6 +26,7 @@ tactic inside an executed sentence is one. Goals are not available from coqc.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import threading
@@ -36,6 +42,7 @@ from formalbench.backends.coq_output import (
     parse_messages,
     sentence_spans,
 )
+from formalbench.backends.coq_project import CoqProject, read_coq_project
 from formalbench.backends.coq_queries import (
     LIBRARY_AXIOMS,
     LOCAL_MODULE,
@@ -62,6 +69,19 @@ from formalbench.backends.sandbox import (
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
 
+# coqc's words when a `Require` cannot be met here: the library is not on the load path, or its
+# `.vo` files were compiled by another coqc or against other dependencies.
+_ENVIRONMENT = re.compile(
+    r"Cannot find a physical path bound to logical path|Cannot find library|"
+    r"Unable to locate library|makes inconsistent assumptions over library|"
+    r"contains library \S+ and not library|has bad magic number|incompatible version",
+)
+ENVIRONMENT_HINT = (
+    " (a library the file requires is not on coqc's load path here, or was compiled by "
+    "another coqc: give its Coq project with --coq-project DIR, the folder of its _CoqProject, "
+    "or the task's `coq_project` field)"
+)
+
 MAX_RUNS = 3  # first run + at most two for queries that could not be answered in it
 
 INSTALL_HINT = "install it with `apt-get install coq libcoq-coquelicot`"
@@ -79,6 +99,7 @@ class CoqBackend(Backend):
         memory_mb: int | None = 4096,
         coqc: str = "coqc",
         args: Sequence[str] = (),
+        project_dir: str | Path | None = None,
     ) -> None:
         super().__init__(workers=workers, timeout=timeout)
         found = shutil.which(coqc)
@@ -86,7 +107,11 @@ class CoqBackend(Backend):
             raise ToolchainMissingError(f"Coq compiler `{coqc}` not found on PATH; {INSTALL_HINT}")
         self.coqc = found
         self.memory_mb = memory_mb
-        self.args = [str(a) for a in args]
+        self.project: CoqProject | None = (
+            read_coq_project(project_dir) if project_dir is not None else None
+        )
+        project_args = list(self.project.args) if self.project is not None else []
+        self.args = [*project_args, *(str(a) for a in args)]
         self._version: str | None = None
         self._lock = threading.Lock()
 
@@ -99,6 +124,8 @@ class CoqBackend(Backend):
                 words = done.stdout.split()
                 self._version = f"coq {words[0]}" if words else "coq unknown"
                 self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
+                if self.project is not None:  # verdicts depend on its build too
+                    self._version += f" project {self.project.root} {self.project.digest()}"
                 if self.args:
                     self._version += " " + " ".join(self.args)
             return self._version
@@ -178,7 +205,12 @@ class CoqBackend(Backend):
         # The shipped library (backends/coq_library.py), compiled on first use.
         argv = [self.coqc, "-q", *extra, *library_args(self.coqc, text), *self.args, path.name]
         return run_limited(
-            argv, cwd=work, timeout=timeout, memory_mb=self.memory_mb, env=scrubbed_env()
+            argv,
+            cwd=work,
+            timeout=timeout,
+            memory_mb=self.memory_mb,
+            env=scrubbed_env(),
+            read_only=[str(p) for p in self.project.read_only] if self.project else (),
         )
 
     def _read(
@@ -199,7 +231,7 @@ class CoqBackend(Backend):
         for message in messages:
             diagnostic = self._place(message, source_map, script, begun, pending)
             if diagnostic is not None:
-                result.diagnostics.append(diagnostic)
+                result.diagnostics.append(_tag_environment(diagnostic))
         result.holes = _holes(outcome.stdout, source_map)
         pending.answer(script.queries, outputs)
         if outcome.truncated:  # what was cut may hold an error or a hole: never a pass
@@ -263,6 +295,16 @@ class CoqBackend(Backend):
             end_column=column,
             kind=message.tag,
         )
+
+
+def _tag_environment(diagnostic: Diagnostic) -> Diagnostic:
+    """An error about a library that cannot be loaded here, tagged `environment` (the
+    verifier's reason) with a hint at the fix; any other diagnostic unchanged."""
+    if diagnostic.severity != Severity.error or not _ENVIRONMENT.search(diagnostic.message):
+        return diagnostic
+    return diagnostic.model_copy(
+        update={"kind": "environment", "message": diagnostic.message.rstrip() + ENVIRONMENT_HINT}
+    )
 
 
 def _holes(stdout: str, source_map: SourceMap) -> list[Hole]:

@@ -1,7 +1,7 @@
 """Run an untrusted checker process with a time limit, a memory ceiling and a clean environment.
 
 Generated proof text is untrusted (Lean can run programs at elaboration time), so behind the
-gate (`checking/gate.py`) every assistant process gets, as a second line of defence:
+gate (`core/gate.py`) every assistant process gets, as a second line of defence:
 
 * a throw-away working directory (`work_dir`, named `formalbench-KIND-PID-*`), which is also
   its HOME and TMPDIR; folders left by a formalbench that was SIGKILLed are removed by the
@@ -9,7 +9,9 @@ gate (`checking/gate.py`) every assistant process gets, as a second line of defe
 * an environment reduced to an allow-list of names (no model/API credentials);
 * an address-space limit (`prlimit`) and a wall-clock limit enforced by killing its group;
 * where `bwrap` (bubblewrap) works: a read-only view of the whole file system except that
-  folder, and no network (own network namespace); see `isolation()`;
+  folder, and no network (own network namespace); see `isolation()`. Folders a check reads
+  from the user (a Coq project's compiled libraries) are bound read-only once more, after
+  the writable ones, so they stay read-only even inside FORMALBENCH_SANDBOX_WRITABLE;
 * a tie to formalbench: `setpriv --pdeathsig KILL` makes the kernel kill it when formalbench
   dies, even by SIGKILL (no orphan); every live process is registered, so `stop_all` (the
   SIGINT/SIGTERM handler) kills them all at once and refuses to start new ones;
@@ -260,14 +262,16 @@ def _writable() -> list[str]:
     return [p for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
 
 
-def _bwrap_args(bwrap: str, folder: str) -> list[str]:
+def _bwrap_args(bwrap: str, folder: str, read_only: Sequence[str] = ()) -> list[str]:
     extra = [arg for path in _writable() for arg in ("--bind", path, path)]
+    kept = [arg for path in read_only for arg in ("--ro-bind", path, path)]
     return [
         bwrap,
         "--ro-bind", "/", "/",
         "--dev", "/dev",
         "--proc", "/proc",
         *extra,
+        *kept,
         "--bind", folder, folder,
         "--unshare-net",
         "--unshare-ipc",
@@ -284,10 +288,16 @@ def isolation() -> str:
 
 
 def confined_argv(
-    argv: Sequence[str], folder: str, memory_mb: int | None = None, *, isolate: bool = True
+    argv: Sequence[str],
+    folder: str,
+    memory_mb: int | None = None,
+    *,
+    isolate: bool = True,
+    read_only: Sequence[str] = (),
 ) -> tuple[list[str], Callable[[], None] | None]:
-    """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap; and
-    the preexec function still needed (only without `prlimit`)."""
+    """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap (with
+    the absolute folders `read_only` bound read-only); and the preexec function still needed
+    (only without `prlimit`)."""
     inner = list(argv)
     program = shutil.which(inner[0]) if inner else None
     if program is None:  # as Popen would say, not a wrapper's exit code later
@@ -295,7 +305,7 @@ def confined_argv(
     inner[0] = program
     bwrap = _bwrap() if isolate else None
     if bwrap is not None:
-        inner = [*_bwrap_args(bwrap, str(folder)), *inner]
+        inner = [*_bwrap_args(bwrap, str(folder), read_only), *inner]
     command, preexec = limited_argv(inner, memory_mb)
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
@@ -381,6 +391,7 @@ def run_limited(
     memory_mb: int | None = None,
     env: Mapping[str, str] | None = None,
     confine: bool = True,
+    read_only: Sequence[str] = (),
 ) -> ProcessOutcome:
     """Run `argv` in the throw-away folder `cwd` to completion or until `timeout` seconds pass.
 
@@ -389,12 +400,13 @@ def run_limited(
     killed on every way out of here (an exception or a stop included). `confine=False` is
     for a trusted command run in a folder of the user's (`lake env` in the Lean project): no
     bwrap and the user's own HOME, but still the parent-death tie, the registry and the cap.
+    `read_only`: absolute folders the process reads and must not change (see the module doc).
     """
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
     folder = str(cwd)
-    command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine)
+    command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine, read_only=read_only)
     base_env = dict(env) if env is not None else scrubbed_env()
     limit = max_output_bytes()
     proc = subprocess.Popen(

@@ -6,8 +6,8 @@ the assistant layer (compile, axioms) and returns a `Verdict`.
 """
 
 from formalbench.checking.holes import HoleSite, fill_holes, find_holes, target_names
-from formalbench.checking.lexer import Token, strip_comments, tokenize
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.lexer import Token, strip_comments, tokenize
 
 __all__ = [
     "HoleSite",

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from formalbench.checking.decls import Decl
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import Token, plain_name, words
+from formalbench.core.lexer import Token, plain_name, words
 from formalbench.core.records import Finding, Language, Reason, TaskKind
 
 LEAN_VALUE_KINDS = frozenset({"def", "abbrev", "opaque", "instance"})

@@ -28,7 +28,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_identity import CONTEXT_MODULE, CoqIdentity
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import words
+from formalbench.core.lexer import words
 from formalbench.core.records import CheckResult, Finding, Language, Reason
 
 _ALWAYS_NEW = words(

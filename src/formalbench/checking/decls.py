@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from formalbench.checking.lexer import Token, tokenize, words
+from formalbench.core.lexer import Token, tokenize, words
 from formalbench.core.records import Language
 
 OPEN_BRACKETS = frozenset("([{⟨⦃⟦⟮⁅")

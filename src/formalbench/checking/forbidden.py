@@ -34,7 +34,7 @@ from collections.abc import Iterable
 
 from formalbench.checking.decls import Decl
 from formalbench.checking.lean_modifiers import aesop_phase
-from formalbench.checking.lexer import Token, plain_name
+from formalbench.core.lexer import Token, plain_name
 from formalbench.core.records import Finding, Language, Reason
 
 

@@ -31,8 +31,8 @@ from formalbench.checking.decls import (
     split_decls,
 )
 from formalbench.checking.lean_modes import COMBINATORS, lean_mode
-from formalbench.checking.lexer import Token, words
 from formalbench.core.errors import InputError
+from formalbench.core.lexer import Token, words
 from formalbench.core.records import Language
 
 _LEAN_HOLES = frozenset({"sorry", "admit"})

@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from formalbench.checking.decls import Decl
-from formalbench.checking.lexer import Token, tokenize, words
 from formalbench.checking.preservation import context_changing
+from formalbench.core.lexer import Token, tokenize, words
 from formalbench.core.records import Finding, Language, Reason
 
 LEAN_BLANKS = frozenset(" \t\r\n")

@@ -13,7 +13,7 @@ decides (`fun x =>` takes a term; `case`, `next`, `induction ... with |` take ta
 from __future__ import annotations
 
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS
-from formalbench.checking.lexer import Token, words
+from formalbench.core.lexer import Token, words
 
 TACTIC_LEADERS = words("; <;> · • . try repeat all_goals any_goals focus iterate decreasing_by")
 COMBINATORS = words("<;> try repeat all_goals any_goals focus iterate")

@@ -42,8 +42,8 @@ import difflib
 from collections.abc import Sequence
 
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, Decl
-from formalbench.checking.lexer import plain_name, words
 from formalbench.checking.shadowing import shadow_findings
+from formalbench.core.lexer import plain_name, words
 from formalbench.core.records import Finding, Language, Reason
 
 _LEAN_SYNONYMS = {

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, Decl
-from formalbench.checking.lexer import plain_name, words
+from formalbench.core.lexer import plain_name, words
 from formalbench.core.records import Finding, Language, Reason
 
 _COQ_INDUCTIVES = words("Inductive CoInductive Variant")

@@ -49,8 +49,8 @@ from formalbench.checking.decls import (
     split_decls,
 )
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import words
 from formalbench.core.config import VerifierPolicy
+from formalbench.core.lexer import words
 from formalbench.core.records import Finding, Language, Reason
 
 # Declarations that make a term `Print` can show.

@@ -37,7 +37,6 @@ from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
-from formalbench.checking.gate import GATE_VERSION, OVERSIZED, gate_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
 from formalbench.checking.lean_identity import (
@@ -47,10 +46,11 @@ from formalbench.checking.lean_identity import (
     deferred,
     settle_deferred,
 )
-from formalbench.checking.lexer import words
 from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
+from formalbench.core.gate import GATE_VERSION, OVERSIZED, gate_findings
+from formalbench.core.lexer import words
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
@@ -204,11 +204,12 @@ class StrictVerifier:
             )
             return findings
         for d in result.errors:
-            # Backends tag "the target is not in the file" errors; that is no compile error.
-            missing = d.kind == Reason.missing_target.value
+            # Backends tag "the target is not in the file" errors and libraries that cannot
+            # be loaded here (environment); neither is a compile error of the candidate.
+            tagged = d.kind in (Reason.missing_target.value, Reason.environment.value)
             findings.append(
                 Finding(
-                    reason=Reason.missing_target if missing else Reason.compile_error,
+                    reason=Reason(d.kind or "") if tagged else Reason.compile_error,
                     message=d.message[:500],
                     line=d.line,
                     column=d.column,
@@ -306,7 +307,7 @@ class StrictVerifier:
     ) -> tuple[float, list[Finding], list[str] | None]:
         """Start time, the text layer's findings, and the targets to compile (None: no compile)."""
         t0 = time.perf_counter()
-        # The gate (checking/gate.py) first: an oversized text goes no further, and a text
+        # The gate (core/gate.py) first: an oversized text goes no further, and a text
         # with a file or process command is never compiled, even if copied from the original.
         gated = gate_findings(candidate, self.language)
         if any(f.subject == OVERSIZED for f in gated):

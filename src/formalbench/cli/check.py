@@ -39,10 +39,18 @@ def _parse_kind(kind: str) -> TaskKind | None:
 
 
 def _options(
-    name: str, lean_project: str | None, kimina_url: str | None, candidate: str
+    name: str,
+    lean_project: str | None,
+    kimina_url: str | None,
+    candidate: str,
+    coq_project: str | None = None,
 ) -> dict[str, Any]:
     if lean_project is not None and name != "lean":
         raise InputError("--lean-project is for --backend lean")
+    if coq_project is not None:
+        if name != "coq":
+            raise InputError("--coq-project is for --backend coq")
+        return {"project_dir": coq_project}  # read (and refused if malformed) by the backend
     if kimina_url is not None and name != "kimina":
         raise InputError("--kimina-url is for --backend kimina")
     if name == "lean" and lean_project is not None:
@@ -157,6 +165,12 @@ def check(
     kimina_url: str | None = typer.Option(
         None, "--kimina-url", help="Server for --backend kimina."
     ),
+    coq_project: str | None = typer.Option(
+        None,
+        "--coq-project",
+        help="Coq project folder (its _CoqProject's -R/-Q/-I/-arg) whose compiled "
+        "libraries the files Require; used read-only, never built.",
+    ),
     pairs: str | None = typer.Option(
         None,
         "--pairs",
@@ -193,7 +207,9 @@ def check(
             timeout=timeout,
             json_out=json_out,
             kind=task_kind,
-            options=lambda name, first: _options(name, lean_project, kimina_url, first),
+            options=lambda name, first: _options(
+                name, lean_project, kimina_url, first, coq_project
+            ),
             workers=workers,
             cache=cache,
         )
@@ -209,7 +225,7 @@ def check(
     cand_text = read_source(candidate, "candidate")
     orig_text = read_source(against, "original")
     name = pick_backend(backend, candidate, against)
-    options = _options(name, lean_project, kimina_url, candidate)
+    options = _options(name, lean_project, kimina_url, candidate, coq_project)
     if workers is not None:
         options["workers"] = workers
     checker = None if static_only else make_backend(name, **options)

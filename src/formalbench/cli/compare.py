@@ -40,6 +40,10 @@ def compare_command(
     lean_project: Annotated[
         Path | None, typer.Option(help="Lake project for --backend lean (default: found).")
     ] = None,
+    coq_project: Annotated[
+        Path | None,
+        typer.Option(help="Coq project (folder of a _CoqProject) for --backend coq; read-only."),
+    ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds for the proof assistant.")] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
@@ -49,12 +53,14 @@ def compare_command(
 
     if lean_project is not None and not lean_project.is_dir():
         raise InputError(f"--lean-project {lean_project}: not a directory")
+    if coq_project is not None and backend != "coq":
+        raise InputError("--coq-project is for --backend coq")
     out = compare(
         _read(reference, "reference"),
         _read(candidate, "candidate"),
         backend,
         timeout,
-        project_dir=lean_project,
+        project_dir=coq_project if backend == "coq" else lean_project,
         model=make_model(model) if model is not None else None,
         samples=samples,
     )

@@ -177,6 +177,13 @@ def eval_command(
     lean_project: Annotated[
         Path | None, typer.Option(help="Lake project for the Lean backend.")
     ] = None,
+    coq_project: Annotated[
+        Path | None,
+        typer.Option(
+            help="Coq project (folder of a _CoqProject) for the Coq backend, used read-only; "
+            "default: the tasks' coq_project field."
+        ),
+    ] = None,
     kimina_url: Annotated[
         str | None,
         typer.Option(help="Kimina Lean Server URL (--backend kimina; key: $KIMINA_API_KEY)."),
@@ -207,6 +214,8 @@ def eval_command(
         options["project_dir"] = str(lean_project)
     if kimina_url is not None:
         options["url"] = kimina_url
+    if coq_project is not None:
+        options["coq_project"] = str(coq_project.resolve())
     config = EvalConfig(
         dataset=dataset,
         solver=solver,

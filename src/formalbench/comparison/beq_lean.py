@@ -32,10 +32,10 @@ from formalbench.backends.base import Backend
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.lean_hostile import hostile_findings
-from formalbench.checking.lexer import Token
 from formalbench.comparison.beq_coq import BeqResult, Direction
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
+from formalbench.core.lexer import Token
 from formalbench.core.records import CheckResult, CheckStatus, Language, Severity
 from formalbench.solvers.probe import probe_script, read_probe
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.backends.base import Backend
+from formalbench.backends.coq import CoqBackend
 from formalbench.backends.lean.backend import LeanBackend
 from formalbench.comparison.beq_coq import BeqResult, CoqBeq, _header, parse_statement
 from formalbench.comparison.beq_lean import LeanBeq, merged_header, parse_lean_statement
@@ -26,9 +27,12 @@ def compare_coq(
     timeout: float = 120.0,
     model: ChatModel | None = None,
     samples: int = SAMPLES,
+    project_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """BEq (tier 1, portfolio; tier 2 with `model`) and GTED over Coq's printed terms."""
-    beq = CoqBeq(timeout=timeout)
+    """BEq (tier 1, portfolio; tier 2 with `model`) and GTED over Coq's printed terms;
+    `project_dir`: a Coq project whose libraries the statements require."""
+    project = CoqBackend(timeout=timeout, project_dir=project_dir) if project_dir else None
+    beq = CoqBeq(project, timeout=timeout)
     result = beq.compare(reference, candidate)
     if model is not None:
         p = parse_statement(reference, "reference")
@@ -121,7 +125,7 @@ def compare(
     if samples < 1:
         raise InputError(f"--samples {samples}: at least one sample")
     if backend == "coq":
-        return compare_coq(reference, candidate, timeout, model, samples)
+        return compare_coq(reference, candidate, timeout, model, samples, project_dir)
     if backend == "lean":
         return compare_lean(
             reference, candidate, timeout, backend_object, project_dir, model, samples

@@ -9,7 +9,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from formalbench.core.ids import RecordId
 
@@ -40,6 +47,7 @@ class Reason(StrEnum):
     timeout = "timeout"
     out_of_memory = "out_of_memory"
     backend_crash = "backend_crash"
+    environment = "environment"  # a library the file requires cannot be loaded here
 
 
 class CheckStatus(StrEnum):
@@ -49,7 +57,7 @@ class CheckStatus(StrEnum):
     timeout = "timeout"
     out_of_memory = "out_of_memory"
     crash = "crash"
-    refused = "refused"  # never run: the gate found a file/process command (checking/gate.py)
+    refused = "refused"  # never run: the gate found a file/process command (core/gate.py)
 
 
 class TaskKind(StrEnum):
@@ -161,8 +169,20 @@ class Task(Record):
     labels: dict[str, str] = Field(default_factory=dict)  # domain, difficulty, category, ...
     toolchain: str | None = None  # e.g. leanprover/lean4:v4.24.0 or coq 8.16
     library_revision: str | None = None  # e.g. the Mathlib commit the task was made for
+    # A Coq project (folder of a `_CoqProject`) whose compiled libraries the task requires;
+    # relative to the dataset file's folder. `--coq-project` on the command line overrides it.
+    coq_project: str | None = None
     trail: dict[str, Any] = Field(default_factory=dict)  # construction trail, review logs
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """`coq_project` is written only when a task names one: the datasets written before
+        the field existed (the shipped examples included) stay byte for byte the same."""
+        data: dict[str, Any] = handler(self)
+        if data.get("coq_project", "") is None:
+            del data["coq_project"]
+        return data
 
     @property
     def source_text(self) -> str:

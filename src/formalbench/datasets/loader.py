@@ -109,6 +109,7 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         raise InputError(
             f"{path}: not a dataset (expected a .jsonl or .json file, a .lean/.v file or a folder)"
         )
+    _anchor_projects(loaded, path if path.is_dir() else path.parent)
     if not loaded.tasks and loaded.problems:
         raise InputError(
             f"{loaded.source}: no usable task ({len(loaded.problems)} "
@@ -119,6 +120,15 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         extra = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise InputError(f"{loaded.problems[0]}{extra}")
     return loaded
+
+
+def _anchor_projects(loaded: LoadedDataset, folder: Path) -> None:
+    """A task's relative `coq_project` names a folder beside the dataset, wherever the
+    command runs: make it absolute against the dataset's folder."""
+    for i, task in enumerate(loaded.tasks):
+        if task.coq_project and not Path(task.coq_project).expanduser().is_absolute():
+            where = str((folder / task.coq_project).resolve())
+            loaded.tasks[i] = task.model_copy(update={"coq_project": where})
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -303,6 +313,9 @@ def _add_source_file(
     except imp.RowError as exc:
         loaded.problems.append(Problem(str(path), str(exc)))
         return
+    project = _coq_project_of(path, root) if path.suffix == ".v" else None
+    if project is not None:
+        task = task.model_copy(update={"coq_project": project})
     loaded._accept(task, path)
 
 
@@ -322,6 +335,19 @@ def _lean_project_versions(path: Path, root: Path | None) -> tuple[str | None, s
             return _project_versions(folder)
         if folder in (stop, stop.parent) or folder.parent == folder:
             return None, None
+        folder = folder.parent
+
+
+def _coq_project_of(path: Path, root: Path | None) -> str | None:
+    """The folder of the `_CoqProject` a Coq file sits in (up to the parent of the folder
+    imported: `theories/` is usually one below it), so its tasks check under its load path."""
+    stop = (root or path.parent).resolve()
+    folder = path.parent.resolve()
+    while True:
+        if (folder / "_CoqProject").is_file():
+            return str(folder)
+        if folder == stop.parent or folder.parent == folder:
+            return None
         folder = folder.parent
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
+from formalbench.backends.coq_project import tasks_project
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
@@ -122,6 +123,9 @@ def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
 
 def build_backend(config: EvalConfig, name: str, language: Language) -> Backend:
     options = {"timeout": config.timeout, **config.backend_options}
+    coq_project = options.pop("coq_project", None)  # `--coq-project`, or the tasks' field
+    if name == "coq" and coq_project is not None:
+        options["project_dir"] = coq_project
     if config.executor == "ray":
         from formalbench.backends.ray_backend import RayBackend
 
@@ -218,6 +222,10 @@ async def _evaluate(
         notes.append(f"solver {config.solver} is deterministic: running 1 sample, not {samples}")
         samples = 1
     update = {"samples": samples, "backend": backend_name, "tactics": config.checked_tactics()}
+    if backend_name == "coq" and "coq_project" not in config.backend_options:
+        named = tasks_project(tasks)
+        if named is not None:
+            update["backend_options"] = {**config.backend_options, "coq_project": named}
     config = config.model_copy(update=update)
     meter = UsageMeter()
     # Everything that can refuse to start (the folder, the proof assistant and its versions,

@@ -129,7 +129,7 @@ class PortfolioSolver(Solver):
             reason = {
                 CheckStatus.timeout: Reason.timeout,
                 CheckStatus.out_of_memory: Reason.out_of_memory,
-                CheckStatus.refused: Reason.forbidden_construct,  # the gate (checking/gate.py)
+                CheckStatus.refused: Reason.forbidden_construct,  # the gate (core/gate.py)
             }.get(result.status, Reason.backend_crash)
             return Verdict(
                 passed=False,

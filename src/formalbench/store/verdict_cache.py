@@ -29,7 +29,9 @@ CREATE TABLE IF NOT EXISTS verdicts (
     created TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
 );
 """
-TRANSIENT_REASONS = frozenset({Reason.timeout, Reason.out_of_memory, Reason.backend_crash})
+TRANSIENT_REASONS = frozenset(
+    {Reason.timeout, Reason.out_of_memory, Reason.backend_crash, Reason.environment}
+)
 
 
 def verdict_key(

@@ -114,7 +114,7 @@ def blank_comments(text: str, language: str) -> str:
     """`text` with comments (nested) blanked, newlines kept; strings are skipped over.
 
     A scanner over comment and string marks only (char literals are not special): on the
-    shipped histories it agrees with the full lexer of `checking.lexer` on 119 of 120 files,
+    shipped histories it agrees with the full lexer of `core.lexer` on 119 of 120 files,
     which is plenty for a noise filter, and the lexer, tokenising everything, made a walk
     50x slower."""
     opener, closer = ("(*", "*)") if language == "coq" else ("/-", "-/")

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Protocol
 
 from formalbench.backends.sandbox import run_limited, scrubbed_env
-from formalbench.checking.gate import refusal
 from formalbench.core.errors import BackendError, InputError
+from formalbench.core.gate import refusal
 from formalbench.core.records import CheckStatus, Language
 
 

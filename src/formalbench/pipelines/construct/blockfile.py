@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from formalbench.checking.decls import split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lexer import tokenize
 from formalbench.core.config import VerifierPolicy
+from formalbench.core.lexer import tokenize
 from formalbench.core.records import Diagnostic, Language, Severity
 from formalbench.pipelines.construct.block_records import Block, BlockKind
 from formalbench.solvers.extract import code_blocks

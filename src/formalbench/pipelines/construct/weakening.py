@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, split_decls
-from formalbench.checking.lexer import Token
+from formalbench.core.lexer import Token
 from formalbench.core.records import Language
 from formalbench.pipelines.construct.block_records import BlockReview
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from formalbench.checking.decls import split_decls
 from formalbench.checking.forbidden import forbidden_findings
-from formalbench.checking.gate import OVERSIZED, Unsafe, max_source_bytes
 from formalbench.core.config import VerifierPolicy
+from formalbench.core.gate import OVERSIZED, Unsafe, max_source_bytes
 from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Language, Severity
 from formalbench.solvers.extract import code_blocks
 

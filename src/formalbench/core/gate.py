@@ -17,6 +17,16 @@ layer is linear or worse in the size of its input, and a 50 MB candidate would s
 there under a 10 s limit. The limit is far above any real task (a long Mathlib file is
 ~300 KB).
 
+Two more kinds of text are refused for the same reason, that the assistant would run or read
+it otherwise than everything before it assumes:
+
+* Coq options that name a file or start a program (`Set NativeCompute Profiling`, `Set
+  NativeCompute Profile Filename "f"`, `Set Dump Arith "f"`; `COQ_FILE_OPTIONS` below, derived
+  from Coq 8.16's own option table), in any form (`Set`, `Unset`, `Test`, with attributes);
+* invisible and control characters in code (`core/hidden_chars.py`): U+00A0 inside a Coq
+  name, a zero-width character inside a Lean «name» and the like. Strings and comments keep
+  them; the finding names the character and where it stands.
+
 The lists are a deny-list over code tokens (strings and comments never match, syntax
 quotations and macro bodies always do), so they err towards refusing: a Lean identifier named
 `IO.foo` or a Coq constant named `Load` is refused too. A deny-list cannot be complete for
@@ -31,7 +41,8 @@ import functools
 import os
 from dataclasses import dataclass
 
-from formalbench.checking.lexer import Token, plain_name, tokenize, words
+from formalbench.core.hidden_chars import hidden_in_code
+from formalbench.core.lexer import Token, plain_name, tokenize, words
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
@@ -44,7 +55,7 @@ from formalbench.core.records import (
 
 DEFAULT_MAX_SOURCE_BYTES = 4 * 1024 * 1024
 OVERSIZED = "oversized source"  # the subject of the finding for a text over the size cap
-GATE_VERSION = "1"  # part of the verifier's cache key: a kept verdict predates a stricter gate
+GATE_VERSION = "2"  # part of the verifier's cache key: a kept verdict predates a stricter gate
 
 # Coq words refused wherever they stand as code (the command itself, or a name so rare in
 # mathematics that a false refusal costs nothing): word -> what the finding names.
@@ -55,6 +66,19 @@ _COQ_ANYWHERE = {
     "LoadPath": "Add LoadPath",  # Add [Rec] LoadPath, Remove LoadPath
     "Dependency": "Extra Dependency",  # From lib Extra Dependency "file" as id
 }
+# Coq 8.16 options that name a file or start a program, by the words of their name: the review
+# of every option of `Print Options.` and table of `Print Tables.` (coqc 8.16.1 with every
+# shipped plugin loaded: micromega, extraction, ltac2, ssreflect, funind, rtauto ...), kept
+# with its verdicts in docs/decisions.md ("Gate: options and characters"). The prefixes of a
+# command in 8.16 are Time, Redirect "f", Timeout n, Fail and Succeed: only Redirect names a
+# file (refused above). Refused wherever the words stand in a row (Set, Unset, Test ...).
+COQ_FILE_OPTIONS: dict[tuple[str, ...], str] = {
+    ("NativeCompute", "Profiling"): "NativeCompute Profiling",  # runs `perf` around native code
+    ("NativeCompute", "Profile", "Filename"): "NativeCompute Profile Filename",  # its output
+    ("Dump", "Arith"): "Dump Arith",  # micromega writes `<f><hash>.v`; `../f` leaves the folder
+}
+_OPTION_STARTS = frozenset(words[0] for words in COQ_FILE_OPTIONS)
+
 # Coq words refused only as the first word of a sentence (they make sensible variable names).
 _COQ_COMMANDS = {"Cd": "Cd", "Drop": "Drop"}
 _COQ_PREFIXES = words("Time Fail Succeed Timeout Local Global Export Polymorphic Monomorphic")
@@ -86,9 +110,12 @@ class Unsafe:
     command: str
     line: int | None = None
     column: int | None = None
+    why: str | None = None  # the message, where the command-shaped one does not fit
 
     @property
     def message(self) -> str:
+        if self.why is not None:
+            return self.why
         if self.command == OVERSIZED:
             return (
                 f"the text is larger than {max_source_bytes()} bytes and is not checked "
@@ -120,8 +147,36 @@ def _sentence_start(tokens: list[Token], i: int) -> bool:
     return True
 
 
-def _coq(tokens: list[Token]) -> list[Unsafe]:
+def _coq_options(tokens: list[Token]) -> list[Unsafe]:
+    """The options of `COQ_FILE_OPTIONS` named in code (a dotted name is split into words)."""
+    parts = [(part, tok) for tok in tokens if tok.kind == "ident" for part in tok.text.split(".")]
     found: list[Unsafe] = []
+    for i, (part, tok) in enumerate(parts):
+        if part not in _OPTION_STARTS:
+            continue
+        for phrase, name in COQ_FILE_OPTIONS.items():
+            if tuple(p for p, _ in parts[i : i + len(phrase)]) == phrase:
+                found.append(Unsafe(f"option {name}", tok.line, tok.column))
+    return found
+
+
+def _hidden(text: str, tokens: list[Token]) -> list[Unsafe]:
+    return [
+        Unsafe(
+            h.code_point,
+            h.line,
+            h.column,
+            why=f"character {h.code_point} ({h.name}) at line {h.line}, column {h.column} "
+            "stands in code, outside strings and comments: an invisible or control character "
+            "there makes a name read as another one, and text with it is never given to the "
+            "proof assistant",
+        )
+        for h in hidden_in_code(text, tokens)
+    ]
+
+
+def _coq(tokens: list[Token]) -> list[Unsafe]:
+    found: list[Unsafe] = _coq_options(tokens)
     for i, tok in enumerate(tokens):
         if tok.kind != "ident":
             continue
@@ -194,8 +249,11 @@ _CACHED_CHARS = 256 * 1024  # 64 entries of at most this: the cache holds at mos
 
 
 def _scan(text: str, language: Language) -> list[Unsafe]:
-    tokens = tokenize(text, language)
-    return _coq(tokens) if language == Language.coq else _lean(tokens)
+    every = tokenize(text, language, comments=True)
+    tokens = [t for t in every if not t.is_comment]
+    found = _coq(tokens) if language == Language.coq else _lean(tokens)
+    found += _hidden(text, every)
+    return sorted(found, key=lambda u: (u.line or 0, u.column or 0))
 
 
 @functools.lru_cache(maxsize=64)

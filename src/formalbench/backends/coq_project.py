@@ -1,0 +1,207 @@
+"""A Coq project's load path, read from its `_CoqProject`, for checking tasks that `Require` it.
+
+Why: real tasks come from real projects (`From MyLib Require Import Foo.`); coqc finds `Foo`
+only through the `-R`/`-Q` flags the project's build passes. `read_coq_project(DIR)` reads
+`DIR/_CoqProject` as coq_makefile does (whitespace-separated words, `#` comments, `"…"`
+quoting) and keeps what coqc needs: `-R dir Lib` and `-Q dir Lib` (a logical root over
+compiled `.vo` files), `-I dir` (OCaml plugin folders) and `-arg` words. Folders are relative
+to DIR. File and folder names of the build, `-native-compiler`, `-docroot`,
+`-generate-meta-for-package` and `VAR = value` lines are build matters and are skipped.
+
+The project is used read-only and never built: its compiled libraries are passed to coqc as
+load-path flags and every folder is bound read-only in the sandbox (`ProjectPaths.read_only`,
+see `backends/sandbox.py`), so a check cannot rebuild or change them. A `.vo` that is missing
+or was compiled by another coqc is coqc's error, reported as an environment problem.
+
+`-arg` words go to coqc as given, except the flags that would change what a verdict means or
+reach files: only `ALLOWED_ARGS` pass (`-type-in-type` makes every statement provable,
+`-set "Dump Arith=…"` or `-load-vernac-source f` would run around the gate). A line that
+coq_makefile would refuse, or that we do not pass on, is an InputError naming the file and
+the word: one line, exit 2 from the commands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from formalbench.core.errors import InputError
+from formalbench.core.records import Language, Task
+
+PROJECT_FILE = "_CoqProject"
+# coqc flags a project may pass with `-arg` (with how many values each takes).
+ALLOWED_ARGS: dict[str, int] = {
+    "-w": 1,  # warnings
+    "-native-compiler": 1,
+    "-impredicative-set": 0,
+    "-indices-matter": 0,
+    "-allow-sprop": 0,
+    "-disallow-sprop": 0,
+    "-noinit": 0,
+    "-nois": 0,
+    "-q": 0,
+}
+_BUILD_ONLY = {"-native-compiler": 1, "-docroot": 1, "-generate-meta-for-package": 1}
+_SOURCE_SUFFIXES = (".v", ".ml", ".mli", ".mlg", ".mllib", ".mlpack")
+
+
+@dataclass(frozen=True)
+class CoqProject:
+    """The coqc flags of a project and the folders they name (absolute, resolved)."""
+
+    root: Path
+    args: tuple[str, ...]
+    read_only: tuple[Path, ...] = field(default=())
+
+    def digest(self) -> str:
+        """A short hash of the flags and of every `.vo` under the project's folders (name,
+        size, modification time): a verdict kept under one build is not reused under another."""
+        digest = hashlib.sha256("\0".join(self.args).encode())
+        for folder in self.read_only:
+            for vo in sorted(folder.rglob("*.vo")):
+                stat = vo.stat()
+                digest.update(f"{vo}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        return digest.hexdigest()[:12]
+
+
+def _words(text: str, where: str) -> list[str]:
+    """coq_makefile's reading: blanks split, `#` starts a comment, `"…"` is one word."""
+    words: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch in " \t\r\n":
+            i += 1
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+        elif ch == '"':
+            end = text.find('"', i + 1)
+            if end < 0:
+                raise InputError(f"{where}: unterminated string")
+            words.append(text[i + 1 : end])
+            i = end + 1
+        else:
+            j = i
+            while j < n and text[j] not in " \t\r\n#":
+                j += 1
+            words.append(text[i:j])
+            i = j
+    return words
+
+
+def _folder(root: Path, name: str, flag: str, where: str) -> Path:
+    path = (root / name).resolve()
+    if not path.is_dir():
+        raise InputError(f"{where}: `{flag} {name}`: no such folder ({path})")
+    return path
+
+
+def _logical(name: str, flag: str, where: str) -> str:
+    parts = name.split(".")
+    if not name or not all(p and (p[0].isalpha() or p[0] == "_") for p in parts):
+        raise InputError(f"{where}: `{flag} … {name}`: not a Coq logical path such as `MyLib`")
+    return name
+
+
+def _split_arg(value: str, where: str) -> list[str]:
+    """The words of one `-arg` value (quotes keep blanks together, as coq_makefile does)."""
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise InputError(f"{where}: `-arg {value}`: {exc}") from None
+
+
+def _extra_args(words: list[str], where: str) -> list[str]:
+    """The `-arg` words of the whole file (a flag and its value may come in two `-arg`s),
+    each an allowed flag followed by its values."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        flag = words[i]
+        if flag not in ALLOWED_ARGS:
+            allowed = ", ".join(ALLOWED_ARGS)
+            raise InputError(
+                f"{where}: `-arg {flag}` is not passed to coqc by formalbench "
+                f"(it can change what a verdict means or reach files); allowed: {allowed}"
+            )
+        count = ALLOWED_ARGS[flag]
+        if i + count >= len(words):
+            raise InputError(f"{where}: `-arg {flag}` needs a value")
+        out += words[i : i + 1 + count]
+        i += 1 + count
+    return out
+
+
+def _source_word(word: str) -> bool:
+    """A file or folder of the build (coq_makefile takes sources, `META.*` and folders)."""
+    name = Path(word).name
+    return word.endswith(_SOURCE_SUFFIXES) or name.startswith("META.") or "." not in name
+
+
+def read_coq_project(folder: str | Path) -> CoqProject:
+    """The project in `folder` (its `_CoqProject`); InputError with one line if it is not one."""
+    root = Path(folder).expanduser()
+    if not root.is_dir():
+        raise InputError(f"--coq-project {folder}: no such folder")
+    root = root.resolve()
+    project_file = root / PROJECT_FILE
+    where = str(project_file)
+    if not project_file.is_file():
+        raise InputError(f"--coq-project {folder}: no {PROJECT_FILE} in {root}")
+    try:
+        text = project_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{where}: cannot read ({exc})") from None
+    words = _words(text, where)
+    args: list[str] = []
+    extra: list[str] = []
+    folders: list[Path] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        needs = {"-R": 2, "-Q": 2, "-I": 1, "-arg": 1, **_BUILD_ONLY}.get(word, 0)
+        if i + needs >= len(words):
+            raise InputError(f"{where}: `{word}` needs {needs} value{'s' if needs > 1 else ''}")
+        if word in ("-R", "-Q"):
+            path = _folder(root, words[i + 1], word, where)
+            args += [word, str(path), _logical(words[i + 2], word, where)]
+            folders.append(path)
+        elif word == "-I":
+            path = _folder(root, words[i + 1], word, where)
+            args += ["-I", str(path)]
+            folders.append(path)
+        elif word == "-arg":
+            extra += _split_arg(words[i + 1], where)
+        elif word in _BUILD_ONLY:
+            pass
+        elif i + 1 < len(words) and words[i + 1] == "=":  # `VAR = value`, a make variable
+            if i + 2 >= len(words):
+                raise InputError(f"{where}: `{word} =` needs a value")
+            needs = 2
+        elif word.startswith("-"):
+            raise InputError(f"{where}: unknown option `{word}` (coq_makefile refuses it too)")
+        elif not _source_word(word):
+            raise InputError(f"{where}: `{word}` is neither an option nor a source file")
+        i += 1 + needs
+    args += _extra_args(extra, where)
+    return CoqProject(root=root, args=tuple(args), read_only=tuple(dict.fromkeys(folders)))
+
+
+def tasks_project(tasks: Sequence[Task]) -> str | None:
+    """The one Coq project the Coq tasks of a run name (their `coq_project`), or None.
+
+    One run has one backend, so tasks that name two projects cannot share it: an InputError
+    says so (evaluate them apart, or give `--coq-project`, which overrides the field). Tasks
+    that name none are checked under the others' project too: a larger load path changes
+    nothing for a file that requires nothing of it."""
+    named = sorted({t.coq_project for t in tasks if t.language == Language.coq and t.coq_project})
+    if len(named) > 1:
+        raise InputError(
+            f"the tasks name {len(named)} Coq projects ({', '.join(named)}); one run uses one: "
+            "evaluate them apart, or give --coq-project"
+        )
+    return named[0] if named else None
