@@ -32,8 +32,8 @@ from collections import Counter
 from pathlib import Path
 
 from formalbench.checking.decls import split_decls
-from formalbench.core.gate import gate_findings
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.gate import gate_findings
 from formalbench.core.records import Finding, Language
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from formalbench.checking.decls import split_decls
-from formalbench.core.gate import gate_findings
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.gate import gate_findings
 from formalbench.core.records import Language
 
 LEAN = Language.lean

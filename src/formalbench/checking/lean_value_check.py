@@ -33,7 +33,6 @@ from formalbench.checking.lean_identity import (
 )
 from formalbench.checking.value_check import matches
 from formalbench.core.config import VerifierPolicy
-from formalbench.core.lexer import plain_name, tokenize
 from formalbench.core.records import Finding, Language, Reason
 
 _DECL_KINDS = frozenset({"def", "abbrev", "instance", "opaque", "theorem", "structure"})
