@@ -57,7 +57,35 @@ def ape_report(run_dir: Path) -> dict[str, Any]:
         evals = store.results("eval")
         if evals:
             out.update(_eval_figures(evals, synth))
+            out["answers"] = answer_rows(evals)
     return out
+
+
+def answer_rows(evals: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per answer: whether it applied, compiled completely and was judged a pass;
+    why it was refused (gate, compile, a new axiom or hole); and which declarations, as Coq
+    lists them, it changed, removed or added (None where Coq could not read the file before).
+    Changed statements and removed lemmas can be what the instruction asked: the judge
+    scores them; they are listed here so a reader sees them."""
+    rows = []
+    for tid, done in sorted(evals.items()):
+        for i, s in enumerate(done.get("samples", [])):
+            check = s.get("check") or {}
+            refused = list(s.get("gate") or []) or list(check.get("reasons") or [])
+            if s.get("applied") and not s.get("compiled") and not refused:
+                refused = check.get("errors") or ["not complete"]
+            rows.append(
+                {
+                    "task": tid,
+                    "sample": i,
+                    "applied": bool(s.get("applied")),
+                    "compiled": bool(s.get("compiled")),
+                    "judged": bool(s.get("judged")),
+                    "refused": refused[:5],
+                    "declarations": check.get("declarations"),
+                }
+            )
+    return rows
 
 
 def _eval_figures(evals: dict[str, Any], synth: dict[str, Any]) -> dict[str, Any]:
