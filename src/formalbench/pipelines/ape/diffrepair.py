@@ -12,14 +12,26 @@ a removed line that is not in the file, overlapping hunks) fails the whole patch
 reason, a hunk with only added lines is never taken for the whole new file, and each hunk
 reports what was repaired. Whole-file answers and search/replace blocks are accepted too.
 
+Bounded work (issue 23): a hunk is first looked up as one block of exact (whitespace-free)
+lines, by string search over one character per file line; failing that, it is anchored on
+the lines it shares with the file that occur once in each (the patience-diff idea), and
+the fuzzy similarity search runs only in the windows between and around those anchors. A
+hunk with no such line falls back to the fuzzy search over the whole file only while its
+matrix stays under `MAX_CELLS`. Every answer has a deadline and a work budget; past either
+the answer is refused with a reason starting "gave up:", never left to run for minutes or
+to exhaust memory.
+
 The parser is our own and lenient on purpose: strict parsers (unidiff, `patch`) reject the
 very diffs this module exists to repair (wrong hunk counts, no headers, unprefixed lines).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
+import time
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +46,11 @@ FUZZY_CUTOFF = 90.0  # rapidfuzz ratio (0-100) for two normalised lines to count
 MAX_GAP = 40  # the most file lines an anchor chain may skip between two anchors
 GAP_COST = 0.05  # score lost per line of offset drift between consecutive anchors
 TIE_MARGIN = 0.25  # two places within this score of each other make a hunk ambiguous
+MAX_CELLS = 4_000_000  # the largest (hunk lines x file lines) fuzzy matrix computed at once
+MAX_POINTS = 50_000  # the most fuzzy anchor candidates one search may chain
+TOTAL_CELLS = 60_000_000  # fuzzy matrix cells one answer may use in all
+TOTAL_STEPS = 30_000_000  # chaining steps one answer may use in all
+DEADLINE_S = 5.0  # wall time one answer may spend being placed
 
 
 @dataclass
@@ -80,6 +97,39 @@ class ApplyResult:
 
 class HunkFailure(Exception):
     """A hunk cannot be placed; the message is the reason reported for it."""
+
+
+class GaveUp(HunkFailure):
+    """The answer used up its time or work budget; no further hunk is tried."""
+
+
+@dataclass
+class Budget:
+    """What one answer may still spend: wall time, fuzzy matrix cells, chaining steps."""
+
+    deadline: float
+    cells: int = TOTAL_CELLS
+    steps: int = TOTAL_STEPS
+
+    @classmethod
+    def start(cls, seconds: float | None = None) -> Budget:
+        return cls(time.monotonic() + (DEADLINE_S if seconds is None else seconds))
+
+    def check(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise GaveUp(f"gave up: placing the answer took more than {DEADLINE_S:g} s")
+
+    def spend_cells(self, n: int) -> None:
+        self.check()
+        self.cells -= n
+        if self.cells < 0:
+            raise GaveUp(f"gave up: the fuzzy search needed more than {TOTAL_CELLS:,} cells")
+
+    def spend_steps(self, n: int) -> None:
+        self.steps -= n
+        if self.steps < 0:
+            raise GaveUp(f"gave up: chaining anchors took more than {TOTAL_STEPS:,} steps")
+        self.check()
 
 
 # ---------------------------------------------------------------- parsing
@@ -171,17 +221,33 @@ class _Chain:
     anchors: list[tuple[int, int]]  # (base index, file index), both increasing
 
 
-def _chains(scores: np.ndarray) -> list[_Chain]:
+def _drift(a: tuple[int, int], b: tuple[int, int]) -> float:
+    return GAP_COST * abs((b[1] - a[1]) - (b[0] - a[0]))
+
+
+def _chains(
+    scores: np.ndarray, budget: Budget, left: tuple[int, int] | None = None
+) -> list[_Chain]:
     """Best anchor chain ending at each anchor: DP over anchors sorted by file line, where
-    a step from (i, j) to (i', j') costs GAP_COST per line of offset drift |(j'-j)-(i'-i)|."""
-    pts = [(int(i), int(j)) for i, j in zip(*np.nonzero(scores), strict=True)]
+    a step from (i, j) to (i', j') costs GAP_COST per line of offset drift |(j'-j)-(i'-i)|.
+    `left`: a fixed anchor before the matrix (in its coordinates) that every chain starts
+    from, so the drift from it counts too."""
+    rows, cols = np.nonzero(scores)
+    if len(rows) > MAX_POINTS:
+        raise HunkFailure(
+            f"gave up: {len(rows):,} candidate line matches (more than {MAX_POINTS:,}); "
+            "the hunk's lines repeat too often in the file to place it"
+        )
+    pts = [(int(i), int(j)) for i, j in zip(rows, cols, strict=True)]
     pts.sort(key=lambda p: (p[1], p[0]))
+    js = [j for _, j in pts]
     best: list[float] = []
     back: list[int] = []
     reach = MAX_GAP + scores.shape[0]
     for k, (i, j) in enumerate(pts):
         s = float(scores[i, j])
-        b_score, b_prev = s, -1
+        b_score, b_prev = (s if left is None else s - _drift(left, (i, j))), -1
+        budget.spend_steps(k - bisect.bisect_left(js, j - reach, 0, k) + 1)
         for p in range(k - 1, -1, -1):
             pi, pj = pts[p]
             if j - pj > reach:
@@ -265,8 +331,186 @@ class _Placed:
     exact: bool
 
 
-def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
+@dataclass
+class FileIndex:
+    """The file's normalised lines, where each occurs, and one character per line (equal
+    characters = equal normalised lines) so that a block of lines is found by `str.find`."""
+
+    norm: list[str]
+    where: dict[str, list[int]]
+    codes: str
+    code_of: dict[str, str]
+
+    @classmethod
+    def of(cls, fnorm: list[str]) -> FileIndex:
+        where: dict[str, list[int]] = {}
+        for j, line in enumerate(fnorm):
+            where.setdefault(line, []).append(j)
+        code_of = {line: _code(n) for n, line in enumerate(where)}
+        return cls(fnorm, where, "".join(code_of[line] for line in fnorm), code_of)
+
+
+def _code(n: int) -> str:
+    """The n-th character that is neither NUL (a line absent from the file) nor a surrogate."""
+    n += 1
+    return chr(n if n < 0xD800 else n + 0x800)
+
+
+def _exact_block(base: list[str], index: FileIndex, hint: int | None) -> tuple[int, bool] | None:
+    """Where the whole old side occurs as written (whitespace aside): the header's line when
+    it occurs there, else its only occurrence; None when it occurs nowhere. Raises
+    HunkFailure when it occurs several times and the header names none of them."""
+    pattern = "".join(index.code_of.get(b, "\0") for b in base)
+    if "\0" in pattern:
+        return None
+    codes = index.codes
+    if hint is not None and hint >= 1 and codes.startswith(pattern, hint - 1):
+        return hint - 1, True
+    rarest = min((i for i, b in enumerate(base) if b), key=lambda i: len(index.where[base[i]]))
+    spots = index.where[base[rarest]]
+    if len(spots) <= 64:  # check the few places the rarest line allows
+        places = [
+            p - rarest for p in spots if p >= rarest and codes.startswith(pattern, p - rarest)
+        ]
+    else:  # every line is common: search the whole file
+        places = []
+        at = codes.find(pattern)
+        while at >= 0 and len(places) < 5:
+            places.append(at)
+            at = codes.find(pattern, at + 1)
+    if not places:
+        return None
+    if len(places) == 1:
+        return places[0], False
+    raise HunkFailure(
+        f"ambiguous: the hunk fits equally well at lines {[p + 1 for p in places[:5]]}"
+    )
+
+
+def _unique_anchors(base: list[str], index: FileIndex) -> list[tuple[int, int]]:
+    """(base line, file line) pairs of lines that occur exactly once in the hunk and once in
+    the file, kept in a longest chain increasing on both sides (patience diff), then cut
+    where consecutive anchors drift apart by more than MAX_GAP; the largest piece wins.
+    Empty when there is none, or when two pieces are equally large (no clear place)."""
+    counts = Counter(b for b in base if b)
+    pairs = [
+        (i, index.where[b][0])
+        for i, b in enumerate(base)
+        if b and counts[b] == 1 and len(index.where.get(b, ())) == 1
+    ]
+    if not pairs:
+        return []
+    # longest increasing subsequence of file lines (base lines already increase)
+    tails: list[int] = []  # file line ending the best chain of each length
+    tail_at: list[int] = []  # index into pairs of that chain's end
+    prev = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        pos = bisect.bisect_left(tails, j)
+        if pos == len(tails):
+            tails.append(j)
+            tail_at.append(k)
+        else:
+            tails[pos] = j
+            tail_at[pos] = k
+        prev[k] = tail_at[pos - 1] if pos else -1
+    chain = []
+    k = tail_at[-1]
+    while k != -1:
+        chain.append(pairs[k])
+        k = prev[k]
+    chain.reverse()
+    pieces = [[chain[0]]]
+    for a, b in zip(chain, chain[1:], strict=False):
+        if abs((b[1] - a[1]) - (b[0] - a[0])) > MAX_GAP:
+            pieces.append([])
+        pieces[-1].append(b)
+    pieces.sort(key=len, reverse=True)
+    if len(pieces) > 1 and len(pieces[0]) == len(pieces[1]):
+        return []
+    return pieces[0]
+
+
+def _window_anchors(
+    base: list[str], fnorm: list[str], anchors: list[tuple[int, int]], budget: Budget
+) -> list[tuple[int, int]]:
+    """The unique anchors plus the best fuzzy chain inside each window between and around
+    them (a window too large for MAX_CELLS keeps only the exact in-order alignment)."""
+    out: list[tuple[int, int]] = []
+    first_i, first_j = anchors[0]
+    last_i, last_j = anchors[-1]
+    windows = [(0, first_i, max(0, first_j - first_i - MAX_GAP), first_j)]
+    windows += [
+        (a[0] + 1, b[0], a[1] + 1, b[1]) for a, b in zip(anchors, anchors[1:], strict=False)
+    ]
+    tail = len(base) - last_i - 1
+    windows.append(
+        (last_i + 1, len(base), last_j + 1, min(len(fnorm), last_j + 1 + tail + MAX_GAP))
+    )
+    for n, (i0, i1, j0, j1) in enumerate(windows):
+        if 0 < n <= len(anchors):
+            out.append(anchors[n - 1])
+        rows, cols = i1 - i0, j1 - j0
+        if rows <= 0 or cols <= 0 or rows * cols > MAX_CELLS:
+            continue
+        if rows == cols and base[i0:i1] == fnorm[j0:j1]:  # the window agrees as written
+            out.extend((i0 + k, j0 + k) for k in range(rows))
+            continue
+        budget.spend_cells(rows * cols)
+        scores = _similarity(base[i0:i1], fnorm[j0:j1])
+        # the fixed anchors around the window, in its coordinates: chains must join them
+        left = (-1, -1) if n > 0 else None
+        right = (rows, cols) if n <= len(anchors) - 1 else None
+        try:
+            chains = _chains(scores, budget, left)
+        except GaveUp:
+            raise
+        except HunkFailure:
+            continue
+        if chains:
+            best = max(
+                chains, key=lambda c: c.score - (_drift(c.anchors[-1], right) if right else 0.0)
+            )
+            out.extend((i0 + i, j0 + j) for i, j in best.anchors)
+    return sorted(out)
+
+
+def _locate(
+    base: list[str], index: FileIndex, hint: int | None, budget: Budget
+) -> tuple[dict[int, int], bool]:
+    """Map base lines to file lines: as one exact block, else from unique anchors with fuzzy
+    windows, else by the fuzzy search over the whole file (bounded). Returns the mapping
+    and whether the header's line number was needed to choose the place."""
+    budget.check()
+    found = _exact_block(base, index, hint)
+    if found is not None:
+        start, used_hint = found
+        return {i: start + i for i in range(len(base))}, used_hint
+    anchors = _unique_anchors(base, index)
+    if anchors:
+        return _align_gaps(
+            base, index.norm, _window_anchors(base, index.norm, anchors, budget)
+        ), False
+    cells = len(base) * len(index.norm)
+    if cells > MAX_CELLS:
+        raise HunkFailure(
+            f"gave up: no line of the hunk occurs exactly once in the file, and a fuzzy search "
+            f"of its {len(base):,} lines over {len(index.norm):,} would exceed {MAX_CELLS:,} cells"
+        )
+    budget.spend_cells(cells)
+    chain, used_hint = _pick_chain(_chains(_similarity(base, index.norm), budget), hint)
+    return _align_gaps(base, index.norm, chain.anchors), used_hint
+
+
+def place_hunk(
+    hunk: Hunk,
+    file_lines: list[str],
+    fnorm: list[str],
+    index: FileIndex | None = None,
+    budget: Budget | None = None,
+) -> _Placed:
     """Locate one hunk in the file and say what it deletes and inserts where."""
+    index = index or FileIndex.of(fnorm)
+    budget = budget or Budget.start()
     base_idx = [k for k, (t, _) in enumerate(hunk.lines) if t != "+"]
     base_raw = [hunk.lines[k][1] for k in base_idx]
     base = [_norm(s) for s in base_raw]
@@ -278,8 +522,7 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     nonblank = [i for i, b in enumerate(base) if b]
     if not nonblank:
         raise HunkFailure("hunk's context and removed lines are all blank")
-    chain, used_hint = _pick_chain(_chains(_similarity(base, fnorm)), hunk.old_start)
-    mapping = _align_gaps(base, fnorm, chain.anchors)
+    mapping, used_hint = _locate(base, index, hunk.old_start, budget)
     needed = max(1, math.ceil(0.5 * len(nonblank)))
     matched = sum(1 for i in nonblank if i in mapping)
     if matched < needed:
@@ -290,12 +533,11 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     for i, (tag, _) in enumerate(hunk.lines[k] for k in base_idx):
         if tag == "-" and i not in mapping:
             raise HunkFailure(
-                f"line to remove not found near line {chain.anchors[0][1] + 1}: "
+                f"line to remove not found near line {min(mapping.values(), default=0) + 1}: "
                 f"{base_raw[i].strip()[:60]!r}"
             )
     # indentation shift, consistent over all mapped non-blank lines
-    deltas = {_indent(file_lines[j]) - _indent(base_raw[i]) for i, j in mapping.items() if base[i]}
-    shift = deltas.pop() if len(deltas) == 1 else 0
+    shift = _indent_shift(mapping, base, base_raw, file_lines)
     # where each run of added lines goes: after the mapped line before it, else before the
     # mapped line after it
     inserts: dict[int, list[str]] = {}
@@ -355,6 +597,22 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     return _Placed(start, end, deletes, inserts, repairs, exact)
 
 
+def _indent_shift(
+    mapping: dict[int, int], base: list[str], base_raw: list[str], file_lines: list[str]
+) -> int:
+    """The indentation shift shared by every mapped non-blank line, else 0 (stops at the
+    second distinct shift: a long hunk costs one pass at most)."""
+    seen: set[int] = set()
+    for i, j in mapping.items():
+        if not base[i]:
+            continue
+        raw, real = base_raw[i], file_lines[j]
+        seen.add(0 if raw == real else _indent(real) - _indent(raw))
+        if len(seen) > 1:
+            return 0
+    return seen.pop() if seen else 0
+
+
 def _reindent(line: str, shift: int) -> str:
     if shift > 0 and line.strip():
         return " " * shift + line
@@ -375,12 +633,18 @@ def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyRes
     """Place every hunk, refuse overlaps, and apply them all or none."""
     file_lines, final_nl = _split(content)
     fnorm = [_norm(s) for s in file_lines]
+    index = FileIndex.of(fnorm)
+    budget = Budget.start()
     placed: list[tuple[int, _Placed]] = []
     reports: list[HunkReport] = []
     reasons: list[str] = []
     for n, hunk in enumerate(hunks, start=1):
         try:
-            p = place_hunk(hunk, file_lines, fnorm)
+            p = place_hunk(hunk, file_lines, fnorm, index, budget)
+        except GaveUp as exc:
+            reasons.append(f"hunk {n} of {len(hunks)}: {exc}")
+            reports.append(HunkReport(n, "failed", reason=str(exc)))
+            return ApplyResult(False, None, mode, reports, reasons)
         except HunkFailure as exc:
             reports.append(HunkReport(n, "failed", reason=str(exc)))
             reasons.append(f"hunk {n}: {exc}")
