@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,11 +36,22 @@ from dataclasses import dataclass, field
 import numpy as np
 from rapidfuzz import fuzz, process
 
-HEADER = re.compile(r"^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?.*?(?:@@+|$)")
-SEARCH_BLOCK = re.compile(
-    r"^<{5,}\s*SEARCH[^\n]*\n(.*?)^={5,}[^\n]*\n(.*?)^>{5,}\s*REPLACE[^\n]*$",
-    re.MULTILINE | re.DOTALL,
+from formalbench.pipelines.ape.patchtext import (
+    FENCE,
+    HUNK_HEADER,
+    MAX_ANSWER_CHARS,
+    SEARCH_BLOCK,
+    extract_answer,
+    has_diff_markers,
+    language_of,
+    looks_like_diff,
+    reads_as,
+    select_sections,
 )
+
+__all__ = ["FENCE", "apply_answer", "apply_reply", "extract_answer", "looks_like_diff"]
+
+HEADER = HUNK_HEADER
 FUZZY_CUTOFF = 90.0  # rapidfuzz ratio (0-100) for two normalised lines to count as the same
 MAX_GAP = 40  # the most file lines an anchor chain may skip between two anchors
 GAP_COST = 0.05  # score lost per line of offset drift between consecutive anchors
@@ -77,12 +87,14 @@ class ApplyResult:
     mode: str  # "diff", "search-replace", "whole-file" or "none"
     hunks: list[HunkReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # diff sections for other files
 
     def summary(self) -> dict[str, object]:
         """The JSON object `formalbench ape apply --json` prints."""
         return {
             "applied": self.applied,
             "mode": self.mode,
+            "ignored_sections": self.ignored,
             "hunks": len(self.hunks),
             "repaired_hunks": sum(h.status == "repaired" for h in self.hunks),
             "failed_hunks": sum(h.status == "failed" for h in self.hunks),
@@ -135,18 +147,6 @@ class Budget:
 # ---------------------------------------------------------------- parsing
 
 
-def looks_like_diff(text: str) -> bool:
-    """True when `text` is a unified diff (with or without headers and @@ lines)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return False
-    if any(HEADER.match(ln) and ln.startswith("@@") for ln in lines):
-        return True
-    body = [ln for ln in lines if not ln.startswith(("--- ", "+++ ", "diff ", "index "))]
-    changed = [ln for ln in body if ln[0] in "+-"]
-    return bool(changed) and all(ln[0] in " +-\\" for ln in body)
-
-
 def parse_diff(text: str) -> list[Hunk]:
     """Hunks of a unified diff, leniently: headers optional, counts ignored, a line without a
     prefix is context, the text after a header's second `@@` (git's section heading, a line
@@ -154,7 +154,7 @@ def parse_diff(text: str) -> list[Hunk]:
     hunks: list[Hunk] = []
     current: Hunk | None = None
     seen_header = False
-    for raw in text.splitlines():
+    for raw in (ln.removesuffix("\r") for ln in text.split("\n")):
         if raw.startswith("@@"):
             m = HEADER.match(raw)
             current = Hunk([], int(m.group(1)) if m and m.group(1) else None)
@@ -188,8 +188,8 @@ def parse_search_replace(text: str) -> list[Hunk]:
     """Search/replace blocks as hunks: the searched lines removed, the replacement added."""
     hunks = []
     for m in SEARCH_BLOCK.finditer(text):
-        search = m.group(1).splitlines()
-        replace = m.group(2).splitlines()
+        search = [ln.removesuffix("\r") for ln in m.group(1).split("\n")[:-1]]
+        replace = [ln.removesuffix("\r") for ln in m.group(2).split("\n")[:-1]]
         hunks.append(Hunk([("-", s) for s in search] + [("+", r) for r in replace]))
     return hunks
 
@@ -625,13 +625,24 @@ def _reindent(line: str, shift: int) -> str:
 # ---------------------------------------------------------------- applying
 
 
-def _split(content: str) -> tuple[list[str], bool]:
-    return content.splitlines(), content.endswith("\n") or content == ""
+def _split(content: str) -> tuple[list[str], list[str], bool, str]:
+    """(raw lines as in the file, lines without their CR, whether the file ends with a
+    newline, the CR to give added lines). Only LF ends a line: a form feed or U+2028 in a
+    line stays in it, and a CRLF file keeps its CRs (added lines get one too)."""
+    if content == "":
+        return [], [], True, ""
+    raw = content.split("\n")
+    final_nl = content.endswith("\n")
+    if final_nl:
+        raw.pop()
+    crs = sum(1 for r in raw if r.endswith("\r"))
+    lines = [r.removesuffix("\r") for r in raw] if crs else raw
+    return raw, lines, final_nl, "\r" if 2 * crs > len(raw) else ""
 
 
 def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyResult:
     """Place every hunk, refuse overlaps, and apply them all or none."""
-    file_lines, final_nl = _split(content)
+    raw_lines, file_lines, final_nl, cr = _split(content)
     fnorm = [_norm(s) for s in file_lines]
     index = FileIndex.of(fnorm)
     budget = Budget.start()
@@ -666,31 +677,69 @@ def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyRes
     out: list[str] = []
     j = 0
     for _, p in ordered:
-        out.extend(file_lines[j : p.start])
+        out.extend(raw_lines[j : p.start])
         for f in range(p.start, p.end + 2):
-            out.extend(p.inserts.get(f, []))
+            out.extend(line + cr for line in p.inserts.get(f, []))
             if f <= p.end and f not in p.deletes:
-                out.append(file_lines[f])
+                out.append(raw_lines[f])
         j = p.end + 1
-    out.extend(file_lines[j:])
+    out.extend(raw_lines[j:])
     text = "\n".join(out) + ("\n" if final_nl and out else "")
     return ApplyResult(True, text, mode, reports, [])
 
 
-def apply_answer(answer: str, content: str, repair: bool = True) -> ApplyResult:
-    """Apply a model's answer (unified diff, search/replace blocks or the whole new file).
+def apply_answer(
+    answer: str,
+    content: str,
+    repair: bool = True,
+    path: str | None = None,
+    language: str | None = None,
+) -> ApplyResult:
+    """Apply a model's answer (unified diff, search/replace blocks or the whole new file)
+    to `content`, the file at `path` (its path in the repository, matched against the
+    diff's file headers; None: a diff may name one file, any). `language` (default: from
+    `path`'s suffix) is what a whole-file answer must read as.
 
     With `repair=False` a diff applies only if every hunk is found exactly as written, at
     its header's line (the strict behaviour of `patch` without fuzz)."""
+    if len(answer) > MAX_ANSWER_CHARS:
+        why = f"gave up: the answer has {len(answer):,} characters (at most {MAX_ANSWER_CHARS:,})"
+        return ApplyResult(False, None, "none", reasons=[why])
     blocks = parse_search_replace(answer)
     if blocks:
         return _strict_gate(apply_hunks(blocks, content, "search-replace"), repair)
     if looks_like_diff(answer):
-        return _strict_gate(apply_hunks(parse_diff(answer), content, "diff"), repair)
+        chosen = select_sections(answer, path)
+        if chosen.problem:
+            reasons = [chosen.problem, *chosen.refused]
+            return ApplyResult(False, None, "diff", reasons=reasons, ignored=chosen.refused)
+        result = _strict_gate(apply_hunks(parse_diff(chosen.text), content, "diff"), repair)
+        result.ignored = chosen.refused
+        return result
     if not answer.strip():
         return ApplyResult(False, None, "none", reasons=["the answer is empty"])
+    if has_diff_markers(answer):
+        why = "the answer is diff text with nothing to apply (headers, a binary patch or a mode change), not a file"
+        return ApplyResult(False, None, "none", reasons=[why])
+    language = language or language_of(path)
+    if not reads_as(answer, language):
+        why = f"the answer is neither a diff nor a {language} file (no {language} command in it)"
+        return ApplyResult(False, None, "none", reasons=[why])
     text = answer if answer.endswith("\n") else answer + "\n"
     return ApplyResult(True, text, "whole-file")
+
+
+def apply_reply(
+    reply: str,
+    content: str,
+    repair: bool = True,
+    path: str | None = None,
+    language: str | None = None,
+) -> ApplyResult:
+    """A model's reply applied: the edit extracted (`patchtext.extract_answer`: a fenced
+    diff with prose around it, search/replace blocks, an unfenced diff, a file), then
+    `apply_answer`. The one entry point of `ape apply` and `ape eval`."""
+    return apply_answer(extract_answer(reply), content, repair, path, language)
 
 
 def _strict_gate(result: ApplyResult, repair: bool) -> ApplyResult:
@@ -701,23 +750,3 @@ def _strict_gate(result: ApplyResult, repair: bool) -> ApplyResult:
         return result
     reasons = [f"hunk {h.index} needs repair: {'; '.join(h.repairs)}" for h in bad]
     return ApplyResult(False, None, result.mode, result.hunks, reasons)
-
-
-FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-def extract_answer(reply: str) -> str:
-    """The edit in a model reply: the first ```diff block, else search/replace blocks, else
-    the last other fenced block (a whole file), else the reply itself."""
-    blocks = [(m.group(1).lower(), m.group(2)) for m in FENCE.finditer(reply)]
-    for lang, body in blocks:
-        if lang in ("diff", "patch", "udiff"):
-            return body
-    if SEARCH_BLOCK.search(reply):
-        return reply
-    for _, body in blocks:
-        if looks_like_diff(body):
-            return body
-    if blocks:
-        return blocks[-1][1]
-    return reply

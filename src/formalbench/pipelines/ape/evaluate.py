@@ -18,7 +18,7 @@ from formalbench.llm.base import ChatModel
 from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.ape.completeness import FileView, check_answer
 from formalbench.pipelines.ape.completeness import baseline as before_view
-from formalbench.pipelines.ape.diffrepair import apply_answer, extract_answer
+from formalbench.pipelines.ape.diffrepair import apply_reply
 from formalbench.pipelines.ape.gate import gate_findings
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.judge import judge_patch
@@ -137,7 +137,7 @@ async def _one_sample(
     baseline: dict[str, FileView],
 ) -> dict[str, Any]:
     before = task["content_before"]
-    result = apply_answer(extract_answer(reply), before)
+    result = apply_reply(reply, before, path=task["file_path_after"], language=task["language"])
     sample: dict[str, Any] = {"apply": result.summary(), "applied": result.applied}
     sample.update(compiled=False, judged=False)
     if not result.applied or result.content is None:
