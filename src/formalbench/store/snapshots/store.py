@@ -227,7 +227,19 @@ class SnapshotStore:
             out.write(manifest.encode(snapshot_id, entries))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, target)
+        # Published by a hard link, which fails if the name exists (a rename would replace
+        # it): of two puts of one id at once exactly one wins, the other learns it here.
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            if self._load(snapshot_id).entries() == sorted(entries):
+                return False
+            raise InputError(
+                f"snapshot {snapshot_id!r} was created in {self.root} by another put at the "
+                "same time, with other content (remove it first)"
+            ) from None
+        finally:
+            os.unlink(tmp)
         _fsync_dir(self.manifests)
         return True
 
