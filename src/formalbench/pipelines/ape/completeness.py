@@ -27,6 +27,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from typing import Any
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_output import is_time_line
 from formalbench.backends.coq_queries import LOCAL_MODULE, parse_assumptions
+from formalbench.backends.coq_source import declared_names
 from formalbench.backends.sandbox import work_dir
 from formalbench.checking.decls import split_decls
 from formalbench.core.config import VerifierPolicy
@@ -70,8 +72,15 @@ class FileView:
     problem: str | None = None
 
 
-def read_view(backend: CoqBackend, content: str, timeout: float) -> FileView:
-    """Compile `content` and read its declarations, types and assumptions from Coq."""
+def read_view(
+    backend: CoqBackend, content: str, timeout: float, guesses: Sequence[str] = ()
+) -> FileView:
+    """Compile `content` and read its declarations, types and assumptions from Coq.
+
+    `guesses`: qualified names likely declared (those of the file before the edit); with
+    the names the text declares, their assumptions are asked in the same run as the list of
+    declarations, so a usual answer costs two runs of coqc. A guess that Coq does not know
+    stops that run; the assumptions still owed are then asked in a third."""
     started = time.perf_counter()
     with work_dir("ape") as tmp:
         work = Path(tmp)
@@ -81,26 +90,36 @@ def read_view(backend: CoqBackend, content: str, timeout: float) -> FileView:
             view.problem = "the file does not compile"
             return view
         nonce = secrets.token_hex(6)
+        guessed = list(dict.fromkeys([*guesses, *(LOCAL + n for n in declared_names(content))]))
         left = timeout - (time.perf_counter() - started)
-        names_text = _search_text(nonce)
-        out = backend.compile(work, QUERY_MODULE, names_text, max(left, 0.1))
-        if out.status != CheckStatus.ok or out.returncode:
+        text = _search_text(nonce) + _assumptions_text(nonce, guessed)
+        out = backend.compile(work, QUERY_MODULE, text, max(left, 0.1))
+        blocks = _blocks(out.stdout, nonce)
+        if "names" not in blocks or "types" not in blocks:
             view.problem = f"Coq could not list the declarations: {_tail(out.stderr)}"
-            return view
-        blocks = _blocks(out.stdout, nonce, ["names", "types", "end"])
-        if blocks is None:
-            view.problem = "Coq's list of declarations could not be read"
             return view
         names = [ln.strip() for ln in blocks["names"] if ln.strip()]
         view.statements = _types(blocks["types"], names)
+        asked = {n: f"q{i}" for i, n in enumerate(guessed)}
+        view.assumptions = {
+            n: parse_assumptions(blocks[asked[n]])
+            for n in names
+            if n in asked and asked[n] in blocks
+        }
+        owed = [n for n in names if n not in view.assumptions]
+        if not owed:
+            return view
         left = timeout - (time.perf_counter() - started)
-        labels = [f"q{i}" for i in range(len(names))]
-        out = backend.compile(work, QUERY_MODULE, _assumptions_text(nonce, names), max(left, 0.1))
-        answers = _blocks(out.stdout, nonce, [*labels, "end"])
-        if out.status != CheckStatus.ok or out.returncode or answers is None:
+        nonce = secrets.token_hex(6)
+        text = f"Require {LOCAL_MODULE}.\nSet Printing Width 100000.\n"
+        out = backend.compile(
+            work, QUERY_MODULE, text + _assumptions_text(nonce, owed), max(left, 0.1)
+        )
+        blocks = _blocks(out.stdout, nonce)
+        if out.status != CheckStatus.ok or out.returncode or "end" not in blocks:
             view.problem = f"Coq could not print the assumptions: {_tail(out.stderr)}"
             return view
-        view.assumptions = {n: parse_assumptions(answers[f"q{i}"]) for i, n in enumerate(names)}
+        view.assumptions.update({n: parse_assumptions(blocks[f"q{i}"]) for i, n in enumerate(owed)})
     return view
 
 
@@ -120,42 +139,40 @@ def _search_text(nonce: str) -> str:
             "Unset Search Output Name Only.",
             _marker(nonce, "types"),
             f"Search _ inside {LOCAL_MODULE}.",
-            _marker(nonce, "end"),
             "",
         ]
     )
 
 
 def _assumptions_text(nonce: str, names: list[str]) -> str:
-    lines = [f"Require {LOCAL_MODULE}.", "Set Printing Width 100000."]
+    lines = []
     for i, name in enumerate(names):
         lines += [_marker(nonce, f"q{i}"), f"Print Assumptions {name}."]
     lines += [_marker(nonce, "end"), ""]
     return "\n".join(lines)
 
 
-def _blocks(stdout: str, nonce: str, labels: list[str]) -> dict[str, list[str]] | None:
-    """The output between consecutive markers (each label's block ends at the next marker);
-    None unless every marker was printed, in order (the nonce is fresh: the file cannot
-    print one itself)."""
-    seen = {f"No object of basename fb_{nonce}_{label}": label for label in labels}
+def _blocks(stdout: str, nonce: str) -> dict[str, list[str]]:
+    """The output of each finished block: the lines after a marker up to the next marker
+    (a block whose next marker never came, because its command failed, is left out). The
+    nonce is fresh per run, so the checked file cannot print a marker itself."""
+    prefix = f"No object of basename fb_{nonce}_"
     out: dict[str, list[str]] = {}
     current: str | None = None
-    expected = 0
+    buffer: list[str] = []
     for line in stdout.splitlines():
         if is_time_line(line):
             continue
-        if line in seen:
-            if seen[line] != labels[expected]:
-                return None
-            expected += 1
-            current = seen[line]
-            out[current] = []
-            if expected == len(labels):
+        if line.startswith(prefix):
+            if current is not None:
+                out[current] = buffer
+            current, buffer = line[len(prefix) :], []
+            if current == "end":
+                out["end"] = []
                 break
         elif current is not None:
-            out[current].append(line)
-    return out if expected == len(labels) else None
+            buffer.append(line)
+    return out
 
 
 def _types(lines: list[str], names: list[str]) -> dict[str, str]:
@@ -299,7 +316,7 @@ def check_answer(tree: Path, before: FileView, content: str, timeout: float = 30
     """The verdict on one edited file: its compile (as `validate.check_in_tree` reports it)
     and `complete` by `judge_completeness` against the file before."""
     backend = backend_for(tree, timeout)
-    after = read_view(backend, content, timeout)
+    after = read_view(backend, content, timeout, guesses=list(before.statements))
     result = after.result
     out: dict[str, Any] = {
         "status": str(result.status),
