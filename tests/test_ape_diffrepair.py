@@ -216,9 +216,9 @@ def test_fuzzy_search_without_unique_line_gives_up_with_reason() -> None:
 
 
 def test_an_answer_past_its_deadline_stops_with_gave_up(monkeypatch) -> None:
-    from formalbench.pipelines.ape import diffrepair
+    from formalbench.pipelines.ape import locate
 
-    monkeypatch.setattr(diffrepair, "DEADLINE_S", -1.0)
+    monkeypatch.setattr(locate, "DEADLINE_S", -1.0)
     diff = "@@\n Lemma l2 : 2 = 2.\n-Proof.\n+Proof. (* a *)\n@@\n Lemma l3 : 3 = 3.\n-Proof.\n"
     result = apply_answer(diff, FILE)
     assert not result.applied and len(result.hunks) == 1  # the second hunk is not tried

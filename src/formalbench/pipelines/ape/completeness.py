@@ -37,7 +37,7 @@ from formalbench.backends.coq_output import is_time_line
 from formalbench.backends.coq_queries import LOCAL_MODULE, parse_assumptions
 from formalbench.backends.coq_source import declared_names
 from formalbench.backends.sandbox import work_dir
-from formalbench.checking.decls import split_decls
+from formalbench.checking.decls import Decl, split_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Language, Reason
 
@@ -200,13 +200,14 @@ def hole_keys(content: str, result: CheckResult) -> list[str]:
     starts = _line_starts(content)
     keys = []
     for hole in result.holes:
-        offset = starts[hole.line - 1] + hole.column if 0 < hole.line <= len(starts) else -1
+        line, column = hole.line or 0, hole.column or 0  # 1-based line, character column
+        offset = starts[line - 1] + column if 0 < line <= len(starts) else -1
         owner = next((d for d in decls if d.start <= offset < d.end + 1), None)
         keys.append(_decl_key(owner) if owner else "(outside any declaration)")
     return keys
 
 
-def _decl_key(decl) -> str:
+def _decl_key(decl: Decl) -> str:
     return decl.name or " ".join(t.text for t in decl.tokens)[:200]
 
 
