@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from formalbench.cli.main import app
 from formalbench.pipelines.ape.diffrepair import apply_answer, apply_reply
-from formalbench.pipelines.ape.patchtext import same_file
+from formalbench.pipelines.ape.patchtext import file_sections, same_file
 
 TASK = "theories/ZornsLemma/Sets.v"
 FILE = "".join(f"Lemma l{i} : {i} = {i}.\nProof.\n  reflexivity.\nQed.\n\n" for i in range(1, 8))
@@ -31,6 +31,14 @@ def test_sections_for_other_files_are_refused_and_the_task_file_applied() -> Non
         assert result.ignored and "theories/Other.v" in result.ignored[0]
     result = apply_answer(OTHER, FILE, path=TASK)
     assert not result.applied and "only other files" in result.reasons[0]
+    no_numbers = (
+        "--- a/theories/Other.v\n+++ b/theories/Other.v\n Lemma l1 : 1 = 1.\n+Axiom c : False.\n"
+    )
+    assert not apply_answer(no_numbers, FILE, path=TASK).applied
+    # a removed `-- a comment` and an added `++ b` inside a hunk are lines, not headers
+    lean = "@@ -1,2 +1,2 @@\n--- a comment\n+++ b\n x\n@@ -9 +9 @@\n-y\n+z\n"
+    (only,) = file_sections(lean)
+    assert not only.named and only.lines[1:3] == ["--- a comment", "+++ b"]
 
 
 def test_the_same_file_under_another_folder_prefix_is_the_same_file() -> None:

@@ -170,14 +170,23 @@ def file_sections(text: str) -> list[Section]:
     lines = text.split("\n")
     sections: list[Section] = []
     cur: Section | None = None
+    owed = [0, 0]  # old and new lines the last hunk header still announces
     k = 0
     while k < len(lines):
         ln = lines[k].removesuffix("\r")
+        inside = owed[0] > 0 and owed[1] > 0  # `---`/`+++` here are a removed and an added line
+        if ln.startswith("@@"):
+            m = HUNK_HEADER.match(ln)
+            owed = [int(m.group(2) or 1), int(m.group(4) or 1)] if m and m.group(1) else [0, 0]
+        elif ln[:1] in (" ", "-", "+"):
+            owed = [owed[0] - (ln[0] != "+"), owed[1] - (ln[0] != "-")]
         if ln.startswith("diff --git "):
             old, new = _git_paths(ln)
             cur = Section(old, new, named=True)
             sections.append(cur)
-        elif _is_header_pair(lines, k, cur):
+            owed = [0, 0]
+        elif not inside and _is_header_pair(lines, k, cur):
+            owed = [0, 0]
             old, new = _header_path(ln[4:]), _header_path(lines[k + 1][4:])
             if cur is None or cur.lines or not cur.named:
                 cur = Section(named=True)
@@ -202,14 +211,15 @@ def file_sections(text: str) -> list[Section]:
 
 
 def _is_header_pair(lines: list[str], k: int, cur: Section | None) -> bool:
-    """`--- X` then `+++ Y` then a hunk header (or the end, or a fresh `diff --git`
-    section): a removed line `-- x` followed by an added `++ y` is not a header."""
+    """`--- X` then `+++ Y` at the start of the text or of a `diff --git` section, or
+    followed by a hunk header: a removed line `-- x` then an added `++ y` inside a hunk is
+    not a header."""
     if not (lines[k].startswith("--- ") and k + 1 < len(lines)):
         return False
     if not lines[k + 1].startswith("+++ "):
         return False
     after = lines[k + 2].removesuffix("\r") if k + 2 < len(lines) else ""
-    fresh = cur is not None and cur.named and not cur.lines
+    fresh = cur is None or cur.named and not cur.lines  # nothing read yet, or a git header
     return fresh or after.startswith("@@") or not after.strip() and k + 3 >= len(lines)
 
 
