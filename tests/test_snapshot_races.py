@@ -3,6 +3,7 @@ symlink takes a directory's path (through the CLI: one line, exit 2), sparse fil
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 from pathlib import Path
@@ -43,7 +44,17 @@ def _race(store: SnapshotStore, trees: list[Path], monkeypatch: pytest.MonkeyPat
     return out
 
 
-def test_two_puts_of_one_id_at_once_exactly_one_wins(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("hard_links", [True, False], ids=["link", "no-links"])
+def test_two_puts_of_one_id_at_once_exactly_one_wins(tmp_path, monkeypatch, hard_links) -> None:
+    if not hard_links:  # a filesystem without hard links: the exclusive-create fallback
+        real_link = os.link
+
+        def no_link(src, dst, *args, **kwargs):  # type: ignore[no-untyped-def]
+            if str(dst).endswith(".json.zst"):
+                raise OSError(errno.EPERM, "Operation not permitted")
+            return real_link(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, "link", no_link)
     trees = []
     for k in (0, 1):
         tree = tmp_path / f"tree{k}"
