@@ -188,3 +188,10 @@ def test_full_loop_on_real_coqc(tmp_path, monkeypatch) -> None:
     answers = {a["sample"]: a for a in report["answers"]}
     assert "Candidate.cheat" in answers[4]["declarations"]["added"]
     assert answers[4]["refused"] and answers[6]["refused"] and not answers[0]["refused"]
+    summary = report["answer_summary"]
+    assert summary["answers"] == 7 and summary["compiled"] == 1
+    assert summary["not_complete_because"]["new axiom"] == 2  # the obligation, the Context
+    assert (
+        summary["not_complete_because"]["gate"] == 2
+        and summary["answers_that_added_declarations"] >= 2
+    )
