@@ -3,6 +3,10 @@
 Run: python bench/bench_diffrepair.py [COMMITS_PER_REPO] (default 80); the data folder is found
 like the tests find it (FORMALBENCH_TEST_DATA, else ../shared).
 
+`python bench/bench_diffrepair.py bounds` prints, instead, the time and peak memory of one
+answer in each of the cases of issue 23 (a realistic large hunk on a repetitive Coq file,
+and pathological answers), each in a fresh process so that its peak RSS is its own.
+
 Each real diff (`git diff -U3` of one modified .v/.lean file) is perturbed the ways models get
 diffs wrong; the repaired result is compared with the real file after the commit. A perturbed
 patch is *repairable* when every hunk keeps at least one non-blank genuine line of the old
@@ -234,5 +238,146 @@ def main(per_repo: int) -> None:
         print("wrong:", line)
 
 
+def _repetitive_coq(n_lines: int) -> list[str]:
+    """A Coq file whose lines repeat (`Proof.`, the tactic, `Qed.`, blanks) around unique
+    lemma statements, as a long library file looks."""
+    out: list[str] = []
+    k = 0
+    while len(out) < n_lines:
+        out += [f"Lemma l{k} : {k} + 0 = {k}.", "Proof.", "  intros.", "  reflexivity.", "Qed.", ""]
+        k += 1
+    return out[:n_lines]
+
+
+def _hunk(old: list[str], new: list[str], start: int | None) -> str:
+    """A hunk turning `old` into `new`, lines compared position by position (`new` may have
+    one more line at the first difference, an insertion)."""
+    head = f"@@ -{start},{len(old)} +{start},{len(new)} @@" if start else "@@"
+    body = [head]
+    shift = len(new) - len(old)
+    j = 0
+    for ln in old:
+        if shift and j < len(new) and new[j] != ln:
+            body.append("+" + new[j])
+            j, shift = j + 1, 0
+        if j < len(new) and new[j] == ln:
+            body.append(" " + ln)
+        else:
+            body += ["-" + ln, "+" + new[j]]
+        j += 1
+    return "\n".join(body) + "\n"
+
+
+def bound_case(name: str) -> tuple[str, str]:
+    """(answer, file) of one case of `bounds`."""
+    if name.startswith("realistic"):
+        file = _repetitive_coq(6000)
+        old = file[3000:3243]
+        new = [ln.replace("reflexivity", "simpl; reflexivity") for ln in old]
+        if name == "realistic":  # correct header and context
+            return _hunk(old, new, 3001), "\n".join(file) + "\n"
+        if name == "realistic-no-numbers":
+            return _hunk(old, new, None), "\n".join(file) + "\n"
+        if name == "realistic-typos":  # context typos: unique anchors, fuzzy windows
+            typo = [
+                ln.replace("intros.", "intro.") if k % 12 == 2 else ln for k, ln in enumerate(old)
+            ]
+            answer = _hunk(old, new, None)
+            bad = _hunk(
+                typo, [t if t != o else n for t, o, n in zip(typo, old, new, strict=True)], None
+            )
+            return bad if bad != answer else answer, "\n".join(file) + "\n"
+        # re-indented context, wrong header: the repair path
+        answer = _hunk(old, new, 2950).replace("\n  ", "\n    ")
+        return answer, "\n".join(file) + "\n"
+    if name == "identical-20000":
+        file = ["Qed."] * 20000
+        old = ["Qed."] * 2002
+        new = ["Qed."] * 1001 + ["Proof."] + ["Qed."] * 1001
+        old = ["Qed."] * 2001
+        return _hunk(old, new, None), "\n".join(file) + "\n"
+    if name == "identical-20000-fuzzy":
+        file = ["Qed."] * 20000
+        old = ["Qed ."] * 1000 + ["Qedd."] + ["Qed."] * 1001
+        new = [*old[:1000], "Proof.", *old[1001:]]
+        return _hunk(old, new, 17), "\n".join(file) + "\n"
+    if name == "whole-100000":
+        file = [f"Lemma x{k} : {k} = {k}. Proof. reflexivity. Qed." for k in range(100000)]
+        new = [
+            ln.replace("reflexivity", "easy") if k % 97 == 0 else ln for k, ln in enumerate(file)
+        ]
+        return _hunk(file, new, None), "\n".join(file) + "\n"
+    if name == "whole-100000-repeated":
+        file = ["Proof. reflexivity. Qed."] * 100000
+        old = ["Proof.  reflexivity. Qed."] * 100000
+        return _hunk(old, ["Proof. easy. Qed."] * 100000, None), "\n".join(file) + "\n"
+    if name == "hunks-10000":
+        file = _repetitive_coq(60000)
+        parts = []
+        for k in range(10000):
+            a = 6 * k
+            old = file[a : a + 5]
+            new = [old[0], old[1], "  simpl.", *old[2:]]
+            parts.append(_hunk(old, new, None))
+        return "".join(parts), "\n".join(file) + "\n"
+    raise SystemExit(f"unknown case {name}")
+
+
+BOUND_CASES = [
+    "realistic",
+    "realistic-no-numbers",
+    "realistic-repair",
+    "realistic-typos",
+    "identical-20000",
+    "identical-20000-fuzzy",
+    "whole-100000",
+    "whole-100000-repeated",
+    "hunks-10000",
+]
+
+
+def _one_bound(name: str) -> None:
+    """Child process: build the case, time one `apply_answer`, print a JSON line."""
+    import json
+    import resource
+
+    answer, file = bound_case(name)
+    start = time.perf_counter()
+    result = apply_answer(answer, file)
+    seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    why = result.reasons[0][:90] if result.reasons else ""
+    print(
+        json.dumps({"seconds": seconds, "peak_mb": peak_mb, "applied": result.applied, "why": why})
+    )
+
+
+def bounds() -> None:
+    import json
+
+    print(
+        f"{'case':24} {'answer lines':>12} {'file lines':>10} {'seconds':>8} {'peak MB':>8}  outcome"
+    )
+    for name in BOUND_CASES:
+        answer, file = bound_case(name)
+        run = subprocess.run(
+            [sys.executable, __file__, "--bound-case", name], capture_output=True, text=True
+        )
+        if run.returncode:
+            print(f"{name:24} failed: {run.stderr.strip()[-300:]}")
+            continue
+        got = json.loads(run.stdout.strip().splitlines()[-1])
+        outcome = "applied" if got["applied"] else f"refused: {got['why']}"
+        print(
+            f"{name:24} {answer.count(chr(10)):12,d} {file.count(chr(10)):10,d} "
+            f"{got['seconds']:8.2f} {got['peak_mb']:8.0f}  {outcome}"
+        )
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 80)
+    if sys.argv[1:2] == ["bounds"]:
+        bounds()
+    elif sys.argv[1:2] == ["--bound-case"]:
+        _one_bound(sys.argv[2])
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 80)

@@ -167,3 +167,59 @@ def test_added_lines_before_the_first_context_line_are_exact() -> None:
     result = apply_answer(diff, FILE, repair=False)
     assert result.applied, result.reasons
     assert _lines(result.content)[:2] == ["(* header *)", "Lemma l1 : 1 = 1."]
+
+
+# --- bounds (issue 23, item 2): behaviour, not time; figures in bench_diffrepair.py bounds
+
+
+def _repetitive(n: int) -> list[str]:
+    out: list[str] = []
+    for k in range(n):
+        out += [f"Lemma l{k} : {k} + 0 = {k}.", "Proof.", "  intros.", "  reflexivity.", "Qed.", ""]
+    return out
+
+
+def test_hunk_with_typos_in_repeated_lines_is_anchored_on_unique_lines() -> None:
+    file = _repetitive(100)
+    old = file[300:360]
+    body = []
+    for k, line in enumerate(old):
+        shown = line.replace("intros.", "intro.") if k % 12 == 2 else line  # typos in context
+        if line == "  reflexivity." and k % 12 == 3:
+            body += [f"-{shown}", "+  simpl; reflexivity."]
+        else:
+            body.append(f" {shown}")
+    result = apply_answer("@@\n" + "\n".join(body) + "\n", "\n".join(file) + "\n")
+    assert result.applied, result.reasons
+    expected = list(file)
+    for k in range(300, 360):
+        if file[k] == "  reflexivity." and (k - 300) % 12 == 3:
+            expected[k] = "  simpl; reflexivity."
+    assert result.content == "\n".join(expected) + "\n"
+
+
+def test_identical_lines_need_the_header_to_place_a_hunk() -> None:
+    file = "Qed.\n" * 3000
+    hunk = "\n".join([" Qed."] * 50 + ["-Qed.", "+Proof."] + [" Qed."] * 50) + "\n"
+    result = apply_answer("@@\n" + hunk, file)
+    assert not result.applied and "ambiguous" in result.reasons[0]
+    result = apply_answer("@@ -1001,101 +1001,101 @@\n" + hunk, file)
+    assert result.applied and result.content.splitlines()[1050] == "Proof."
+
+
+def test_fuzzy_search_without_unique_line_gives_up_with_reason() -> None:
+    file = "Qed.\n" * 20000
+    hunk = "@@\n" + " Qed .\n" * 300 + "-Qedd.\n+Proof.\n"
+    result = apply_answer(hunk, file)
+    assert not result.applied
+    assert result.reasons[0].startswith("hunk 1: gave up: no line of the hunk occurs exactly once")
+
+
+def test_an_answer_past_its_deadline_stops_with_gave_up(monkeypatch) -> None:
+    from formalbench.pipelines.ape import locate
+
+    monkeypatch.setattr(locate, "DEADLINE_S", -1.0)
+    diff = "@@\n Lemma l2 : 2 = 2.\n-Proof.\n+Proof. (* a *)\n@@\n Lemma l3 : 3 = 3.\n-Proof.\n"
+    result = apply_answer(diff, FILE)
+    assert not result.applied and len(result.hunks) == 1  # the second hunk is not tried
+    assert "gave up: placing the answer took more than" in result.reasons[0]

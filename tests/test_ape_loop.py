@@ -1,5 +1,6 @@
 """The whole APE loop on real coqc with a scripted model: instructions, reverse validation,
-patches (good, broken, gated, unplaceable), repair, compile, judge, and the report."""
+patches (good, broken, gated, unplaceable, and three that prove False yet compile: issue
+23), repair, compile, judge, and the report."""
 
 from __future__ import annotations
 
@@ -93,6 +94,13 @@ def _seed_run(run_dir) -> ApeTask:
     return task
 
 
+CHEATS = (
+    "+Program Definition cheat : False := _.\n+Admit Obligations.\n+",
+    '+Set Warnings "-local-declaration".\n+Variable cheat : False.\n+',
+    "+Context (cheat : False).\n+",
+)
+
+
 def _rule(task: ApeTask):
     gold_body = "\n".join(
         ln for ln in task.gold_diff.splitlines() if not ln.startswith(("---", "+++"))
@@ -105,6 +113,8 @@ def _rule(task: ApeTask):
     )
     gated = gold_no_numbers.replace("\n+", "\n+Axiom cheat : False.\n+", 1)
     patches = [gold_no_numbers, broken, gated, "@@\n+no anchor at all"]
+    # compile passes that prove False (issue 23): refused by Coq's assumptions or the gate
+    patches += [gold_no_numbers.replace("\n+", "\n" + cheat, 1) for cheat in CHEATS]
 
     def answer(call: ScriptedCall) -> str:
         system = call.messages[0].content
@@ -152,20 +162,36 @@ def test_full_loop_on_real_coqc(tmp_path, monkeypatch) -> None:
         res = runner.invoke(app, ["ape", "synthesize", str(tmp_path), "--model", spec])
         assert res.exit_code == 0, res.output
         assert "1 tasks kept" in res.stdout
-        res = runner.invoke(app, ["ape", "eval", str(tmp_path), "--model", spec, "--samples", "4"])
+        res = runner.invoke(app, ["ape", "eval", str(tmp_path), "--model", spec, "--samples", "7"])
         assert res.exit_code == 0, res.output
         assert "1 tasks with at least one judged pass" in res.stdout
     with ApeStore(tmp_path / "ape.sqlite") as store:
         result = store.get_result(task.id, "eval")["samples"]
-    assert [s["applied"] for s in result] == [True, True, True, False]
-    assert [s["compiled"] for s in result] == [True, False, False, False]
+    assert [s["applied"] for s in result] == [True, True, True, False, True, True, True]
+    assert [s["compiled"] for s in result] == [True] + [False] * 6
     assert result[1]["check"]["errors"] and "gate" in result[2]
     assert result[0]["apply"]["repaired_hunks"] >= 1  # headers without line numbers
+    assert result[0]["check"]["complete"] and result[0]["check"]["baseline"] == "coq"
+    obligation = result[4]["check"]  # Program Definition cheat : False := _. Admit Obligations.
+    assert "Candidate.cheat_obligation_1" in obligation["new_axioms"] and obligation["new_holes"]
+    assert "Candidate.cheat" in obligation["declarations"]["added"]
+    assert any("Set Warnings" in g for g in result[5]["gate"])  # never reaches coqc
+    assert result[6]["check"]["new_axioms"] == ["Candidate.cheat"]  # a top-level Context
     res = runner.invoke(app, ["report", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     report = json.loads(res.stdout)
     assert report["kind"] == "ape" and report["benchmark_tasks"] == 1
     figures = report["pass_at_k"]
-    assert figures["compile_pass@1"] == 0.25 and figures["judge_pass@1"] == 0.25
-    assert figures["compile_pass@2"] == 0.5 and figures["semantic_drop@1"] == 0.0
+    assert figures["compile_pass@1"] == round(1 / 7, 4) == figures["judge_pass@1"]
+    assert figures["compile_pass@2"] == round(2 / 7, 4) and figures["semantic_drop@1"] == 0.0
     assert report["by_category"]["Feature"]["tasks"] == 1
+    answers = {a["sample"]: a for a in report["answers"]}
+    assert "Candidate.cheat" in answers[4]["declarations"]["added"]
+    assert answers[4]["refused"] and answers[6]["refused"] and not answers[0]["refused"]
+    summary = report["answer_summary"]
+    assert summary["answers"] == 7 and summary["compiled"] == 1
+    assert summary["not_complete_because"]["new axiom"] == 2  # the obligation, the Context
+    assert (
+        summary["not_complete_because"]["gate"] == 2
+        and summary["answers_that_added_declarations"] >= 2
+    )

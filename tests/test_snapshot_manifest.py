@@ -114,6 +114,9 @@ HOSTILE = [
     ("counts", lambda d: d["counts"].__setitem__(0, d["counts"][0] + 1), "differ in length"),
     ("link path", lambda d: d["links"].append(["../out", "/etc"]), "unsafe symlink"),
     ("link in link", lambda d: d["links"].append(["link_to_dir/x", "/etc"]), "under symlink"),
+    ("link on a dir", lambda d: d["links"].append(["src", "/etc"]), "path of a directory"),
+    ("link on a file", lambda d: d["links"].append(["build.sh", "x"]), "path of a file"),
+    ("link twice", lambda d: d["links"].append(list(d["links"][0])), "listed twice"),
     ("names type", lambda d: d.update(names=["A.v"]), "not a readable"),
     ("format", lambda d: d.update(format="formalbench-snapshot/9"), "unknown format"),
 ]

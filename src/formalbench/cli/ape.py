@@ -24,11 +24,19 @@ ape_app = typer.Typer(
 app.add_typer(ape_app, name="ape")
 
 
+MAX_READ_BYTES = 16 * 1024 * 1024  # a patch or a source file larger than this is refused
+
+
 def _read_text(path: Path, what: str) -> str:
+    """The file as UTF-8 text, read up to MAX_READ_BYTES (an endless input such as /dev/zero
+    is refused, not read forever); CRs are kept (no newline translation)."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(MAX_READ_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+    if len(data) > MAX_READ_BYTES:
+        raise InputError(f"{path}: the {what} is larger than {MAX_READ_BYTES // 2**20} MiB")
     if b"\0" in data:
         raise InputError(f"{path}: the {what} is a binary file")
     try:
@@ -40,23 +48,43 @@ def _read_text(path: Path, what: str) -> str:
 @ape_app.command("apply")
 @user_errors
 def apply_command(
-    patch: Annotated[Path, typer.Argument(help="A unified diff, search/replace blocks or a file.")],
+    patch: Annotated[
+        Path,
+        typer.Argument(
+            help="A model's reply: a unified diff (fenced or not, prose around it), "
+            "search/replace blocks or a whole file."
+        ),
+    ],
     to: Annotated[Path, typer.Option("--to", help="The file the edit applies to.")],
     out: Annotated[Path, typer.Option("--out", help="Where to write the edited file.")],
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            help="The file's path in its repository, matched against the diff's file "
+            "headers (default: --to as given, or its name when absolute).",
+        ),
+    ] = None,
     no_repair: Annotated[
         bool, typer.Option("--no-repair", help="Apply only hunks that match exactly.")
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
 ) -> None:
-    """Apply a model's edit to FILE with DiffRepair; exit 0 applied, 1 not applied."""
-    from formalbench.pipelines.ape.diffrepair import apply_answer
+    """Apply a model's edit to FILE with DiffRepair; exit 0 applied, 1 not applied.
+
+    Sections of the diff for other files are refused (and listed); the same file under
+    another folder prefix is the same file."""
+    from formalbench.pipelines.ape.diffrepair import apply_reply
 
     answer = _read_text(patch, "patch")
     content = _read_text(to, "file to patch")
-    result = apply_answer(answer, content, repair=not no_repair)
+    # the file as the diff names it: --path, else --to as given (its name alone when absolute)
+    named = path or (to.name if to.is_absolute() else str(to))
+    result = apply_reply(answer, content, repair=not no_repair, path=named)
     if result.applied and result.content is not None:
         try:
-            out.write_text(result.content, encoding="utf-8")
+            with out.open("w", encoding="utf-8", newline="") as handle:
+                handle.write(result.content)
         except OSError as exc:
             raise InputError(f"{out}: cannot write the output: {exc.strerror or exc}") from None
     summary = result.summary()
@@ -70,6 +98,8 @@ def apply_command(
         )
         for reason in result.reasons:
             typer.echo(f"  {reason}")
+        for ignored in result.ignored if result.applied else ():
+            typer.echo(f"  {ignored}")
     if not result.applied:
         raise typer.Exit(1)
 

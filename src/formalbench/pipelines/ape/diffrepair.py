@@ -12,6 +12,10 @@ a removed line that is not in the file, overlapping hunks) fails the whole patch
 reason, a hunk with only added lines is never taken for the whole new file, and each hunk
 reports what was repaired. Whole-file answers and search/replace blocks are accepted too.
 
+Bounded work (issue 23): the search for a hunk's place (`locate`) anchors on exact blocks
+and unique lines first and runs the fuzzy search only in small windows; every answer has
+a deadline and a work budget, past which it is refused with a reason starting "gave up:".
+
 The parser is our own and lenient on purpose: strict parsers (unidiff, `patch`) reject the
 very diffs this module exists to repair (wrong hunk counts, no headers, unprefixed lines).
 """
@@ -19,21 +23,33 @@ very diffs this module exists to repair (wrong hunk counts, no headers, unprefix
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
-import numpy as np
-from rapidfuzz import fuzz, process
-
-HEADER = re.compile(r"^@@+\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?.*?(?:@@+|$)")
-SEARCH_BLOCK = re.compile(
-    r"^<{5,}\s*SEARCH[^\n]*\n(.*?)^={5,}[^\n]*\n(.*?)^>{5,}\s*REPLACE[^\n]*$",
-    re.MULTILINE | re.DOTALL,
+from formalbench.pipelines.ape.locate import (
+    Budget,
+    FileIndex,
+    GaveUp,
+    HunkFailure,
+    indent_of,
+    locate,
+    norm_line,
 )
-FUZZY_CUTOFF = 90.0  # rapidfuzz ratio (0-100) for two normalised lines to count as the same
-MAX_GAP = 40  # the most file lines an anchor chain may skip between two anchors
-GAP_COST = 0.05  # score lost per line of offset drift between consecutive anchors
-TIE_MARGIN = 0.25  # two places within this score of each other make a hunk ambiguous
+from formalbench.pipelines.ape.patchtext import (
+    FENCE,
+    HUNK_HEADER,
+    MAX_ANSWER_CHARS,
+    SEARCH_BLOCK,
+    extract_answer,
+    has_diff_markers,
+    language_of,
+    looks_like_diff,
+    reads_as,
+    select_sections,
+)
+
+__all__ = ["FENCE", "apply_answer", "apply_reply", "extract_answer", "looks_like_diff"]
+
+HEADER = HUNK_HEADER
 
 
 @dataclass
@@ -60,12 +76,14 @@ class ApplyResult:
     mode: str  # "diff", "search-replace", "whole-file" or "none"
     hunks: list[HunkReport] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # diff sections for other files
 
     def summary(self) -> dict[str, object]:
         """The JSON object `formalbench ape apply --json` prints."""
         return {
             "applied": self.applied,
             "mode": self.mode,
+            "ignored_sections": self.ignored,
             "hunks": len(self.hunks),
             "repaired_hunks": sum(h.status == "repaired" for h in self.hunks),
             "failed_hunks": sum(h.status == "failed" for h in self.hunks),
@@ -78,23 +96,7 @@ class ApplyResult:
         }
 
 
-class HunkFailure(Exception):
-    """A hunk cannot be placed; the message is the reason reported for it."""
-
-
 # ---------------------------------------------------------------- parsing
-
-
-def looks_like_diff(text: str) -> bool:
-    """True when `text` is a unified diff (with or without headers and @@ lines)."""
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    if not lines:
-        return False
-    if any(HEADER.match(ln) and ln.startswith("@@") for ln in lines):
-        return True
-    body = [ln for ln in lines if not ln.startswith(("--- ", "+++ ", "diff ", "index "))]
-    changed = [ln for ln in body if ln[0] in "+-"]
-    return bool(changed) and all(ln[0] in " +-\\" for ln in body)
 
 
 def parse_diff(text: str) -> list[Hunk]:
@@ -104,7 +106,7 @@ def parse_diff(text: str) -> list[Hunk]:
     hunks: list[Hunk] = []
     current: Hunk | None = None
     seen_header = False
-    for raw in text.splitlines():
+    for raw in (ln.removesuffix("\r") for ln in text.split("\n")):
         if raw.startswith("@@"):
             m = HEADER.match(raw)
             current = Hunk([], int(m.group(1)) if m and m.group(1) else None)
@@ -138,123 +140,13 @@ def parse_search_replace(text: str) -> list[Hunk]:
     """Search/replace blocks as hunks: the searched lines removed, the replacement added."""
     hunks = []
     for m in SEARCH_BLOCK.finditer(text):
-        search = m.group(1).splitlines()
-        replace = m.group(2).splitlines()
+        search = [ln.removesuffix("\r") for ln in m.group(1).split("\n")[:-1]]
+        replace = [ln.removesuffix("\r") for ln in m.group(2).split("\n")[:-1]]
         hunks.append(Hunk([("-", s) for s in search] + [("+", r) for r in replace]))
     return hunks
 
 
 # ---------------------------------------------------------------- locating
-
-
-def _norm(line: str) -> str:
-    return "".join(line.split())
-
-
-def _indent(line: str) -> int:
-    return len(line.expandtabs(2)) - len(line.expandtabs(2).lstrip())
-
-
-def _similarity(base: list[str], file_norm: list[str]) -> np.ndarray:
-    """Scores 0..1 of every (base line, file line) pair; blank lines never anchor."""
-    scores = process.cdist(base, file_norm, scorer=fuzz.ratio, score_cutoff=FUZZY_CUTOFF)
-    scores = np.asarray(scores, dtype=float) / 100.0
-    for i, b in enumerate(base):
-        if not b:
-            scores[i, :] = 0.0
-    return scores
-
-
-@dataclass
-class _Chain:
-    score: float
-    anchors: list[tuple[int, int]]  # (base index, file index), both increasing
-
-
-def _chains(scores: np.ndarray) -> list[_Chain]:
-    """Best anchor chain ending at each anchor: DP over anchors sorted by file line, where
-    a step from (i, j) to (i', j') costs GAP_COST per line of offset drift |(j'-j)-(i'-i)|."""
-    pts = [(int(i), int(j)) for i, j in zip(*np.nonzero(scores), strict=True)]
-    pts.sort(key=lambda p: (p[1], p[0]))
-    best: list[float] = []
-    back: list[int] = []
-    reach = MAX_GAP + scores.shape[0]
-    for k, (i, j) in enumerate(pts):
-        s = float(scores[i, j])
-        b_score, b_prev = s, -1
-        for p in range(k - 1, -1, -1):
-            pi, pj = pts[p]
-            if j - pj > reach:
-                break
-            if pi < i and pj < j and (j - pj) - (i - pi) <= MAX_GAP:
-                cand = best[p] + s - GAP_COST * abs((j - pj) - (i - pi))
-                if cand > b_score:
-                    b_score, b_prev = cand, p
-        best.append(b_score)
-        back.append(b_prev)
-    chains = []
-    for k in range(len(pts)):
-        anchors = []
-        p = k
-        while p != -1:
-            anchors.append(pts[p])
-            p = back[p]
-        chains.append(_Chain(best[k], anchors[::-1]))
-    return chains
-
-
-def _pick_chain(chains: list[_Chain], hint: int | None) -> tuple[_Chain, bool]:
-    """The best chain, and whether the header's line number was needed to choose it. Raises
-    HunkFailure when another place scores as well and the hint does not name one exactly."""
-    if not chains:
-        raise HunkFailure("no line of the hunk's context or removed lines occurs in the file")
-    chains.sort(key=lambda c: -c.score)
-    top = chains[0]
-    lo, hi = top.anchors[0][1], top.anchors[-1][1]
-    rivals = [
-        c
-        for c in chains[1:]
-        if c.score >= top.score - TIE_MARGIN and (c.anchors[0][1] > hi or c.anchors[-1][1] < lo)
-    ]
-    if not rivals:
-        return top, False
-    if hint is not None:
-        for c in [top, *rivals]:
-            start = c.anchors[0][1] - c.anchors[0][0]
-            if start == hint - 1:
-                return c, True
-    places = sorted({c.anchors[0][1] + 1 for c in [top, *rivals]})[:5]
-    raise HunkFailure(f"ambiguous: the hunk fits equally well at lines {places}")
-
-
-def _align_gaps(base: list[str], fnorm: list[str], anchors: list[tuple[int, int]]) -> dict:
-    """Map base lines between anchors (and just outside the chain) to file lines whose
-    normalised text is equal, in order; unmatched base lines stay unmapped."""
-    mapping = dict(anchors)
-    bounds = [(-1, -1), *anchors, (len(base), len(fnorm))]
-    for (i0, j0), (i1, j1) in zip(bounds, bounds[1:], strict=False):
-        if i0 == -1:  # before the first anchor: walk backwards while lines agree
-            i, j = i1 - 1, j1 - 1
-            while i >= 0 and j >= 0 and base[i] == fnorm[j]:
-                mapping[i] = j
-                i, j = i - 1, j - 1
-            continue
-        if i1 == len(base):  # after the last anchor: walk forwards while lines agree
-            i, j = i0 + 1, j0 + 1
-            while i < len(base) and j < len(fnorm) and base[i] == fnorm[j]:
-                mapping[i] = j
-                i, j = i + 1, j + 1
-            continue
-        j = j0 + 1
-        for i in range(i0 + 1, i1):  # greedy in-order match inside the gap
-            for jj in range(j, j1):
-                if base[i] == fnorm[jj]:
-                    mapping[i] = jj
-                    j = jj + 1
-                    break
-    return mapping
-
-
 @dataclass
 class _Placed:
     start: int  # first file index of the region
@@ -265,11 +157,19 @@ class _Placed:
     exact: bool
 
 
-def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
+def place_hunk(
+    hunk: Hunk,
+    file_lines: list[str],
+    fnorm: list[str],
+    index: FileIndex | None = None,
+    budget: Budget | None = None,
+) -> _Placed:
     """Locate one hunk in the file and say what it deletes and inserts where."""
+    index = index or FileIndex.of(fnorm)
+    budget = budget or Budget.start()
     base_idx = [k for k, (t, _) in enumerate(hunk.lines) if t != "+"]
     base_raw = [hunk.lines[k][1] for k in base_idx]
-    base = [_norm(s) for s in base_raw]
+    base = [norm_line(s) for s in base_raw]
     if not base:
         if not file_lines:  # a new file: the only place there is
             added = [t for tag, t in hunk.lines if tag == "+"]
@@ -278,8 +178,7 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     nonblank = [i for i, b in enumerate(base) if b]
     if not nonblank:
         raise HunkFailure("hunk's context and removed lines are all blank")
-    chain, used_hint = _pick_chain(_chains(_similarity(base, fnorm)), hunk.old_start)
-    mapping = _align_gaps(base, fnorm, chain.anchors)
+    mapping, used_hint = locate(base, index, hunk.old_start, budget)
     needed = max(1, math.ceil(0.5 * len(nonblank)))
     matched = sum(1 for i in nonblank if i in mapping)
     if matched < needed:
@@ -290,12 +189,11 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     for i, (tag, _) in enumerate(hunk.lines[k] for k in base_idx):
         if tag == "-" and i not in mapping:
             raise HunkFailure(
-                f"line to remove not found near line {chain.anchors[0][1] + 1}: "
+                f"line to remove not found near line {min(mapping.values(), default=0) + 1}: "
                 f"{base_raw[i].strip()[:60]!r}"
             )
     # indentation shift, consistent over all mapped non-blank lines
-    deltas = {_indent(file_lines[j]) - _indent(base_raw[i]) for i, j in mapping.items() if base[i]}
-    shift = deltas.pop() if len(deltas) == 1 else 0
+    shift = _indent_shift(mapping, base, base_raw, file_lines)
     # where each run of added lines goes: after the mapped line before it, else before the
     # mapped line after it
     inserts: dict[int, list[str]] = {}
@@ -355,6 +253,22 @@ def place_hunk(hunk: Hunk, file_lines: list[str], fnorm: list[str]) -> _Placed:
     return _Placed(start, end, deletes, inserts, repairs, exact)
 
 
+def _indent_shift(
+    mapping: dict[int, int], base: list[str], base_raw: list[str], file_lines: list[str]
+) -> int:
+    """The indentation shift shared by every mapped non-blank line, else 0 (stops at the
+    second distinct shift: a long hunk costs one pass at most)."""
+    seen: set[int] = set()
+    for i, j in mapping.items():
+        if not base[i]:
+            continue
+        raw, real = base_raw[i], file_lines[j]
+        seen.add(0 if raw == real else indent_of(real) - indent_of(raw))
+        if len(seen) > 1:
+            return 0
+    return seen.pop() if seen else 0
+
+
 def _reindent(line: str, shift: int) -> str:
     if shift > 0 and line.strip():
         return " " * shift + line
@@ -367,20 +281,37 @@ def _reindent(line: str, shift: int) -> str:
 # ---------------------------------------------------------------- applying
 
 
-def _split(content: str) -> tuple[list[str], bool]:
-    return content.splitlines(), content.endswith("\n") or content == ""
+def _split(content: str) -> tuple[list[str], list[str], bool, str]:
+    """(raw lines as in the file, lines without their CR, whether the file ends with a
+    newline, the CR to give added lines). Only LF ends a line: a form feed or U+2028 in a
+    line stays in it, and a CRLF file keeps its CRs (added lines get one too)."""
+    if content == "":
+        return [], [], True, ""
+    raw = content.split("\n")
+    final_nl = content.endswith("\n")
+    if final_nl:
+        raw.pop()
+    crs = sum(1 for r in raw if r.endswith("\r"))
+    lines = [r.removesuffix("\r") for r in raw] if crs else raw
+    return raw, lines, final_nl, "\r" if 2 * crs > len(raw) else ""
 
 
 def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyResult:
     """Place every hunk, refuse overlaps, and apply them all or none."""
-    file_lines, final_nl = _split(content)
-    fnorm = [_norm(s) for s in file_lines]
+    raw_lines, file_lines, final_nl, cr = _split(content)
+    fnorm = [norm_line(s) for s in file_lines]
+    index = FileIndex.of(fnorm)
+    budget = Budget.start()
     placed: list[tuple[int, _Placed]] = []
     reports: list[HunkReport] = []
     reasons: list[str] = []
     for n, hunk in enumerate(hunks, start=1):
         try:
-            p = place_hunk(hunk, file_lines, fnorm)
+            p = place_hunk(hunk, file_lines, fnorm, index, budget)
+        except GaveUp as exc:
+            reasons.append(f"hunk {n} of {len(hunks)}: {exc}")
+            reports.append(HunkReport(n, "failed", reason=str(exc)))
+            return ApplyResult(False, None, mode, reports, reasons)
         except HunkFailure as exc:
             reports.append(HunkReport(n, "failed", reason=str(exc)))
             reasons.append(f"hunk {n}: {exc}")
@@ -402,31 +333,69 @@ def apply_hunks(hunks: list[Hunk], content: str, mode: str = "diff") -> ApplyRes
     out: list[str] = []
     j = 0
     for _, p in ordered:
-        out.extend(file_lines[j : p.start])
+        out.extend(raw_lines[j : p.start])
         for f in range(p.start, p.end + 2):
-            out.extend(p.inserts.get(f, []))
+            out.extend(line + cr for line in p.inserts.get(f, []))
             if f <= p.end and f not in p.deletes:
-                out.append(file_lines[f])
+                out.append(raw_lines[f])
         j = p.end + 1
-    out.extend(file_lines[j:])
+    out.extend(raw_lines[j:])
     text = "\n".join(out) + ("\n" if final_nl and out else "")
     return ApplyResult(True, text, mode, reports, [])
 
 
-def apply_answer(answer: str, content: str, repair: bool = True) -> ApplyResult:
-    """Apply a model's answer (unified diff, search/replace blocks or the whole new file).
+def apply_answer(
+    answer: str,
+    content: str,
+    repair: bool = True,
+    path: str | None = None,
+    language: str | None = None,
+) -> ApplyResult:
+    """Apply a model's answer (unified diff, search/replace blocks or the whole new file)
+    to `content`, the file at `path` (its path in the repository, matched against the
+    diff's file headers; None: a diff may name one file, any). `language` (default: from
+    `path`'s suffix) is what a whole-file answer must read as.
 
     With `repair=False` a diff applies only if every hunk is found exactly as written, at
     its header's line (the strict behaviour of `patch` without fuzz)."""
+    if len(answer) > MAX_ANSWER_CHARS:
+        why = f"gave up: the answer has {len(answer):,} characters (at most {MAX_ANSWER_CHARS:,})"
+        return ApplyResult(False, None, "none", reasons=[why])
     blocks = parse_search_replace(answer)
     if blocks:
         return _strict_gate(apply_hunks(blocks, content, "search-replace"), repair)
     if looks_like_diff(answer):
-        return _strict_gate(apply_hunks(parse_diff(answer), content, "diff"), repair)
+        chosen = select_sections(answer, path)
+        if chosen.problem:
+            reasons = [chosen.problem, *chosen.refused]
+            return ApplyResult(False, None, "diff", reasons=reasons, ignored=chosen.refused)
+        result = _strict_gate(apply_hunks(parse_diff(chosen.text), content, "diff"), repair)
+        result.ignored = chosen.refused
+        return result
     if not answer.strip():
         return ApplyResult(False, None, "none", reasons=["the answer is empty"])
+    if has_diff_markers(answer):
+        why = "the answer is diff text with nothing to apply (headers, a binary patch or a mode change), not a file"
+        return ApplyResult(False, None, "none", reasons=[why])
+    language = language or language_of(path)
+    if not reads_as(answer, language):
+        why = f"the answer is neither a diff nor a {language} file (no {language} command in it)"
+        return ApplyResult(False, None, "none", reasons=[why])
     text = answer if answer.endswith("\n") else answer + "\n"
     return ApplyResult(True, text, "whole-file")
+
+
+def apply_reply(
+    reply: str,
+    content: str,
+    repair: bool = True,
+    path: str | None = None,
+    language: str | None = None,
+) -> ApplyResult:
+    """A model's reply applied: the edit extracted (`patchtext.extract_answer`: a fenced
+    diff with prose around it, search/replace blocks, an unfenced diff, a file), then
+    `apply_answer`. The one entry point of `ape apply` and `ape eval`."""
+    return apply_answer(extract_answer(reply), content, repair, path, language)
 
 
 def _strict_gate(result: ApplyResult, repair: bool) -> ApplyResult:
@@ -437,23 +406,3 @@ def _strict_gate(result: ApplyResult, repair: bool) -> ApplyResult:
         return result
     reasons = [f"hunk {h.index} needs repair: {'; '.join(h.repairs)}" for h in bad]
     return ApplyResult(False, None, result.mode, result.hunks, reasons)
-
-
-FENCE = re.compile(r"^```([\w+-]*)[^\n]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-def extract_answer(reply: str) -> str:
-    """The edit in a model reply: the first ```diff block, else search/replace blocks, else
-    the last other fenced block (a whole file), else the reply itself."""
-    blocks = [(m.group(1).lower(), m.group(2)) for m in FENCE.finditer(reply)]
-    for lang, body in blocks:
-        if lang in ("diff", "patch", "udiff"):
-            return body
-    if SEARCH_BLOCK.search(reply):
-        return reply
-    for _, body in blocks:
-        if looks_like_diff(body):
-            return body
-    if blocks:
-        return blocks[-1][1]
-    return reply

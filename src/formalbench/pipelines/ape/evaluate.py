@@ -1,7 +1,8 @@
 """APE evaluation: for each benchmark task, N patches from the model, each repaired and
 applied by DiffRepair, passed through the verifier's gate, compiled by the real assistant in
-the project at the commit, and (when it compiles cleanly) graded by the judge (4 samples,
-vote rule). Results are stored per task; a task already evaluated with N samples is skipped.
+the project at the commit, and (when it is complete: clean compile, and no declaration rests
+on an axiom or hole the file before did not have, `completeness`) graded by the judge (4
+samples, vote rule). Results are stored per task; a task already evaluated with N samples is skipped.
 """
 
 from __future__ import annotations
@@ -15,14 +16,15 @@ from typing import Any
 from formalbench.core.errors import InputError
 from formalbench.llm.base import ChatModel
 from formalbench.llm.prompts import load_prompt
-from formalbench.pipelines.ape.diffrepair import apply_answer, extract_answer
+from formalbench.pipelines.ape.completeness import FileView, check_answer
+from formalbench.pipelines.ape.completeness import baseline as before_view
+from formalbench.pipelines.ape.diffrepair import apply_reply
 from formalbench.pipelines.ape.gate import gate_findings
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.judge import judge_patch
 from formalbench.pipelines.ape.mining import STORE_NAME
 from formalbench.pipelines.ape.project import BuiltTrees, GitArchiveProvider
 from formalbench.pipelines.ape.synthesize import synthesize_task
-from formalbench.pipelines.ape.validate import check_in_tree
 from formalbench.store.ape import ApeStore
 
 
@@ -119,15 +121,23 @@ async def _evaluate_task(
         *(model.generate(messages, n=1, temperature=temperature, seed=i) for i in range(samples))
     )
     out = []
+    baseline: dict[str, FileView] = {}  # Coq's view of the file before, read once per task
     for reply in replies:
         text = reply[0].text if reply else ""
-        out.append(await _one_sample(judge, trees, task, labels, text))
+        out.append(await _one_sample(judge, trees, task, labels, text, baseline))
     return {"samples": out}
 
 
-async def _one_sample(judge, trees, task, labels, reply: str) -> dict[str, Any]:
+async def _one_sample(
+    judge: ChatModel,
+    trees: BuiltTrees,
+    task: dict[str, Any],
+    labels: dict[str, Any],
+    reply: str,
+    baseline: dict[str, FileView],
+) -> dict[str, Any]:
     before = task["content_before"]
-    result = apply_answer(extract_answer(reply), before)
+    result = apply_reply(reply, before, path=task["file_path_after"], language=task["language"])
     sample: dict[str, Any] = {"apply": result.summary(), "applied": result.applied}
     sample.update(compiled=False, judged=False)
     if not result.applied or result.content is None:
@@ -137,7 +147,9 @@ async def _one_sample(judge, trees, task, labels, reply: str) -> dict[str, Any]:
         sample["gate"] = [f"{f.reason}: {f.message}"[:200] for f in findings]
         return sample
     tree = await asyncio.to_thread(trees.tree_for, task["commit_hash"], task["file_path_after"])
-    check = await asyncio.to_thread(check_in_tree, tree, result.content)
+    if "before" not in baseline:
+        baseline["before"] = await asyncio.to_thread(before_view, tree, before)
+    check = await asyncio.to_thread(check_answer, tree, baseline["before"], result.content)
     sample["check"] = check
     sample["compiled"] = bool(check["complete"])
     if not sample["compiled"]:

@@ -57,7 +57,72 @@ def ape_report(run_dir: Path) -> dict[str, Any]:
         evals = store.results("eval")
         if evals:
             out.update(_eval_figures(evals, synth))
+            out["answers"] = answer_rows(evals)
+            out["answer_summary"] = answer_summary(evals)
     return out
+
+
+def answer_summary(evals: dict[str, Any]) -> dict[str, Any]:
+    """Counts over all answers: why those that applied were not complete, and how many
+    changed, removed or added declarations (as Coq lists them)."""
+    why: dict[str, int] = defaultdict(int)
+    edits = {"changed": 0, "removed": 0, "added": 0}
+    total = applied = compiled = 0
+    for done in evals.values():
+        for s in done.get("samples", []):
+            total += 1
+            applied += bool(s.get("applied"))
+            compiled += bool(s.get("compiled"))
+            check = s.get("check") or {}
+            if s.get("gate"):
+                why["gate"] += 1
+            elif s.get("applied") and not s.get("compiled"):
+                if check.get("errors") or check.get("status", "ok") != "ok":
+                    why["compile error"] += 1
+                elif check.get("warnings"):
+                    why["warning"] += 1
+                if check.get("new_axioms"):
+                    why["new axiom"] += 1
+                if check.get("new_holes"):
+                    why["new hole"] += 1
+            for key in edits:
+                edits[key] += bool((check.get("declarations") or {}).get(key))
+    return {
+        "answers": total,
+        "applied": applied,
+        "compiled": compiled,
+        "not_complete_because": dict(why),
+        "answers_that_changed_statements": edits["changed"],
+        "answers_that_removed_declarations": edits["removed"],
+        "answers_that_added_declarations": edits["added"],
+    }
+
+
+def answer_rows(evals: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per answer: whether it applied, compiled completely and was judged a pass;
+    why it was refused (gate, compile, a new axiom or hole); and which declarations, as Coq
+    lists them, it changed, removed or added (None where Coq could not read the file before).
+    Changed statements and removed lemmas can be what the instruction asked: the judge
+    scores them; they are listed here so a reader sees them."""
+    rows = []
+    for tid, done in sorted(evals.items()):
+        for i, s in enumerate(done.get("samples", [])):
+            check = s.get("check") or {}
+            refused = list(s.get("gate") or []) or list(check.get("reasons") or [])
+            if s.get("applied") and not s.get("compiled") and not refused:
+                refused = check.get("errors") or ["not complete"]
+            rows.append(
+                {
+                    "task": tid,
+                    "sample": i,
+                    "applied": bool(s.get("applied")),
+                    "compiled": bool(s.get("compiled")),
+                    "judged": bool(s.get("judged")),
+                    "refused": refused[:5],
+                    "declarations": check.get("declarations"),
+                }
+            )
+    return rows
 
 
 def _eval_figures(evals: dict[str, Any], synth: dict[str, Any]) -> dict[str, Any]:

@@ -317,7 +317,16 @@ def _problem(m: Manifest, joined: str) -> str:
     for path, target in m.links:
         if not isinstance(path, str) or not isinstance(target, str) or not _safe(path):
             return f"unsafe symlink {path!r}"
+        if path in link_paths:
+            return f"symlink {path!r} is listed twice"
         link_paths.add(path)
+    if link_paths:  # a symlink is made last: its path must be free by then
+        taken = link_paths.intersection(m.dirs)
+        if taken:
+            return f"symlink {min(taken)!r} has the path of a directory"
+        taken = link_paths.intersection(_file_paths(m))
+        if taken:
+            return f"symlink {min(taken)!r} has the path of a file"
     for path in link_paths:  # created last: one inside another would be followed
         parent = path.rpartition("/")[0]
         while parent:
@@ -325,6 +334,16 @@ def _problem(m: Manifest, joined: str) -> str:
                 return f"symlink {path!r} lies under symlink {parent!r}"
             parent = parent.rpartition("/")[0]
     return ""
+
+
+def _file_paths(m: Manifest) -> Iterator[str]:
+    """Every file's path, from the directory and name columns (only asked when there are
+    symlinks, so a plain restore does not pay for it)."""
+    names = iter(m.names)
+    for folder, count in zip(m.dirs, m.counts, strict=False):
+        prefix = f"{folder}/" if folder else ""
+        for _ in range(count):
+            yield prefix + next(names)
 
 
 def _safe(rel: str) -> bool:

@@ -22,6 +22,7 @@ import stat
 import threading
 import uuid
 from pathlib import Path
+from typing import BinaryIO
 
 import zstandard
 
@@ -161,7 +162,7 @@ class ObjectFiles:
                 if hashlib.sha256(data).hexdigest() != digest:
                     raise CorruptObjectError(f"object {obj} is corrupt (its content hash changed)")
                 with open(out_path, "wb") as out:
-                    out.write(data)
+                    write_keeping_holes(out, data)
                 return len(data)
             sha = hashlib.sha256()
             size = 0
@@ -170,7 +171,7 @@ class ObjectFiles:
                     reader = decompressor().stream_reader(src) if compressed else src
                     while chunk := reader.read(CHUNK):
                         sha.update(chunk)
-                        out.write(chunk)
+                        write_keeping_holes(out, chunk)
                         size += len(chunk)
             except zstandard.ZstdError as exc:
                 raise CorruptObjectError(f"object {obj} is corrupt ({exc})") from None
@@ -232,6 +233,27 @@ class ObjectFiles:
         finally:
             os.close(fd)
         return out
+
+
+HOLE_BLOCK = 64 * 1024
+_ZEROS = bytes(HOLE_BLOCK)
+
+
+def write_keeping_holes(out: BinaryIO, data: bytes) -> None:
+    """Write `data` at the file's position, seeking over whole 64 KiB blocks of zeros so
+    that a sparse file restored from its content keeps holes (the store keeps contents,
+    not block maps: a zero block is where a hole can be). Leaves the position after it."""
+    if len(data) < HOLE_BLOCK or data.count(0) < HOLE_BLOCK:
+        out.write(data)
+        return
+    view = memoryview(data)
+    for at in range(0, len(data), HOLE_BLOCK):
+        block = view[at : at + HOLE_BLOCK]
+        if len(block) == HOLE_BLOCK and block == _ZEROS:
+            out.seek(HOLE_BLOCK, os.SEEK_CUR)
+        else:
+            out.write(block)
+    out.truncate()  # a hole at the end needs the size set
 
 
 def _intact(st: os.stat_result, size: int, executable: bool) -> bool:

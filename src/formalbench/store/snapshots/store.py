@@ -227,7 +227,24 @@ class SnapshotStore:
             out.write(manifest.encode(snapshot_id, entries))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, target)
+        # Published by a hard link, which fails if the name exists (a rename would replace
+        # it): of two puts of one id at once exactly one wins, the other learns it here.
+        try:
+            try:
+                os.link(tmp, target)
+            except OSError as exc:  # a filesystem without hard links: O_EXCL claims the name
+                if isinstance(exc, FileExistsError) or exc.errno not in _NO_LINKS:
+                    raise
+                _claim(tmp, target)
+        except FileExistsError:
+            if self._load(snapshot_id).entries() == sorted(entries):
+                return False
+            raise InputError(
+                f"snapshot {snapshot_id!r} was created in {self.root} by another put at the "
+                "same time, with other content (remove it first)"
+            ) from None
+        finally:
+            os.unlink(tmp)
         _fsync_dir(self.manifests)
         return True
 
@@ -531,6 +548,18 @@ def _digest_of(path: str) -> str:
     head = os.path.basename(os.path.dirname(path))
     name = os.path.basename(path).split(".", 1)[0]
     return head + name
+
+
+_NO_LINKS = (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK)
+
+
+def _claim(tmp: Path, target: Path) -> None:
+    """Publish `tmp` as `target` only if nobody has: create the name exclusively (raises
+    FileExistsError otherwise), then replace it atomically with the full manifest. A
+    reader may see an empty manifest for that instant and reports it unreadable."""
+    os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+    os.replace(tmp, target)
+    tmp.touch()  # the caller unlinks it
 
 
 def _remove(path: Path) -> None:
