@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, existing_file
 from formalbench.core.errors import InputError
 
 METRICS = ("gted",)
@@ -24,15 +25,19 @@ def metrics_command(
     pairs_file: Annotated[
         Path,
         typer.Argument(
+            callback=existing_file,
             help="JSONL of pairs: name, label_tree/prediction_tree or "
-            "label_statement/prediction_statement, optional human_equivalent."
+            "label_statement/prediction_statement, optional human_equivalent.",
         ),
     ],
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     from_text: Annotated[
         bool, typer.Option("--from-text", help="Parse the statements even where trees are given.")
     ] = False,
-    folds: Annotated[int, typer.Option(help="Folds of the threshold cross-validation.")] = 5,
+    folds: Annotated[
+        int,
+        typer.Option(callback=at_least(2), help="Folds of the threshold cross-validation."),
+    ] = 5,
 ) -> None:
     """Scores over a file of records: `metrics gted PAIRS.jsonl` gives the GTED (tree edit
     distance of operator trees, 0..1) of each statement pair and a summary."""
@@ -41,6 +46,12 @@ def metrics_command(
     from formalbench.comparison.gted_pairs import read_pairs, score_pairs, summarize
 
     pairs = list(score_pairs(read_pairs(pairs_file), from_text=from_text))
+    labelled = sum(1 for p in pairs if p.gted is not None and p.label is not None)
+    if labelled and folds > labelled:  # else the cross-validated figure would be left out
+        raise InputError(
+            f"--folds {folds}: more folds than the {labelled} labelled, scored pairs "
+            f"of {pairs_file}"
+        )
     summary = summarize(pairs, folds=folds)
     if json_out:
         out = {"pairs": [p.to_json() for p in pairs], "summary": summary}
