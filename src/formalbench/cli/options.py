@@ -62,6 +62,16 @@ def at_least(low: int) -> Callable[[Any, Any, Any], Any]:
     return check
 
 
+def fraction(_ctx: Any, param: Any, value: float | None) -> float | None:
+    """A callback for a share or threshold: a number from 0 to 1."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InputError(f"{_label(param)} {value:g}: must be between 0 and 1")
+    return value
+
+
+fraction.formalbench_check = "fraction"  # type: ignore[attr-defined]
+
+
 def check_seconds(option: str, value: float) -> float:
     """A time limit: a positive, finite number of seconds (`inf` would let one check run for
     ever, `nan` compares false with everything)."""

@@ -285,7 +285,7 @@ def _formal(
 
             def report(stage: str, done: int, total: int) -> None:
                 if progress is not None:
-                    progress(f"formal: {stage}", done, total)
+                    progress(stage, done, total)  # "formal" (not "formal: formal")
 
             outcome = await run_formal_stages(
                 usable,
