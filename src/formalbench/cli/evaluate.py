@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from formalbench.cli.main import app, user_errors
+from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import at_least, existing_file, existing_folder, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
@@ -212,7 +212,9 @@ def eval_command(
         bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
     ] = False,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
-    quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
+    quiet: Annotated[
+        bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
+    ] = False,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
     if executor not in ("local", "ray"):
@@ -252,6 +254,11 @@ def eval_command(
     )
     if quiet:
         result = run_evaluation(config, run_dir)
+        # --quiet drops the bar and the tables, never what went wrong (on stderr)
+        for problem in result.problems:
+            say_error(f"skipped {problem}")
+        if result.stopped:
+            say_error(f"stopped early: {result.stopped}; rerun to resume")
     else:
         with make_progress(console) as progress:
             result = run_evaluation(config, run_dir, ProgressBar(progress))
