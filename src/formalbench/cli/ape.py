@@ -14,7 +14,13 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import at_least, existing_file, existing_folder, fraction
+from formalbench.cli.options import (
+    at_least,
+    existing_file,
+    existing_folder,
+    existing_path,
+    fraction,
+)
 from formalbench.core.errors import InputError
 
 ape_app = typer.Typer(
@@ -85,7 +91,9 @@ def apply_command(
 @ape_app.command("mine")
 @user_errors
 def mine_command(
-    repo: Annotated[str, typer.Argument(help="A git repository folder or bundle.")],
+    repo: Annotated[
+        str, typer.Argument(callback=existing_path, help="A git repository folder or bundle.")
+    ],
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
     since: Annotated[
         str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")

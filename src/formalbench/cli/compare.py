@@ -25,7 +25,10 @@ def compare_command(
     candidate: Annotated[
         Path, typer.Argument(callback=existing_file, help="File with the candidate theorem.")
     ],
-    backend: Annotated[str, typer.Option(help="coq or lean.")] = "coq",
+    backend: Annotated[
+        str | None,
+        typer.Option(help="coq or lean (default: from the files' suffix, .v or .lean)."),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(help="Model spec for BEq tier 2 (proofs of the directions left open)."),
@@ -47,6 +50,10 @@ def compare_command(
     """BEq and GTED of a candidate statement against a reference."""
     from formalbench.comparison.compare import compare
     from formalbench.llm.registry import make_model
+    from formalbench.pipelines.pairs import pick_backend
+
+    # the one rule of every command (docs/decisions.md): formal input names its assistant
+    backend = pick_backend(backend, str(reference), str(candidate))
 
     out = compare(
         read_text(reference, "reference"),

@@ -146,7 +146,9 @@ def formalize_command(
             help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
         ),
     ],
-    backend: Annotated[str, typer.Option(help="lean | coq | kimina")] = "lean",
+    backend: Annotated[
+        str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
+    ] = "coq",
     run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(
         "runs/formalize"
     ),

@@ -72,6 +72,16 @@ def fraction(_ctx: Any, param: Any, value: float | None) -> float | None:
 fraction.formalbench_check = "fraction"  # type: ignore[attr-defined]
 
 
+def port(_ctx: Any, param: Any, value: int | None) -> int | None:
+    """A callback for a TCP port: 0 (any free one) to 65535."""
+    if value is not None and not 0 <= value <= 65535:
+        raise InputError(f"{_label(param)} {value}: must be a port number from 0 to 65535")
+    return value
+
+
+port.formalbench_check = "port"  # type: ignore[attr-defined]
+
+
 def check_seconds(option: str, value: float) -> float:
     """A time limit: a positive, finite number of seconds (`inf` would let one check run for
     ever, `nan` compares false with everything)."""
@@ -88,10 +98,15 @@ def seconds(_ctx: Any, param: Any, value: float | None) -> float | None:
 seconds.formalbench_check = "seconds"  # type: ignore[attr-defined]
 
 
-def path_problem(path: Path, *, folder: bool = False) -> str | None:
-    """What is wrong with an input path, in the words every command uses, or None."""
+def path_problem(path: Path, *, folder: bool = False, either: bool = False) -> str | None:
+    """What is wrong with an input path (a file; a folder; `either`), in the words every
+    command uses, or None."""
     if not path.exists():
-        return "no such folder" if folder else "no such file"
+        return (
+            "no such file or folder" if either else "no such folder" if folder else "no such file"
+        )
+    if either:
+        return None
     if folder and not path.is_dir():
         return "is a file, not a folder"
     if not folder and path.is_dir():
@@ -104,11 +119,7 @@ def _path_check(folder: bool, either: bool) -> Callable[[Any, Any, Any], Any]:
         if value is None:
             return value
         for item in value if isinstance(value, (list, tuple)) else [value]:
-            path = Path(item)
-            if either:
-                problem = None if path.exists() else "no such file or folder"
-            else:
-                problem = path_problem(path, folder=folder)
+            problem = path_problem(Path(item), folder=folder, either=either)
             if problem is not None:
                 raise InputError(f"{_label(param)} {str(item)!r}: {problem}")
         return value

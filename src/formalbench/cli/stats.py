@@ -35,7 +35,10 @@ def stats_command(
         int,
         typer.Option("--k", callback=at_least(1), help="Largest distance counted (rho_1..rho_k)."),
     ] = 3,
-    backend: Annotated[str, typer.Option(help="Proof assistant: coq or lean.")] = "coq",
+    backend: Annotated[
+        str | None,
+        typer.Option(help="Proof assistant: coq or lean (default: the tasks' language)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     html: Annotated[
         Path | None, typer.Option(help="Write an HTML page with the distribution plot.")
@@ -69,7 +72,7 @@ def stats_command(
 ) -> None:
     """Dependency density (AMBER's rho_k): distinct non-trivial library declarations within
     1..k hops of each statement's type, as the proof assistant elaborates it."""
-    if backend not in BACKENDS:
+    if backend is not None and backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     from formalbench.datasets.loader import load_tasks
     from formalbench.deps.stats import dependency_density
@@ -77,6 +80,11 @@ def stats_command(
     from formalbench.store.deps_cache import DepsCache
 
     loaded = load_tasks(dataset, on_error="skip")
+    if backend is None:  # the one rule of every command (docs/decisions.md)
+        languages = sorted({t.language.value for t in loaded.tasks})
+        if len(languages) > 1:
+            raise InputError(f"{dataset}: holds {' and '.join(languages)} tasks; give --backend")
+        backend = languages[0] if languages else "coq"
     tasks = [t for t in loaded.tasks if t.language.value == backend]
     if not tasks:
         raise InputError(f"{dataset}: no {backend} task")

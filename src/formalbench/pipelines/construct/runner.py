@@ -285,7 +285,7 @@ def _formal(
 
             def report(stage: str, done: int, total: int) -> None:
                 if progress is not None:
-                    progress(stage, done, total)  # "formal" (not "formal: formal")
+                    progress(f"formal: {stage}", done, total)
 
             outcome = await run_formal_stages(
                 usable,
