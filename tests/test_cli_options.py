@@ -316,3 +316,11 @@ def test_folds_up_to_the_labelled_pairs_give_the_figure() -> None:
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["summary"]["cross_validated"]["folds"] == 10
+
+
+def test_a_file_with_fewer_labelled_pairs_than_default_folds_says_why(files: Path) -> None:
+    done = CliRunner().invoke(app, ["metrics", "gted", str(files / "pairs.jsonl")])
+    assert done.exit_code == 0, done.output
+    assert "cross_validated: not computed (4 labelled, scored pairs" in done.stdout
+    as_json = CliRunner().invoke(app, ["metrics", "gted", str(files / "pairs.jsonl"), "--json"])
+    assert "fewer than 5 folds" in json.loads(as_json.stdout)["summary"]["cross_validated_skipped"]

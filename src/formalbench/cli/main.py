@@ -2,8 +2,10 @@
 
 Errors the user can act on (`FormalbenchError`) become one line on stderr and exit code 2;
 nothing below this layer prints. Usage errors that click finds while parsing the command line
-(an unknown option, `--timeout abc`) get the same one-line form instead of typer's boxed
-panel: `FormalbenchGroup.main` runs click in non-standalone mode and prints them itself.
+(an unknown option, `--timeout abc`) and the shared option checks of `cli.options` (run while
+parsing) get the same one-line form instead of typer's boxed panel: `FormalbenchGroup.main`
+runs click in non-standalone mode and prints them itself. Help is click's plain text (no rich
+panels), which wraps to the terminal, or 80 columns in a pipe, without cutting option names.
 
 Sub-commands load lazily: `formalbench check` imports only the check module, never the
 evaluation pipeline, the model SDKs or matplotlib, so a one-millisecond check does not pay

@@ -16,6 +16,7 @@ from formalbench.cli.options import at_least, existing_file
 from formalbench.core.errors import InputError
 
 METRICS = ("gted",)
+DEFAULT_FOLDS = 5
 
 
 @app.command("metrics")
@@ -35,9 +36,12 @@ def metrics_command(
         bool, typer.Option("--from-text", help="Parse the statements even where trees are given.")
     ] = False,
     folds: Annotated[
-        int,
-        typer.Option(callback=at_least(2), help="Folds of the threshold cross-validation."),
-    ] = 5,
+        int | None,
+        typer.Option(
+            callback=at_least(2),
+            help="Folds of the threshold cross-validation (default 5; at most the labelled pairs).",
+        ),
+    ] = None,
 ) -> None:
     """Scores over a file of records: `metrics gted PAIRS.jsonl` gives the GTED (tree edit
     distance of operator trees, 0..1) of each statement pair and a summary."""
@@ -47,12 +51,16 @@ def metrics_command(
 
     pairs = list(score_pairs(read_pairs(pairs_file), from_text=from_text))
     labelled = sum(1 for p in pairs if p.gted is not None and p.label is not None)
-    if labelled and folds > labelled:  # else the cross-validated figure would be left out
+    if folds is not None and labelled and folds > labelled:
         raise InputError(
             f"--folds {folds}: more folds than the {labelled} labelled, scored pairs "
             f"of {pairs_file}"
         )
-    summary = summarize(pairs, folds=folds)
+    summary = summarize(pairs, folds=folds or DEFAULT_FOLDS)
+    if labelled and "cross_validated" not in summary:  # a small file: say why it is missing
+        summary["cross_validated_skipped"] = (
+            f"{labelled} labelled, scored pairs: fewer than {DEFAULT_FOLDS} folds"
+        )
     if json_out:
         out = {"pairs": [p.to_json() for p in pairs], "summary": summary}
         sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
@@ -73,6 +81,8 @@ def metrics_command(
         f"{summary['scored']}/{summary['pairs']} scored, {summary['unparseable']} unparseable, "
         f"mean {summary['mean_gted'] or 0:.3f}, {summary['above_0.9']} at or above 0.9"
     )
+    if "cross_validated_skipped" in summary:
+        console.print(f"cross_validated: not computed ({summary['cross_validated_skipped']})")
     for key in ("cross_validated", "in_sample"):
         if key in summary:
             a = summary[key]
