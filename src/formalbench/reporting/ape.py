@@ -68,7 +68,7 @@ def _pass_table(groups: list[tuple[str, str, dict[str, Any]]]) -> Table:
         table.add_column(f"pass@{k}", justify="right")
         table.add_column(f"drop@{k}", justify="right")
     for by, name, figures in groups:
-        cells = [by, Text(name), plain(figures.get("tasks"))]
+        cells: list[str | Text] = [by, Text(name), plain(figures.get("tasks"))]
         for k in ks:
             comp, judged = figures.get(f"compile_pass@{k}"), figures.get(f"judge_pass@{k}")
             cells.append(f"{pct(comp)} / {pct(judged)}")
