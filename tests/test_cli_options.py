@@ -113,7 +113,7 @@ BAD_INPUT = [
     (["eval", "example-coq", "--sample-tasks", "0"], "--sample-tasks 0: must be at least 1"),
     (["formalize", "example", "--model", "replay:x", "--concurrency", "0"], "at least 1"),
     (["construct", "x.jsonl", "--extract-only", "--timeout", "nan"], "--timeout nan"),
-    (["review", "{d}/folder", "--port", "70000"], "--port 70000: must be a port number"),
+    (["review", "{d}/folder", "--port", "70000"], "--port 70000: not a port number"),
 ]
 
 

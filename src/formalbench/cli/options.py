@@ -75,7 +75,9 @@ fraction.formalbench_check = "fraction"  # type: ignore[attr-defined]
 def port(_ctx: Any, param: Any, value: int | None) -> int | None:
     """A callback for a TCP port: 0 (any free one) to 65535."""
     if value is not None and not 0 <= value <= 65535:
-        raise InputError(f"{_label(param)} {value}: must be a port number from 0 to 65535")
+        raise InputError(
+            f"{_label(param)} {value}: not a port number (0-65535; 0 picks a free one)"
+        )
     return value
 
 
