@@ -16,7 +16,6 @@ option with the helpers below instead of its own `if workers < 1` test:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,17 +83,15 @@ def port(_ctx: Any, param: Any, value: int | None) -> int | None:
 port.formalbench_check = "port"  # type: ignore[attr-defined]
 
 
-def check_seconds(option: str, value: float) -> float:
-    """A time limit: a positive, finite number of seconds (`inf` would let one check run for
-    ever, `nan` compares false with everything)."""
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{option} {value:g}: must be a positive, finite number of seconds")
-    return value
-
-
 def seconds(_ctx: Any, param: Any, value: float | None) -> float | None:
-    """A callback for a time limit option (see check_seconds); None passes."""
-    return None if value is None else check_seconds(_label(param), value)
+    """A callback for a time limit option: a positive, finite number of seconds
+    (`pipelines.run_config.check_seconds`, imported here only when a time is given, so that
+    commands without one do not load pydantic at start-up); None passes."""
+    if value is None:
+        return None
+    from formalbench.pipelines.run_config import check_seconds
+
+    return check_seconds(_label(param), value)
 
 
 seconds.formalbench_check = "seconds"  # type: ignore[attr-defined]
