@@ -324,3 +324,21 @@ def test_a_file_with_fewer_labelled_pairs_than_default_folds_says_why(files: Pat
     assert "cross_validated: not computed (4 labelled, scored pairs" in done.stdout
     as_json = CliRunner().invoke(app, ["metrics", "gted", str(files / "pairs.jsonl"), "--json"])
     assert "fewer than 5 folds" in json.loads(as_json.stdout)["summary"]["cross_validated_skipped"]
+
+
+@pytest.mark.coq
+def test_quiet_still_names_skipped_lines_and_the_report_keeps_them(tmp_path: Path) -> None:
+    from tests.test_evaluate import EASY, write_dataset
+
+    data = write_dataset(tmp_path / "d.jsonl", {"easy_add": EASY})
+    with data.open("a", encoding="utf-8") as handle:
+        handle.write('{"id": "broken"\n')
+    run = tmp_path / "run"
+    args = ["eval", str(data), "--skip-bad-lines", "--quiet", "--run-dir", str(run)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, done.output
+    assert f"skipped {data}:2" in done.stderr
+    report = CliRunner().invoke(app, ["report", str(run), "--json"])
+    summary = json.loads(report.stdout)
+    assert summary["run_info"]["skipped_lines"][0].startswith(f"{data}:2")
+    assert any("1 dataset line(s) skipped" in w for w in summary["warnings"])
