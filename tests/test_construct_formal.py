@@ -224,6 +224,7 @@ def test_the_funnel_of_the_run(finished: tuple[Path, FormalResult]) -> None:
     assert (result.blocks, result.blocks_compiled, result.blocks_accepted) == (5, 4, 4)
     assert result.instances == 3 and result.tasks == 2
     assert [step[1:] for step in PROGRESS] == [(i, 4) for i in range(1, 5)]
+    assert {step[0] for step in PROGRESS} == {"exercises"}  # shown as "formal: exercises"
     assert result.tasks_file == run_dir / "tasks.jsonl"
     summary = formal_summary(run_dir)  # what a report reads, from the store alone
     assert (summary.blocks, summary.blocks_compiled, summary.instances, summary.tasks) == (

@@ -278,7 +278,8 @@ class CrashingCoq(CoqBackend):
 def test_progress_bar_counts_attempts_and_pass_rate(tmp_path: Path) -> None:
     data = write_dataset(tmp_path / "d.jsonl", {"easy_add": EASY, "never": FALSE})
     config = EvalConfig(dataset=str(data), workers=2, timeout=30)
-    screen = Console(file=io.StringIO(), width=200, color_system=None)
+    # a terminal: off one, the bar is not drawn (cli.progress), as in a pipe
+    screen = Console(file=io.StringIO(), width=200, color_system=None, force_terminal=True)
     with make_progress(screen) as progress:
         bar = ProgressBar(progress)
         run_evaluation(config, tmp_path / "run", bar)

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formalbench.checking.decls import Decl
+from formalbench.checking.decls import COQ_VALUE_KINDS, LEAN_VALUE_KINDS, Decl
 from formalbench.checking.holes import hole_decls
 from formalbench.core.lexer import Token, plain_name, words
 from formalbench.core.records import Finding, Language, Reason, TaskKind
 
-LEAN_VALUE_KINDS = frozenset({"def", "abbrev", "opaque", "instance"})
-COQ_VALUE_KINDS = frozenset({"Definition", "Fixpoint", "CoFixpoint", "Let", "Function", "Instance"})
 _HOLE_WORDS = frozenset({"sorry", "admit", "Admitted", "give_up"})
 # Tokens after which a term is not being applied to anything more (an argument cannot start).
 _NOT_ARGUMENT = words("then else with in at from using generalizing says where do if match")

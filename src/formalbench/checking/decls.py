@@ -51,6 +51,10 @@ COQ_DEFINITIONS = words(
     "Definition Fixpoint CoFixpoint Let Function Instance Inductive CoInductive Variant Record Structure Class Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables Context Ltac Module"
 )
 COQ_CLOSERS = words("Qed Defined Admitted Abort Save")
+# Declarations that define a value (a construction task's answer): the construction rules
+# read them, and a filled Coq value hole ends with `Defined.` so that its value stays visible.
+LEAN_VALUE_KINDS = frozenset({"def", "abbrev", "opaque", "instance"})
+COQ_VALUE_KINDS = frozenset({"Definition", "Fixpoint", "CoFixpoint", "Let", "Function", "Instance"})
 _COQ_PREFIXES = words("Local Global Polymorphic Monomorphic Program Private #")
 _COQ_BULLETS = words("- + * { }")
 _COQ_TOP_LEVEL = (

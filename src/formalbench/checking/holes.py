@@ -24,6 +24,7 @@ from typing import Any
 
 from formalbench.checking.decls import (
     COQ_CLOSERS,
+    COQ_VALUE_KINDS,
     LEAN_NAMED,
     Decl,
     coq_head,
@@ -228,8 +229,6 @@ def _coq_values(text: str) -> set[str]:
     """Names of the Coq value definitions of `text` (`Definition answer : R. Admitted.`):
     their filled proof ends with `Defined.`, since a value closed by `Qed.` is opaque and the
     theorem about it could not use what it is (construction tasks, AMBER)."""
-    from formalbench.checking.construction import COQ_VALUE_KINDS  # it imports this module
-
     return {d.name for d in split_decls(text, Language.coq) if d.name and d.kind in COQ_VALUE_KINDS}
 
 

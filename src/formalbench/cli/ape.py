@@ -14,6 +14,13 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import (
+    at_least,
+    existing_file,
+    existing_folder,
+    existing_path,
+    fraction,
+)
 from formalbench.core.errors import InputError
 
 ape_app = typer.Typer(
@@ -51,11 +58,14 @@ def apply_command(
     patch: Annotated[
         Path,
         typer.Argument(
+            callback=existing_file,
             help="A model's reply: a unified diff (fenced or not, prose around it), "
-            "search/replace blocks or a whole file."
+            "search/replace blocks or a whole file.",
         ),
     ],
-    to: Annotated[Path, typer.Option("--to", help="The file the edit applies to.")],
+    to: Annotated[
+        Path, typer.Option("--to", callback=existing_file, help="The file the edit applies to.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Where to write the edited file.")],
     path: Annotated[
         str | None,
@@ -107,12 +117,16 @@ def apply_command(
 @ape_app.command("mine")
 @user_errors
 def mine_command(
-    repo: Annotated[str, typer.Argument(help="A git repository folder or bundle.")],
+    repo: Annotated[
+        str, typer.Argument(callback=existing_path, help="A git repository folder or bundle.")
+    ],
     run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
     since: Annotated[
         str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Newest N commits only.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N commits only.")
+    ] = None,
     validate: Annotated[
         str | None,
         typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
@@ -124,15 +138,28 @@ def mine_command(
         str,
         typer.Option("--type-source", help="conventional, inferred (subject's verb) or auto."),
     ] = "auto",
-    max_diff_lines: Annotated[int, typer.Option(help="Chunk changes larger than this.")] = 100,
-    max_filtered_changes: Annotated[int, typer.Option(help="Upper bound of filter 5.")] = 100,
-    min_distinct_ratio: Annotated[float, typer.Option(help="Filter 6 threshold.")] = 0.8,
-    max_scattered_edits: Annotated[int, typer.Option(help="Filter 7: scattered runs.")] = 10,
-    max_input_tokens: Annotated[int, typer.Option(help="Filter 8: tokens of file before.")] = 16384,
+    max_diff_lines: Annotated[
+        int, typer.Option(callback=at_least(1), help="Chunk changes larger than this.")
+    ] = 100,
+    max_filtered_changes: Annotated[
+        int, typer.Option(callback=at_least(1), help="Upper bound of filter 5.")
+    ] = 100,
+    min_distinct_ratio: Annotated[
+        float, typer.Option(callback=fraction, help="Filter 6 threshold (0..1).")
+    ] = 0.8,
+    max_scattered_edits: Annotated[
+        int, typer.Option(callback=at_least(1), help="Filter 7: scattered runs.")
+    ] = 10,
+    max_input_tokens: Annotated[
+        int, typer.Option(callback=at_least(1), help="Filter 8: tokens of file before.")
+    ] = 16384,
     validate_limit: Annotated[
-        int | None, typer.Option(help="Validate only the newest N kept tasks.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Validate only the newest N kept tasks."),
     ] = None,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Tasks validated at once.")] = 1,
+    workers: Annotated[
+        int, typer.Option("--workers", callback=at_least(1), help="Tasks validated at once.")
+    ] = 1,
     executor: Annotated[
         str, typer.Option(help="Where validation compiles run: local | ray.")
     ] = "local",
@@ -234,12 +261,16 @@ def _models(spec: str, judge: str | None, run_dir: Path):
 @ape_app.command("synthesize")
 @user_errors
 def synthesize_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder of `ape mine`.")],
+    run_dir: Annotated[
+        Path, typer.Argument(callback=existing_folder, help="A run folder of `ape mine`.")
+    ],
     model: Annotated[str, typer.Option("--model", help="Model spec, e.g. openai:gpt-4o.")],
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Newest N tasks only.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
+    ] = None,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
@@ -254,9 +285,14 @@ def synthesize_command(
 @ape_app.command("eval")
 @user_errors
 def eval_command(
-    run_dir: Annotated[Path, typer.Argument(help="A run folder after `ape synthesize`.")],
+    run_dir: Annotated[
+        Path,
+        typer.Argument(callback=existing_folder, help="A run folder after `ape synthesize`."),
+    ],
     model: Annotated[str, typer.Option("--model", help="Model spec of the patch writer.")],
-    samples: Annotated[int, typer.Option("--samples", min=1, help="Patches per task.")] = 20,
+    samples: Annotated[
+        int, typer.Option("--samples", callback=at_least(1), help="Patches per task.")
+    ] = 20,
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,

@@ -23,6 +23,8 @@ import typer
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, seconds
+from formalbench.cli.verdict_cache import open_cache
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind, Verdict
 from formalbench.pipelines.pairs import parse_kind, pick_backend, read_source
@@ -151,7 +153,9 @@ def check(
     static_only: bool = typer.Option(
         False, "--static-only", help="Text checks only; no assistant."
     ),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds for the assistant."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", callback=seconds, help="Seconds for the assistant."
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object (per pair)."),
     kind: str = typer.Option(
         "auto",
@@ -180,7 +184,10 @@ def check(
         "result. Exit 0 when every pair passed, else 1. See docs/check-pairs.md.",
     ),
     workers: int | None = typer.Option(
-        None, "--workers", help="Checks at once with --pairs (default: the CPU count)."
+        None,
+        "--workers",
+        callback=at_least(1),
+        help="Checks at once with --pairs (default: the CPU count).",
     ),
     cache: str | None = typer.Option(
         None,
@@ -191,10 +198,6 @@ def check(
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
     task_kind = _parse_kind(kind)
-    if timeout is not None and not timeout > 0:
-        raise InputError(f"--timeout {timeout}: must be a positive number of seconds")
-    if workers is not None and workers < 1:
-        raise InputError(f"--workers {workers}: must be at least 1")
     if pairs is not None:
         if candidate is not None or against is not None:
             raise InputError("--pairs replaces CANDIDATE and --against; give one or the other")
@@ -229,7 +232,7 @@ def check(
     if workers is not None:
         options["workers"] = workers
     checker = None if static_only else make_backend(name, **options)
-    verdict_cache = _open_cache(cache) if checker is not None else None
+    verdict_cache = open_cache(cache) if checker is not None else None
     try:
         verifier = StrictVerifier(checker, language=language_of(name), cache=verdict_cache)
         try:
@@ -256,21 +259,3 @@ def check(
     else:
         _render(verdict, candidate, targets, task_kind)
     raise typer.Exit(0 if verdict.passed else 1)
-
-
-def _open_cache(path: str | None) -> Any:
-    """The verdict cache at `path` (None: no cache); a path that cannot hold one is an
-    InputError naming it."""
-    if path is None:
-        return None
-    import sqlite3
-
-    from formalbench.store.verdict_cache import VerdictCache
-
-    target = Path(path)
-    if target.is_dir():
-        raise InputError(f"--cache {path!r}: is a directory; give a file path")
-    try:
-        return VerdictCache(target)
-    except (OSError, sqlite3.Error) as exc:  # not a database, a folder that cannot be made
-        raise InputError(f"--cache {path!r}: cannot open a verdict cache ({exc})") from None

@@ -14,6 +14,8 @@ from typing import Any
 from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.cli.verdict_cache import open_cache
+from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind
 from formalbench.pipelines.pairs import Pair, check_pairs, read_pairs
 
@@ -32,12 +34,10 @@ def run_pairs(
 ) -> bool:
     """Check every pair of `path`; True when all passed. `options(name, first candidate
     path)` gives a backend's constructor options (as for a single check)."""
-    from formalbench.cli.check import _open_cache
-
     items = read_pairs(path, backend)
     backends: dict[str, Backend] = {}
     verifiers: dict[str, StrictVerifier] = {}
-    verdict_cache = None if static_only else _open_cache(cache)
+    verdict_cache = None if static_only else open_cache(cache)
     first_paths: dict[str, str] = {}
 
     def with_kind(item: Any) -> Any:
@@ -80,6 +80,10 @@ def run_pairs(
 
     try:
         passed, failed, errors = asyncio.run(main())
+        if passed + failed + errors == 0:
+            raise InputError(
+                f"--pairs {path!r}: no pair in it (empty file; one JSON object a line)"
+            )
     finally:
         for checker in backends.values():
             checker.close()

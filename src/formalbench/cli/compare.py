@@ -13,51 +13,61 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, existing_file, existing_folder, read_text, seconds
 from formalbench.core.errors import InputError
-
-
-def _read(path: Path, what: str) -> str:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{what} {path}: cannot read ({exc.__class__.__name__})") from None
-    if not text.strip():
-        raise InputError(f"{what} {path}: empty file")
-    return text
 
 
 @app.command("compare")
 @user_errors
 def compare_command(
-    reference: Annotated[Path, typer.Argument(help="File with the reference theorem.")],
-    candidate: Annotated[Path, typer.Argument(help="File with the candidate theorem.")],
-    backend: Annotated[str, typer.Option(help="coq or lean.")] = "coq",
+    reference: Annotated[
+        Path, typer.Argument(callback=existing_file, help="File with the reference theorem.")
+    ],
+    candidate: Annotated[
+        Path, typer.Argument(callback=existing_file, help="File with the candidate theorem.")
+    ],
+    backend: Annotated[
+        str | None,
+        typer.Option(help="coq or lean (default: from the files' suffix, .v or .lean)."),
+    ] = None,
     model: Annotated[
         str | None,
         typer.Option(help="Model spec for BEq tier 2 (proofs of the directions left open)."),
     ] = None,
-    samples: Annotated[int, typer.Option(help="Tier 2: samples per direction.")] = 4,
+    samples: Annotated[
+        int, typer.Option(callback=at_least(1), help="Tier 2: samples per direction.")
+    ] = 4,
     lean_project: Annotated[
-        Path | None, typer.Option(help="Lake project for --backend lean (default: found).")
+        Path | None,
+        typer.Option(
+            callback=existing_folder, help="Lake project for --backend lean (default: found)."
+        ),
     ] = None,
     coq_project: Annotated[
         Path | None,
-        typer.Option(help="Coq project (folder of a _CoqProject) for --backend coq; read-only."),
+        typer.Option(
+            callback=existing_folder,
+            help="Coq project (folder of a _CoqProject) for --backend coq; read-only.",
+        ),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds for the proof assistant.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds for the proof assistant.")
+    ] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """BEq and GTED of a candidate statement against a reference."""
     from formalbench.comparison.compare import compare
     from formalbench.llm.registry import make_model
+    from formalbench.pipelines.pairs import pick_backend
 
-    if lean_project is not None and not lean_project.is_dir():
-        raise InputError(f"--lean-project {lean_project}: not a directory")
+    # the one rule of every command (docs/decisions.md): formal input names its assistant
+    backend = pick_backend(backend, str(reference), str(candidate))
+
     if coq_project is not None and backend != "coq":
         raise InputError("--coq-project is for --backend coq")
     out = compare(
-        _read(reference, "reference"),
-        _read(candidate, "candidate"),
+        read_text(reference, "reference"),
+        read_text(candidate, "candidate"),
         backend,
         timeout,
         project_dir=coq_project if backend == "coq" else lean_project,

@@ -16,6 +16,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
@@ -26,7 +27,6 @@ from formalbench.pipelines.construct.config import (
 )
 from formalbench.pipelines.construct.report import ConstructReport
 from formalbench.pipelines.construct.runner import ConstructResult, run_construct
-from formalbench.pipelines.run_config import check_seconds
 
 console = Console(highlight=False)
 
@@ -128,7 +128,9 @@ def construct_command(
     run_dir: Annotated[Path, typer.Option(help="Where the store and files go.")] = Path(
         "runs/construct"
     ),
-    limit: Annotated[int | None, typer.Option(min=1, help="The first N exercises.")] = None,
+    limit: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="The first N exercises.")
+    ] = None,
     pattern: Annotated[
         str | None, typer.Option(help="Glob over exercise ids / source files.")
     ] = None,
@@ -139,16 +141,19 @@ def construct_command(
     stop_after: Annotated[
         str, typer.Option(help="Stop after a phase: extract | source | formal.")
     ] = "formal",
-    concurrency: Annotated[int, typer.Option(min=1, help="Exercises in flight.")] = 8,
+    concurrency: Annotated[
+        int, typer.Option(callback=at_least(1), help="Exercises in flight.")
+    ] = 8,
     temperature: Annotated[float, typer.Option(min=0.0)] = 0.0,
     max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
     repair_rounds: Annotated[int, typer.Option(min=0, help="R: compile repairs per block.")] = 8,
     review_rounds: Annotated[int, typer.Option(min=0, help="S: semantic reviews per block.")] = 8,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one compile.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds for one compile.")
+    ] = 120.0,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Build a benchmark from a textbook: extract, clean, naturalize, review, formalize."""
-    check_seconds("--timeout", timeout)
     if stop_after not in PHASES:
         raise InputError(f"--stop-after: expected one of {', '.join(PHASES)}, got {stop_after!r}")
     if backend not in ("coq", "lean"):

@@ -9,12 +9,13 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from formalbench.cli.main import app, user_errors
+from formalbench.cli.main import app, say_error, user_errors
+from formalbench.cli.options import at_least, existing_file, existing_folder, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
-from formalbench.pipelines.run_config import EvalConfig, Selection, check_seconds
+from formalbench.pipelines.run_config import EvalConfig, Selection
 from formalbench.pipelines.run_files import load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -118,7 +119,9 @@ def eval_command(
     model: Annotated[
         str | None, typer.Option(help="openai:MODEL[@URL], anthropic:MODEL, replay:FILE")
     ] = None,
-    samples: Annotated[int, typer.Option(min=1, help="Attempts per task (n of pass@k).")] = 1,
+    samples: Annotated[
+        int, typer.Option(callback=at_least(1), help="Attempts per task (n of pass@k).")
+    ] = 1,
     backend: Annotated[
         str | None, typer.Option(help="coq | lean | kimina (default: the tasks' language)")
     ] = None,
@@ -127,18 +130,27 @@ def eval_command(
         typer.Option(help="Portfolio tactics, comma-separated (commas inside [..] or (..) stay)."),
     ] = None,
     tactics_file: Annotated[
-        Path | None, typer.Option(help="Portfolio tactics, one a line (# starts a comment line).")
+        Path | None,
+        typer.Option(
+            callback=existing_file, help="Portfolio tactics, one a line (# starts a comment line)."
+        ),
     ] = None,
     model_concurrency: Annotated[
         int | None,
-        typer.Option(min=1, help="Model calls in flight at once (the provider's limit)."),
+        typer.Option(
+            callback=at_least(1), help="Model calls in flight at once (the provider's limit)."
+        ),
     ] = None,
     run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
         "runs/latest"
     ),
-    workers: Annotated[int | None, typer.Option(min=1, help="Proof-assistant processes.")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Attempts in flight.")] = None,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one check.")] = 60.0,
+    workers: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="Attempts in flight.")
+    ] = None,
+    timeout: Annotated[float, typer.Option(callback=seconds, help="Seconds for one check.")] = 60.0,
     executor: Annotated[str, typer.Option(help="local | ray")] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address.")] = None,
     split: Annotated[str | None, typer.Option(help="Only tasks of this split.")] = None,
@@ -147,7 +159,10 @@ def eval_command(
         list[str] | None, typer.Option(help="Only tasks with label key=value.")
     ] = None,
     sample_tasks: Annotated[
-        int | None, typer.Option("--sample-tasks", min=1, help="A fixed-seed sample of N tasks.")
+        int | None,
+        typer.Option(
+            "--sample-tasks", callback=at_least(1), help="A fixed-seed sample of N tasks."
+        ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of --sample-tasks.")] = 0,
     temperature: Annotated[float | None, typer.Option(min=0.0)] = None,
@@ -175,7 +190,8 @@ def eval_command(
         bool, typer.Option(help="Skip malformed dataset lines instead of stopping.")
     ] = False,
     lean_project: Annotated[
-        Path | None, typer.Option(help="Lake project for the Lean backend.")
+        Path | None,
+        typer.Option(callback=existing_folder, help="Lake project for the Lean backend."),
     ] = None,
     coq_project: Annotated[
         Path | None,
@@ -203,10 +219,11 @@ def eval_command(
         bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
     ] = False,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
-    quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
+    quiet: Annotated[
+        bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
+    ] = False,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
-    check_seconds("--timeout", timeout)
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     options: dict[str, object] = {}
@@ -246,6 +263,11 @@ def eval_command(
     )
     if quiet:
         result = run_evaluation(config, run_dir)
+        # --quiet drops the bar and the tables, never what went wrong (on stderr)
+        for problem in result.problems:
+            say_error(f"skipped {problem}")
+        if result.stopped:
+            say_error(f"stopped early: {result.stopped}; rerun to resume")
     else:
         with make_progress(console) as progress:
             result = run_evaluation(config, run_dir, ProgressBar(progress))

@@ -11,6 +11,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, existing_file, existing_folder, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
@@ -22,7 +23,6 @@ from formalbench.pipelines.formalize import (
     run_formalize,
 )
 from formalbench.pipelines.formalize.config import DEFAULT_CATEGORIES
-from formalbench.pipelines.run_config import check_seconds
 
 console = Console(highlight=False)
 
@@ -62,38 +62,50 @@ def print_formalize_report(metrics: FormalizeMetrics, out: Console) -> None:
     head.add_row("aligned (>= 1 candidate)", f"{metrics.aligned} ({_rate(metrics.aligned_rate)})")
     head.add_row("summarized", str(metrics.summarized))
     out.print(head)
-    table = Table(title="per model")
-    columns = ("model", "cands", "r1", "final", "rounds", "aligned", "retr", "retr al")
-    for col in (*columns, "fmt", "P comp", "P align"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    # Two tables of a few columns each, not one of eleven: at 80 columns (or in a pipe) rich
+    # would cut the model names to `ope…`; a model column is never cut (no_wrap).
+    compile_table = Table(title="per model: compiling")
+    for col in ("model", "cands", "r1", "final", "rounds", "fmt", "P comp"):
+        compile_table.add_column(
+            col, justify="left" if col == "model" else "right", no_wrap=col == "model"
+        )
+    align_table = Table(title="per model: alignment")
+    for col in ("model", "aligned", "retr", "retr al", "P align"):
+        align_table.add_column(
+            col, justify="left" if col == "model" else "right", no_wrap=col == "model"
+        )
     for m in metrics.models:
         rounds = "-" if m.mean_rounds_to_compile is None else f"{m.mean_rounds_to_compile:.2f}"
-        table.add_row(
+        compile_table.add_row(
             m.model,
             str(m.candidates),
             _rate(m.compile_rate_round1),
             _rate(m.compile_rate),
             rounds,
+            str(m.format_failures),
+            str(m.problems_compiled),
+        )
+        align_table.add_row(
+            m.model,
             f"{m.aligned}/{m.judged}",
             f"{m.retranslations_compiled}/{m.retranslations}",
             f"{m.retranslations_aligned}/{m.retranslations_judged}",
-            str(m.format_failures),
-            str(m.problems_compiled),
             str(m.problems_aligned),
         )
-    out.print(table)
+    out.print(compile_table)
+    out.print(align_table)
     out.print(
         "cands: first translations; r1 / final: of those, compiled at round 1 / after the "
-        "repair rounds; rounds: mean compiles to compile; aligned: judged aligned / judged; "
-        "retr: re-translations after misalignment, compiled / made; retr al: of those, "
-        "aligned / judged; fmt: replies with no usable code; P comp, P align: problems with "
-        "such a candidate, any translation",
+        "repair rounds; rounds: mean compiles to compile; fmt: replies with no usable code; "
+        "aligned: judged aligned / judged; retr: re-translations after misalignment, "
+        "compiled / made; retr al: of those, aligned / judged; P comp, P align: problems "
+        "with such a candidate, any translation",
         style="dim",
     )
     if metrics.reference:
         ref = Table(title="against the reference statements")
         for col in ("model", "BEq", "GTED mean", "GTED > 0.9", "compiled", "cands"):
-            ref.add_column(col, justify="left" if col == "model" else "right")
+            ref.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
         for name, r in metrics.reference.items():
             mean = "-" if r.get("gted_mean") is None else f"{r['gted_mean']:.3f}"
             beq = "n/a" if r.get("beq") is None else str(r["beq"])
@@ -134,11 +146,13 @@ def formalize_command(
             help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
         ),
     ],
-    backend: Annotated[str, typer.Option(help="lean | coq | kimina")] = "lean",
+    backend: Annotated[
+        str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
+    ] = "coq",
     run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(
         "runs/formalize"
     ),
-    samples: Annotated[int, typer.Option(min=1, help="Translations per model.")] = 5,
+    samples: Annotated[int, typer.Option(callback=at_least(1), help="Translations per model.")] = 5,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     repair_rounds: Annotated[
         int,
@@ -158,10 +172,16 @@ def formalize_command(
     ] = ",".join(DEFAULT_CATEGORIES),
     context: Annotated[
         Path | None,
-        typer.Option(help="Context text (or JSON category -> text) instead of retrieval."),
+        typer.Option(
+            callback=existing_file,
+            help="Context text (or JSON category -> text) instead of retrieval.",
+        ),
     ] = None,
     library: Annotated[
-        list[Path] | None, typer.Option(help="Library source folder to retrieve from (repeat).")
+        list[Path] | None,
+        typer.Option(
+            callback=existing_folder, help="Library source folder to retrieve from (repeat)."
+        ),
     ] = None,
     retriever: Annotated[
         str, typer.Option(help="How library context is ranked: bm25 | embed (--embed-model).")
@@ -179,10 +199,18 @@ def formalize_command(
     ] = False,
     max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
     judge_retries: Annotated[int, typer.Option(min=0)] = 2,
-    timeout: Annotated[float, typer.Option(min=0.1, help="Seconds for one compile.")] = 60.0,
-    workers: Annotated[int | None, typer.Option(min=1, help="Proof-assistant processes.")] = None,
-    concurrency: Annotated[int | None, typer.Option(min=1, help="Candidates in flight.")] = None,
-    lean_project: Annotated[Path | None, typer.Option(help="Lake project (Lean).")] = None,
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds for one compile.")
+    ] = 60.0,
+    workers: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(callback=at_least(1), help="Candidates in flight.")
+    ] = None,
+    lean_project: Annotated[
+        Path | None, typer.Option(callback=existing_folder, help="Lake project (Lean).")
+    ] = None,
     kimina_url: Annotated[str | None, typer.Option(help="Kimina Lean Server URL.")] = None,
     index_cache: Annotated[
         Path | None, typer.Option(help="Where retrieval indexes are kept.")
@@ -191,7 +219,6 @@ def formalize_command(
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
-    check_seconds("--timeout", timeout)
     options: dict[str, object] = {}
     if lean_project is not None:
         options["project_dir"] = str(lean_project)

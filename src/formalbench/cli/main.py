@@ -2,8 +2,10 @@
 
 Errors the user can act on (`FormalbenchError`) become one line on stderr and exit code 2;
 nothing below this layer prints. Usage errors that click finds while parsing the command line
-(an unknown option, `--timeout abc`) get the same one-line form instead of typer's boxed
-panel: `FormalbenchGroup.main` runs click in non-standalone mode and prints them itself.
+(an unknown option, `--timeout abc`) and the shared option checks of `cli.options` (run while
+parsing) get the same one-line form instead of typer's boxed panel: `FormalbenchGroup.main`
+runs click in non-standalone mode and prints them itself. Help is click's plain text (no rich
+panels), which wraps to the terminal, or 80 columns in a pipe, without cutting option names.
 
 Sub-commands load lazily: `formalbench check` imports only the check module, never the
 evaluation pipeline, the model SDKs or matplotlib, so a one-millisecond check does not pay
@@ -134,7 +136,8 @@ class FormalbenchGroup(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             outcome = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
-        except NO_ARGS_IS_HELP as exc:  # the help is already printed
+        except NO_ARGS_IS_HELP as exc:  # `formalbench` or `formalbench ape` alone: the help
+            exc.show()  # type: ignore[attr-defined]  # found by name (see _click_errors)
             sys.exit(getattr(exc, "exit_code", USAGE_EXIT_CODE))
         except USAGE_ERRORS as exc:
             hint = ""
@@ -146,6 +149,9 @@ class FormalbenchGroup(TyperGroup):
         except CLICK_ERRORS as exc:  # e.g. a FileError of a file argument
             say_error(f"formalbench: error: {_click_message(exc)}")
             sys.exit(getattr(exc, "exit_code", 1))
+        except FormalbenchError as exc:  # an option check of cli.options, run while parsing
+            say_error(f"formalbench: error: {exc}")
+            sys.exit(exc.exit_code)
         except ABORTS:  # end of input at a prompt
             say_error("formalbench: interrupted")
             sys.exit(INTERRUPTED_EXIT_CODE)
@@ -161,6 +167,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -184,8 +191,33 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _show_version(value: bool) -> None:
+    """`formalbench --version`: the installed distribution's version (the source tree's
+    `__version__` when run from a checkout that is not installed)."""
+    if not value:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from formalbench import __version__
+
+    try:
+        found = version("formalbench")
+    except PackageNotFoundError:
+        found = __version__
+    sys.stdout.write(f"formalbench {found}\n")
+    raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        is_eager=True,
+        callback=_show_version,
+        help="Print the version and exit.",
+    ),
+) -> None:
     """Build and evaluate formal-mathematics benchmarks under a strict verifier."""
 
 

@@ -1,4 +1,5 @@
-"""The progress bar every long command shows: counts, a live status field, rate, times."""
+"""The progress bar every long command shows on a terminal: counts, a live status field,
+rate, times."""
 
 from __future__ import annotations
 
@@ -36,4 +37,7 @@ def make_progress(console: Console, status_field: str = "status") -> Progress:
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
+        # Only on a terminal: in a pipe or a log a bar is noise, and rich would still write
+        # an empty line when it stops (before an error, or before the JSON of `--json`).
+        disable=not console.is_terminal,
     )

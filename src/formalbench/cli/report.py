@@ -26,7 +26,10 @@ from formalbench.reporting.tables import print_report
 @user_errors
 def report_command(
     run_dir: Annotated[
-        Path, typer.Argument(help="A run directory written by `formalbench eval` or `formalize`.")
+        Path,
+        typer.Argument(
+            help="A run directory of `formalbench eval`, `formalize`, `construct` or `ape`."
+        ),
     ],
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the summary object as JSON.")
@@ -45,9 +48,15 @@ def report_command(
         _construct_report(run_dir, json_out, html)
         return
     if is_ape_run(run_dir):  # `formalbench ape` runs: funnel, validation, pass@k
-        import json
+        figures = ape_report(run_dir)
+        if json_out:
+            import json
 
-        sys.stdout.write(json.dumps(ape_report(run_dir), indent=2) + "\n")
+            sys.stdout.write(json.dumps(figures, indent=2) + "\n")
+            return
+        from formalbench.reporting.ape import print_ape_report
+
+        print_ape_report(figures, Console(highlight=False))
         return
     # the formalize package (its store, the judge) is imported for formalize runs only
     formalize_run = (Path(run_dir) / KIND_MARKERS["formalize"]).is_file()

@@ -13,6 +13,7 @@ import sys
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import port as check_port
 
 
 @app.command("review")
@@ -21,7 +22,9 @@ def review(
     run_dir: str = typer.Argument(
         ..., help="The run directory of `formalbench formalize` or `formalbench construct`."
     ),
-    port: int = typer.Option(8765, "--port", help="Port to listen on (0: a free one)."),
+    port: int = typer.Option(
+        8765, "--port", callback=check_port, help="Port to listen on (0: a free one)."
+    ),
     host: str = typer.Option(
         "127.0.0.1", "--host", help="Interface; anything but loopback needs --token."
     ),

@@ -42,8 +42,10 @@ def _emit(record: dict, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(record, sort_keys=True))
     else:
+        from formalbench.reporting.fmt import plain
+
         for key, value in record.items():
-            typer.echo(f"{key}: {value}")
+            typer.echo(f"{key}: {plain(value)}")
 
 
 @snapshot_app.command("put")

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import at_least, existing_folder, seconds
 from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
 
@@ -30,8 +31,14 @@ def stats_command(
     dataset: Annotated[
         str, typer.Argument(help="A JSONL task file, a folder of .v files, or a shipped name.")
     ],
-    k: Annotated[int, typer.Option("--k", help="Largest distance counted (rho_1..rho_k).")] = 3,
-    backend: Annotated[str, typer.Option(help="Proof assistant: coq or lean.")] = "coq",
+    k: Annotated[
+        int,
+        typer.Option("--k", callback=at_least(1), help="Largest distance counted (rho_1..rho_k)."),
+    ] = 3,
+    backend: Annotated[
+        str | None,
+        typer.Option(help="Proof assistant: coq or lean (default: the tasks' language)."),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     html: Annotated[
         Path | None, typer.Option(help="Write an HTML page with the distribution plot.")
@@ -50,17 +57,22 @@ def stats_command(
             "default trivial set."
         ),
     ] = None,
-    workers: Annotated[int, typer.Option(help="Assistant processes at once.")] = 2,
+    workers: Annotated[
+        int, typer.Option(callback=at_least(1), help="Assistant processes at once.")
+    ] = 2,
     lean_project: Annotated[
-        Path | None, typer.Option(help="Lean: the Lake project whose Mathlib the tasks use.")
+        Path | None,
+        typer.Option(
+            callback=existing_folder, help="Lean: the Lake project whose Mathlib the tasks use."
+        ),
     ] = None,
-    timeout: Annotated[float, typer.Option(help="Seconds per coqc run.")] = 120.0,
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds per assistant run.")
+    ] = 120.0,
 ) -> None:
     """Dependency density (AMBER's rho_k): distinct non-trivial library declarations within
     1..k hops of each statement's type, as the proof assistant elaborates it."""
-    if k < 1:
-        raise InputError(f"--k {k}: must be at least 1")
-    if backend not in BACKENDS:
+    if backend is not None and backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
     from formalbench.datasets.loader import load_tasks
     from formalbench.deps.stats import dependency_density
@@ -68,6 +80,11 @@ def stats_command(
     from formalbench.store.deps_cache import DepsCache
 
     loaded = load_tasks(dataset, on_error="skip")
+    if backend is None:  # the one rule of every command (docs/decisions.md)
+        languages = sorted({t.language.value for t in loaded.tasks})
+        if len(languages) > 1:
+            raise InputError(f"{dataset}: holds {' and '.join(languages)} tasks; give --backend")
+        backend = languages[0] if languages else "coq"
     tasks = [t for t in loaded.tasks if t.language.value == backend]
     if not tasks:
         raise InputError(f"{dataset}: no {backend} task")

@@ -46,10 +46,15 @@ class ScoredPair:
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:
     """The pair records of a JSONL file; a bad line is an InputError naming file and line."""
+    label = f"pairs file {str(path)!r}"  # the words of cli.options.read_text
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc.__class__.__name__})") from None
+    except FileNotFoundError:
+        raise InputError(f"{label}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: is not valid UTF-8 (bad byte at offset {exc.start})") from None
+    except OSError as exc:
+        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
     records = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

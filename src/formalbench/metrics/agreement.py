@@ -104,8 +104,10 @@ def cross_validated(
     """k-fold: each fold is scored with the threshold chosen on the other folds; the counts of
     all folds are pooled. Returns the pooled figures and the thresholds chosen."""
     n = len(scores)
-    if n < folds or folds < 2:
-        raise ValueError(f"cross-validation needs at least {max(folds, 2)} labelled pairs")
+    if folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, not {folds}")
+    if n < folds:
+        raise ValueError(f"{folds}-fold cross-validation needs at least {folds} labelled pairs")
     order = list(range(n))
     random.Random(seed).shuffle(order)
     tp = fp = fn = tn = 0

@@ -212,6 +212,7 @@ async def _evaluate(
 ) -> EvalResult:
     start = time.perf_counter()
     tasks, problems = load_selected_tasks(config)
+    skipped = [str(p) for p in problems]
     backend_name, tasks = choose_language(tasks, config.backend)
     notes: list[str] = []
     samples = config.samples
@@ -272,12 +273,12 @@ async def _evaluate(
                 )
             except Interrupted:  # SIGINT/SIGTERM: what is recorded stays; a rerun resumes
                 store.set_status(run_id, "interrupted")
-                write_run_log(files, store, run_id, meter, time.perf_counter() - start)
+                write_run_log(files, store, run_id, meter, time.perf_counter() - start, skipped)
                 raise
             store.set_status(
                 run_id, "finished" if stopped is None and new == len(todo) else "interrupted"
             )
-            write_run_log(files, store, run_id, meter, time.perf_counter() - start)
+            write_run_log(files, store, run_id, meter, time.perf_counter() - start, skipped)
     finally:
         if lock is not None:
             lock.release()

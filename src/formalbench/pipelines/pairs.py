@@ -60,13 +60,22 @@ def pick_backend(backend: str | None, *paths: str | None) -> str:
     if backend is not None:
         language_of(backend)  # validates the name
         return backend.strip().lower()
+    named: dict[str, str] = {}  # backend -> the first path whose suffix names it
     for path in paths:
         if path is None:
             continue
         try:
-            return backend_for_path(path)
+            named.setdefault(backend_for_path(path), path)
         except InputError:
             continue
+    if len(named) > 1:
+        shown_mixed = "; ".join(f"{p!r} is {b}" for b, p in named.items())
+        raise InputError(
+            f"mixed proof assistants: {shown_mixed} (by suffix); give files of one assistant, "
+            "or name it with --backend"
+        )
+    if named:
+        return next(iter(named))
     shown = next((p for p in paths if p is not None), None)
     what = f"{shown!r}" if shown else "inline text"
     raise InputError(

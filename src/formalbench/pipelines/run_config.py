@@ -98,5 +98,5 @@ def check_seconds(option: str, value: float) -> float:
     """A time limit given on the command line: a positive, finite number of seconds
     (`inf` would let one check run for ever, `nan` compares false with everything)."""
     if not math.isfinite(value) or value <= 0:
-        raise InputError(f"{option} {value}: must be a positive, finite number of seconds")
+        raise InputError(f"{option} {value:g}: must be a positive, finite number of seconds")
     return value

@@ -11,6 +11,7 @@ report.html       the same with plots (written by the reporting layer)
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,11 +61,17 @@ class RunFiles:
 
 
 def write_run_log(
-    files: RunFiles, store: RunStore, run_id: str, meter: UsageMeter, elapsed: float
+    files: RunFiles,
+    store: RunStore,
+    run_id: str,
+    meter: UsageMeter,
+    elapsed: float,
+    skipped_lines: Sequence[str] = (),
 ) -> Path:
     """Write run.json: enough to know exactly what ran and to rebuild the report.
 
-    Wall time and token usage add up over the sessions of a resumed run.
+    Wall time and token usage add up over the sessions of a resumed run; `skipped_lines`
+    (dataset lines left out by `--skip-bad-lines`) are kept so that the report names them.
     """
     info = store.get_run(run_id)
     prompts: Counter[str] = Counter()
@@ -95,6 +102,7 @@ def write_run_log(
         "wall_time_s": round(previous.get("wall_time_s", 0.0) + elapsed, 3),
         "token_usage_this_session": usage,
         "token_usage_sessions": [*previous.get("token_usage_sessions", []), usage],
+        "skipped_lines": list(skipped_lines),
     }
     write_json_atomic(files.log, log)
     return files.log
@@ -125,13 +133,22 @@ def load_summary(run_dir: str | Path, *, write: bool | None = None) -> RunSummar
         "config": info.config,
         "versions": info.versions,
     }
+    skipped: list[str] = []
     if files.log.is_file():  # wall time adds up over the sessions of a resumed run
-        wall_time = read_json_object(files.log).get("wall_time_s")
+        log = read_json_object(files.log)
+        wall_time = log.get("wall_time_s")
         if wall_time is not None:
             run_info["wall_time_s"] = wall_time
+        skipped = [str(line) for line in log.get("skipped_lines") or []]
     summary = summarize(
         tasks, attempts, samples=int(info.config.get("samples", 1)), run_info=run_info
     )
+    if skipped:  # named in the report (and --quiet runs), not only on the first run's screen
+        shown = "; ".join(skipped[:3]) + ("; ..." if len(skipped) > 3 else "")
+        summary.warnings.append(
+            f"{len(skipped)} dataset line(s) skipped by --skip-bad-lines: {shown}"
+        )
+        summary.run_info["skipped_lines"] = skipped
     if write if write is not None else writable:
         write_text_atomic(files.summary, summary.model_dump_json(indent=2) + "\n")
     return summary

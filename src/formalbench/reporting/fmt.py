@@ -70,3 +70,17 @@ def category_title(name: str) -> str:
 def clip(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, an ellipsis marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def plain(value: object) -> str:
+    """A value as a person reads it in a `key: value` line, not as Python writes it: yes / no,
+    a float to three decimals (0.376, 1), a list joined by commas ('none' when empty)."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") or "0"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return ", ".join(plain(v) for v in value) or "none"
+    return str(value)

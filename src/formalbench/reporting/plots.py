@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
-from formalbench.metrics.summary import RunSummary
+from formalbench.metrics.summary import CategoryRow, RunSummary
 from formalbench.reporting.fmt import category_title, clip
 
 _MAX_BARS = 20
@@ -69,8 +69,8 @@ def category_bars(summary: RunSummary) -> str | None:
     fig = Figure(figsize=(7.2, sum(0.32 * h + 1.1 for h in heights)))
     axes = fig.subplots(len(tables), 1, squeeze=False, height_ratios=[h + 2 for h in heights])
     for ax, table in zip(axes[:, 0], tables, strict=True):
-        rows = sorted(table.rows, key=lambda r: -r.tasks)[:_MAX_BARS]
-        rows.reverse()  # barh draws bottom-up; keep the biggest group on top
+        rows = _chart_rows(table.rows)
+        rows.reverse()  # barh draws bottom-up: the table's first row on top
         shares = [100 * r.solved / r.tasks if r.tasks else 0.0 for r in rows]
         ax.barh(range(len(rows)), shares, color=_BAR)
         ax.set_yticks(range(len(rows)), [clip(r.value, _LABEL_CHARS) for r in rows])
@@ -90,6 +90,15 @@ def category_bars(summary: RunSummary) -> str | None:
         ax.set_title(f"Solved by {table.field}{shown}")
     fig.tight_layout()
     return _svg(fig, "categories")
+
+
+def _chart_rows(rows: list[CategoryRow]) -> list[CategoryRow]:
+    """The rows a category chart draws, in the order of the report's table beside it: all of
+    them, or the largest _MAX_BARS groups (by tasks) where there are more."""
+    if len(rows) <= _MAX_BARS:
+        return list(rows)
+    largest = set(sorted(range(len(rows)), key=lambda i: -rows[i].tasks)[:_MAX_BARS])
+    return [row for i, row in enumerate(rows) if i in largest]
 
 
 def taxonomy_bars(summary: RunSummary) -> str | None:

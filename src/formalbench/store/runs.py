@@ -189,7 +189,7 @@ class RunStore:
                 problems.append(f"run {run.id}: " + "; ".join(conflicts))
         raise RunMismatchError(
             f"{self.path}: the configuration differs from the stored run ({' | '.join(problems)});"
-            " use another run folder (or run id) for a different configuration"
+            " use another --run-dir for a different configuration"
         )
 
     def _new_id(self, config_text: str) -> str:

@@ -177,13 +177,13 @@ def _no_repl(project: Path | None, lake: bool) -> str:
     if lake and has_repl(project):
         return (
             f"the Lean project {project} depends on the REPL but its binary is not built: "
-            "run `lake build repl` there, or use mode='file'"
+            "run `lake build repl` there (from Python, mode='file' checks without it)"
         )
     return (
         "Lean REPL mode needs `lake` and a Lake project that depends on "
         "leanprover-community/repl (add `require REPL from git "
         '"https://github.com/leanprover-community/repl"` and run `lake build repl`), '
-        f"or give repl_command=; {INSTALL_HINT}"
+        f"(from Python, repl_command= runs a REPL of your own); {INSTALL_HINT}"
     )
 
 

@@ -248,7 +248,8 @@ def discover(project_dir: Path | None, start: Path | None = None) -> Toolchain:
     if lake is None and lean is None:
         raise ToolchainMissingError(
             "Lean 4 is not installed: no `lake` or `lean` on PATH or in ~/.elan/bin; "
-            f"{INSTALL_HINT}, or give repl_command= to use a REPL you run yourself"
+            f"{INSTALL_HINT} and pass --lean-project DIR, or verify through a Kimina Lean "
+            "Server (--backend kimina --kimina-url URL)"
         )
     return Toolchain(project, lake, lean)
 

@@ -49,6 +49,13 @@ class GitRepo:
         if not src.exists():
             raise InputError(f"{src}: no such repository or bundle")
         if src.is_file():
+            with src.open("rb") as handle:
+                head = handle.read(16)
+            if head not in (b"# v2 git bundle\n", b"# v3 git bundle\n"):
+                raise InputError(
+                    f"{src}: not a git bundle (no `# v2/v3 git bundle` header); give a bundle "
+                    "or a repository folder"
+                )
             dest = workdir / "repo.git"
             if not (dest / "HEAD").exists():
                 dest.parent.mkdir(parents=True, exist_ok=True)
@@ -58,7 +65,11 @@ class GitRepo:
                     text=True,
                 )
                 if run.returncode != 0:
-                    raise InputError(f"{src}: not a git bundle ({run.stderr.strip()[:200]})")
+                    why = next(
+                        (ln for ln in run.stderr.splitlines() if ln.startswith(("fatal", "error"))),
+                        "git clone failed",
+                    )
+                    raise InputError(f"{src}: cannot read the git bundle ({why.strip()})")
             return cls(dest)
         probe = subprocess.run(
             ["git", "-C", str(src), "rev-parse", "--git-dir"], capture_output=True, text=True

@@ -102,7 +102,7 @@ async def run_formal_stages(
             write_package(instances_dir, result)
             done += 1
             if progress is not None:
-                progress("formal", done, total)
+                progress("exercises", done, total)  # shown as "formal: exercises"
             return result
 
         # A TaskGroup: when one exercise fails (the model endpoint is gone, a budget is

@@ -1,0 +1,156 @@
+"""The one validation layer for options that many commands share: counts (workers, samples,
+limits, folds), time limits and input paths.
+
+Each check is a click parameter callback, so a bad value is refused while the command line is
+parsed, before any work starts, and every command words it the same way: one line naming the
+option and what is wrong, exit 2 (`FormalbenchGroup.main` prints it). A command declares an
+option with the helpers below instead of its own `if workers < 1` test:
+
+    workers: Annotated[int, typer.Option(callback=at_least(1), help=...)] = 2
+    timeout: Annotated[float, typer.Option(callback=seconds, help=...)] = 60.0
+    pairs: Annotated[Path, typer.Argument(callback=existing_file, help=...)]
+
+`tests/test_cli_options.py` walks every command and fails when an option with a shared name
+(see SHARED) is declared without one of these checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from formalbench.core.errors import InputError
+
+#: Option names (click's parameter names) whose values every command must check here.
+SHARED = {
+    "workers": "count",
+    "concurrency": "count",
+    "model_concurrency": "count",
+    "samples": "count",
+    "limit": "count",
+    "validate_limit": "count",
+    "sample_tasks": "count",
+    "folds": "count",
+    "timeout": "seconds",
+}
+
+
+def _label(param: Any) -> str:
+    """How a message names the parameter: `--workers` for an option, `candidate` for an
+    argument (as `check` names its files)."""
+    opts = getattr(param, "opts", None) or []
+    if getattr(param, "param_type_name", "") == "option" and opts:
+        return str(max(opts, key=len))
+    return str(param.name or "value").replace("_", " ")
+
+
+def at_least(low: int) -> Callable[[Any, Any, Any], Any]:
+    """A callback refusing a whole number below `low` (None, an option left out, passes)."""
+
+    def check(_ctx: Any, param: Any, value: Any) -> Any:
+        if value is None:
+            return value
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if item < low:
+                raise InputError(f"{_label(param)} {item}: must be at least {low}")
+        return value
+
+    check.formalbench_check = "count"  # type: ignore[attr-defined]  # read by the tests
+    return check
+
+
+def fraction(_ctx: Any, param: Any, value: float | None) -> float | None:
+    """A callback for a share or threshold: a number from 0 to 1."""
+    if value is not None and not 0.0 <= value <= 1.0:
+        raise InputError(f"{_label(param)} {value:g}: must be between 0 and 1")
+    return value
+
+
+fraction.formalbench_check = "fraction"  # type: ignore[attr-defined]
+
+
+def port(_ctx: Any, param: Any, value: int | None) -> int | None:
+    """A callback for a TCP port: 0 (any free one) to 65535."""
+    if value is not None and not 0 <= value <= 65535:
+        raise InputError(
+            f"{_label(param)} {value}: not a port number (0-65535; 0 picks a free one)"
+        )
+    return value
+
+
+port.formalbench_check = "port"  # type: ignore[attr-defined]
+
+
+def seconds(_ctx: Any, param: Any, value: float | None) -> float | None:
+    """A callback for a time limit option: a positive, finite number of seconds
+    (`pipelines.run_config.check_seconds`, imported here only when a time is given, so that
+    commands without one do not load pydantic at start-up); None passes."""
+    if value is None:
+        return None
+    from formalbench.pipelines.run_config import check_seconds
+
+    return check_seconds(_label(param), value)
+
+
+seconds.formalbench_check = "seconds"  # type: ignore[attr-defined]
+
+
+def path_problem(path: Path, *, folder: bool = False, either: bool = False) -> str | None:
+    """What is wrong with an input path (a file; a folder; `either`), in the words every
+    command uses, or None."""
+    if not path.exists():
+        return (
+            "no such file or folder" if either else "no such folder" if folder else "no such file"
+        )
+    if either:
+        return None
+    if folder and not path.is_dir():
+        return "is a file, not a folder"
+    if not folder and path.is_dir():
+        return "is a directory, not a file"
+    return None
+
+
+def _path_check(folder: bool, either: bool) -> Callable[[Any, Any, Any], Any]:
+    def check(_ctx: Any, param: Any, value: Any) -> Any:
+        if value is None:
+            return value
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            problem = path_problem(Path(item), folder=folder, either=either)
+            if problem is not None:
+                raise InputError(f"{_label(param)} {str(item)!r}: {problem}")
+        return value
+
+    check.formalbench_check = "path"  # type: ignore[attr-defined]
+    return check
+
+
+#: Callbacks for an input that must exist: a file, a folder, or either.
+existing_file = _path_check(folder=False, either=False)
+existing_folder = _path_check(folder=True, either=False)
+existing_path = _path_check(folder=False, either=True)
+
+
+def read_text(path: Path | str, role: str) -> str:
+    """The UTF-8 text of an input file, or an InputError in the same words as `check`'s
+    (`role 'path': no such file`, `... is empty`, ...)."""
+    p = Path(path)
+    label = f"{role} {str(path)!r}"
+    problem = path_problem(p)
+    if problem is not None:
+        raise InputError(f"{label}: {problem}")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    if b"\x00" in data:
+        raise InputError(f"{label}: is a binary file, not text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{label}: is not valid UTF-8 (bad byte at offset {exc.start})") from None
+    if not text.strip():
+        raise InputError(f"{label}: is empty")
+    return text.removeprefix("\ufeff")
