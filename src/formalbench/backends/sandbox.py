@@ -221,8 +221,8 @@ def private_env(env: Mapping[str, str], folder: str) -> dict[str, str]:
     """`env` with HOME and the temporary-folder variables pointing into `folder`.
 
     elan finds its toolchains under HOME, so a real `~/.elan` is named as ELAN_HOME first."""
-    home = os.path.join(folder, ".home")
-    tmp = os.path.join(folder, ".tmp")
+    home = os.path.join(os.path.abspath(folder), ".home")  # a child changes folder: absolute
+    tmp = os.path.join(os.path.abspath(folder), ".tmp")
     for path in (home, tmp):
         os.makedirs(path, exist_ok=True)
     extra = {"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
@@ -257,7 +257,7 @@ def _bwrap() -> str | None:
 def _writable() -> list[str]:
     """Extra folders left writable (FORMALBENCH_SANDBOX_WRITABLE, `:`-separated)."""
     raw = os.environ.get("FORMALBENCH_SANDBOX_WRITABLE", "")
-    return [p for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
+    return [os.path.abspath(p) for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
 
 
 def _bwrap_args(bwrap: str, folder: str) -> list[str]:
@@ -294,8 +294,8 @@ def confined_argv(
         raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
     inner[0] = program
     bwrap = _bwrap() if isolate else None
-    if bwrap is not None:
-        inner = [*_bwrap_args(bwrap, str(folder)), *inner]
+    if bwrap is not None:  # bwrap binds and enters only absolute paths
+        inner = [*_bwrap_args(bwrap, os.path.abspath(folder)), *inner]
     command, preexec = limited_argv(inner, memory_mb)
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
@@ -393,7 +393,7 @@ def run_limited(
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
-    folder = str(cwd)
+    folder = os.path.abspath(cwd)  # bwrap's binds, HOME and TMPDIR need an absolute path
     command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine)
     base_env = dict(env) if env is not None else scrubbed_env()
     limit = max_output_bytes()

@@ -157,7 +157,7 @@ def mine_command(
             def vtick(done: int, total: int, status: str) -> None:
                 progress.update(bar, completed=done, total=total, status=status)
 
-            result["validated"] = validate_run(
+            outcome = validate_run(
                 run_dir,
                 validate,
                 limit=validate_limit,
@@ -166,6 +166,8 @@ def mine_command(
                 executor=executor,
                 ray_address=ray_address,
             )
+        result["validated"] = outcome.kept
+        result["validation"] = outcome.summary()
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
@@ -176,6 +178,22 @@ def mine_command(
             typer.echo(f"  after {name:18} {left}")
         if "validated" in result:
             typer.echo(f"  validated          {result['validated']}")
+    if validate is not None:
+        _stage_end(outcome)
+
+
+def _stage_end(outcome) -> None:
+    """The failures of a stage on stderr, one line per reason; exit 1 when every task of
+    the stage failed for one reason (the environment or the model, not the tasks)."""
+    if outcome.failed:
+        err = f"{outcome.stage}: {outcome.failed} of {outcome.total} task(s) not kept"
+        typer.echo(err + ":", err=True)
+        for line in outcome.lines():
+            typer.echo(f"  {line}", err=True)
+    reason = outcome.single_reason()
+    if reason is not None:
+        typer.echo(f"{outcome.stage} failed for every task ({outcome.total}): {reason}", err=True)
+        raise typer.Exit(1)
 
 
 def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], int]) -> int:

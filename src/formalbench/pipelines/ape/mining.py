@@ -90,7 +90,9 @@ def mine(
             raise InputError(f"{source}: no commits to mine")
         lang = language or store.get_meta("language") or detect_language(repo, commits[0].sha)
         if lang not in ("coq", "lean"):
-            raise InputError(f"{source}: neither a _CoqProject nor a lakefile at HEAD")
+            raise InputError(
+                f"{source}: neither a Coq project file (_CoqProject, Make, dune coq.theory, Makefile with -R/-Q) nor a lakefile at HEAD"
+            )
         store.set_meta("language", lang)
         type_source = store.get_meta("type_source") or _type_source(commits, cfg)
         store.set_meta("type_source", type_source)
