@@ -9,12 +9,17 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.core.errors import InputError
+
+if TYPE_CHECKING:
+    from formalbench.pipelines.ape.outcome import StageOutcome
+
+T = TypeVar("T")
 
 ape_app = typer.Typer(
     name="ape",
@@ -182,7 +187,7 @@ def mine_command(
         _stage_end(outcome)
 
 
-def _stage_end(outcome) -> None:
+def _stage_end(outcome: StageOutcome) -> None:
     """The failures of a stage on stderr, one line per reason; exit 1 when every task of
     the stage failed for one reason (the environment or the model, not the tasks)."""
     if outcome.failed:
@@ -196,7 +201,7 @@ def _stage_end(outcome) -> None:
         raise typer.Exit(1)
 
 
-def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], int]) -> int:
+def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], T]) -> T:
     """Run `step` with a progress bar on stderr; `step` reports (done, total, status)."""
     from rich.console import Console
 
@@ -228,15 +233,27 @@ def synthesize_command(
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Newest N tasks only.")] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
+    ] = False,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
     chat, judge_model = _models(model, judge, run_dir)
-    kept = _with_bar(
-        "synthesizing", lambda report: synthesize_run(run_dir, chat, judge_model, limit, report)
+    outcome = _with_bar(
+        "synthesizing",
+        lambda report: synthesize_run(
+            run_dir, chat, judge_model, limit, report, retry_errors=retry_errors
+        ),
     )
-    typer.echo(f"{kept} tasks kept after instruction synthesis and reverse validation")
+    typer.echo(f"{outcome.kept} tasks kept after instruction synthesis and reverse validation")
+    if outcome.errors and not retry_errors:
+        typer.echo(
+            f"{outcome.errors} task(s) ended in an error; `--retry-errors` redoes them", err=True
+        )
+    _stage_end(outcome)
 
 
 @ape_app.command("eval")
