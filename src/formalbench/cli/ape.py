@@ -93,17 +93,31 @@ def mine_command(
         typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
     ] = None,
     types: Annotated[
-        str, typer.Option("--types", help="Commit types kept, comma-separated.")
-    ] = "feat,fix,refactor,chore",
+        str | None,
+        typer.Option(
+            "--types",
+            help="Commit types kept, comma-separated [feat,fix,refactor,chore; "
+            "inferred types add other].",
+        ),
+    ] = None,
     type_source: Annotated[
         str,
         typer.Option("--type-source", help="conventional, inferred (subject's verb) or auto."),
     ] = "auto",
     max_diff_lines: Annotated[int, typer.Option(help="Chunk changes larger than this.")] = 100,
-    max_filtered_changes: Annotated[int, typer.Option(help="Upper bound of filter 5.")] = 100,
-    min_distinct_ratio: Annotated[float, typer.Option(help="Filter 6 threshold.")] = 0.8,
-    max_scattered_edits: Annotated[int, typer.Option(help="Filter 7: scattered runs.")] = 10,
-    max_input_tokens: Annotated[int, typer.Option(help="Filter 8: tokens of file before.")] = 16384,
+    max_filtered_changes: Annotated[
+        int | None, typer.Option(help="Upper bound of filter 5 [language's value: 100].")
+    ] = None,
+    min_distinct_ratio: Annotated[
+        float | None,
+        typer.Option(help="Filter 6 threshold [language's value: Lean 0.8, Coq see README]."),
+    ] = None,
+    max_scattered_edits: Annotated[
+        int | None, typer.Option(help="Filter 7: scattered runs [language's value: 10].")
+    ] = None,
+    max_input_tokens: Annotated[
+        int | None, typer.Option(help="Filter 8: tokens of file before [16384].")
+    ] = None,
     validate_limit: Annotated[
         int | None, typer.Option(help="Validate only the newest N kept tasks.")
     ] = None,
@@ -128,7 +142,7 @@ def mine_command(
     if type_source not in ("auto", "conventional", "inferred"):
         raise InputError(f"--type-source {type_source}: expected auto, conventional or inferred")
     cfg = MineConfig(
-        types=[t.strip() for t in types.split(",") if t.strip()],
+        types=None if types is None else [t.strip() for t in types.split(",") if t.strip()],
         type_source=type_source,
         max_diff_lines=max_diff_lines,
         max_filtered_changes=max_filtered_changes,
