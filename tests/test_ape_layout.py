@@ -186,3 +186,14 @@ def test_stage_where_every_task_fails_alike_says_why_and_exits_1(tmp_path, monke
     assert result.exit_code == 1, result.output
     assert "validation failed for every task (1): a dependency does not build" in result.stderr
     assert "A.v" in result.stderr  # the example detail names the file
+
+
+def test_sandbox_runs_in_a_relative_folder(tmp_path, monkeypatch) -> None:
+    """bwrap binds and enters only absolute paths: a relative folder is made absolute."""
+    from formalbench.backends.sandbox import run_limited
+
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path)
+    out = run_limited(["sh", "-c", "pwd; echo $HOME"], cwd="work", timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(tmp_path / "work"), str(tmp_path / "work" / ".home")]

@@ -74,7 +74,8 @@ def test_mine_shipped_history_and_resume(tmp_path, bundle, language, limit) -> N
     assert summary.commits == limit  # every walked commit is recorded
     left = list(summary.funnel.values())
     assert left == sorted(left, reverse=True)
-    assert summary.candidates > left[0] >= left[-1] == summary.kept > 0
+    assert summary.candidates >= left[0] >= left[-1] == summary.kept > 0
+    assert summary.candidates > summary.kept  # an inferred history may keep every type
     from formalbench.store.ape import ApeStore
 
     with ApeStore(tmp_path / "ape.sqlite") as store:
