@@ -293,9 +293,10 @@ def confined_argv(
     if program is None:  # as Popen would say, not a wrapper's exit code later
         raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
     inner[0] = program
+    folder = os.path.abspath(folder)  # bwrap binds and enters absolute paths only
     bwrap = _bwrap() if isolate else None
-    if bwrap is not None:  # bwrap binds and enters only absolute paths
-        inner = [*_bwrap_args(bwrap, os.path.abspath(folder)), *inner]
+    if bwrap is not None:
+        inner = [*_bwrap_args(bwrap, str(folder)), *inner]
     command, preexec = limited_argv(inner, memory_mb)
     setpriv = shutil.which("setpriv")
     if setpriv is not None:
@@ -393,7 +394,7 @@ def run_limited(
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
-    folder = os.path.abspath(cwd)  # bwrap's binds, HOME and TMPDIR need an absolute path
+    folder = str(cwd)
     command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine)
     base_env = dict(env) if env is not None else scrubbed_env()
     limit = max_output_bytes()
