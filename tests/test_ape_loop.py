@@ -44,13 +44,13 @@ def test_synthesis_drops_superficial_and_unreadable(tmp_path) -> None:
             ]
         }
     )
-    assert synthesize_run(tmp_path, ScriptedModel([superficial])) == 0
+    assert synthesize_run(tmp_path, ScriptedModel([superficial])).kept == 0
     with ApeStore(tmp_path / "ape.sqlite") as store:
         got = store.get_result(task.id, "synthesize")
         assert got["nature"] == "Superficial" and not got["kept"]
         store.conn.execute("DELETE FROM ape_results")
     bad = json.dumps({"exercises": [{"title": "t", "category": "Cooking"}]})
-    assert synthesize_run(tmp_path, ScriptedModel([bad])) == 0
+    assert synthesize_run(tmp_path, ScriptedModel([bad])).kept == 0
     with ApeStore(tmp_path / "ape.sqlite") as store:
         assert "unreadable" in store.get_result(task.id, "synthesize")["reason"]
 

@@ -74,16 +74,17 @@ def test_mine_shipped_history_and_resume(tmp_path, bundle, language, limit) -> N
     assert summary.commits == limit  # every walked commit is recorded
     left = list(summary.funnel.values())
     assert left == sorted(left, reverse=True)
-    assert summary.candidates > left[0] >= left[-1] == summary.kept > 0
+    assert summary.candidates >= left[0] >= left[-1] == summary.kept > 0
+    assert summary.candidates > summary.kept  # an inferred history may keep every type
     from formalbench.store.ape import ApeStore
 
     with ApeStore(tmp_path / "ape.sqlite") as store:
         kept = [ApeTask(**t) for t in store.kept_tasks()]
     suffix = ".v" if language == "coq" else ".lean"
     for task in kept:
-        assert task.type in cfg.types
+        assert task.type in cfg.kept_types(task.type_source)
         assert task.file_path_after.endswith(suffix)
-        assert 1 <= task.filtered.pure_changes <= 100
+        assert 1 <= task.filtered.pure_changes <= cfg.thresholds(language).max_filtered_changes
         assert task.content_before != task.content_after
         assert task.gold_diff.startswith("--- a/")
     # resume: forget the newest commits, walk again, same funnel and no duplicate rows

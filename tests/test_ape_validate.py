@@ -78,8 +78,11 @@ def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
             good["commit_hash"], 0, "feat", [(t["id"], None, t) for t in (good, broken)]
         )
     seen: list[tuple[int, int]] = []
-    kept = validate_run(tmp_path, "coq", workers=2, on_progress=lambda d, t, s: seen.append((d, t)))
-    assert kept == 1 and seen[-1] == (2, 2)
+    outcome = validate_run(
+        tmp_path, "coq", workers=2, on_progress=lambda d, t, s: seen.append((d, t))
+    )
+    assert outcome.kept == 1 and seen[-1] == (2, 2)
+    assert outcome.reasons == {"after does not compile cleanly": 1}
     with ApeStore(tmp_path / "ape.sqlite") as store:
         results = store.results("validate")
     assert results[good["id"]]["kept"] and not results[broken["id"]]["kept"]
@@ -118,7 +121,7 @@ def test_validate_run_compiles_on_ray(tmp_path, monkeypatch) -> None:
 
     monkeypatch.setattr(ray_backend.RayTasks, "run", counted)
     # (Ray stays up for the session's other Ray tests, as theirs does: a restart costs ~10 s)
-    kept = validate_run(tmp_path, "coq", workers=2, executor="ray")
+    kept = validate_run(tmp_path, "coq", workers=2, executor="ray").kept
     assert ray.is_initialized()
     assert kept == 1
     assert ran == ["check_in_tree"] * 4  # after and before of both tasks, all on Ray

@@ -223,8 +223,8 @@ def private_env(env: Mapping[str, str], folder: str) -> dict[str, str]:
     """`env` with HOME and the temporary-folder variables pointing into `folder`.
 
     elan finds its toolchains under HOME, so a real `~/.elan` is named as ELAN_HOME first."""
-    home = os.path.join(folder, ".home")
-    tmp = os.path.join(folder, ".tmp")
+    home = os.path.join(os.path.abspath(folder), ".home")  # a child changes folder: absolute
+    tmp = os.path.join(os.path.abspath(folder), ".tmp")
     for path in (home, tmp):
         os.makedirs(path, exist_ok=True)
     extra = {"HOME": home, "TMPDIR": tmp, "TMP": tmp, "TEMP": tmp}
@@ -259,7 +259,7 @@ def _bwrap() -> str | None:
 def _writable() -> list[str]:
     """Extra folders left writable (FORMALBENCH_SANDBOX_WRITABLE, `:`-separated)."""
     raw = os.environ.get("FORMALBENCH_SANDBOX_WRITABLE", "")
-    return [p for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
+    return [os.path.abspath(p) for p in raw.split(os.pathsep) if p and os.path.isdir(p)]
 
 
 def _bwrap_args(bwrap: str, folder: str, read_only: Sequence[str] = ()) -> list[str]:
@@ -303,6 +303,7 @@ def confined_argv(
     if program is None:  # as Popen would say, not a wrapper's exit code later
         raise FileNotFoundError(errno.ENOENT, "no such program", inner[0] if inner else "")
     inner[0] = program
+    folder = os.path.abspath(folder)  # bwrap binds and enters absolute paths only
     bwrap = _bwrap() if isolate else None
     if bwrap is not None:
         inner = [*_bwrap_args(bwrap, str(folder), read_only), *inner]

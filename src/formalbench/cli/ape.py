@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -22,6 +22,11 @@ from formalbench.cli.options import (
     fraction,
 )
 from formalbench.core.errors import InputError
+
+if TYPE_CHECKING:
+    from formalbench.pipelines.ape.outcome import StageOutcome
+
+T = TypeVar("T")
 
 ape_app = typer.Typer(
     name="ape",
@@ -132,8 +137,13 @@ def mine_command(
         typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
     ] = None,
     types: Annotated[
-        str, typer.Option("--types", help="Commit types kept, comma-separated.")
-    ] = "feat,fix,refactor,chore",
+        str | None,
+        typer.Option(
+            "--types",
+            help="Commit types kept, comma-separated [feat,fix,refactor,chore; "
+            "inferred types add other].",
+        ),
+    ] = None,
     type_source: Annotated[
         str,
         typer.Option("--type-source", help="conventional, inferred (subject's verb) or auto."),
@@ -142,17 +152,24 @@ def mine_command(
         int, typer.Option(callback=at_least(1), help="Chunk changes larger than this.")
     ] = 100,
     max_filtered_changes: Annotated[
-        int, typer.Option(callback=at_least(1), help="Upper bound of filter 5.")
-    ] = 100,
+        int | None,
+        typer.Option(callback=at_least(1), help="Upper bound of filter 5 [language's value: 100]."),
+    ] = None,
     min_distinct_ratio: Annotated[
-        float, typer.Option(callback=fraction, help="Filter 6 threshold (0..1).")
-    ] = 0.8,
+        float | None,
+        typer.Option(
+            callback=fraction,
+            help="Filter 6 threshold [language's value: Lean 0.8, Coq see README].",
+        ),
+    ] = None,
     max_scattered_edits: Annotated[
-        int, typer.Option(callback=at_least(1), help="Filter 7: scattered runs.")
-    ] = 10,
+        int | None,
+        typer.Option(callback=at_least(1), help="Filter 7: scattered runs [language's value: 10]."),
+    ] = None,
     max_input_tokens: Annotated[
-        int, typer.Option(callback=at_least(1), help="Filter 8: tokens of file before.")
-    ] = 16384,
+        int | None,
+        typer.Option(callback=at_least(1), help="Filter 8: tokens of file before [16384]."),
+    ] = None,
     validate_limit: Annotated[
         int | None,
         typer.Option(callback=at_least(1), help="Validate only the newest N kept tasks."),
@@ -180,7 +197,7 @@ def mine_command(
     if type_source not in ("auto", "conventional", "inferred"):
         raise InputError(f"--type-source {type_source}: expected auto, conventional or inferred")
     cfg = MineConfig(
-        types=[t.strip() for t in types.split(",") if t.strip()],
+        types=None if types is None else [t.strip() for t in types.split(",") if t.strip()],
         type_source=type_source,
         max_diff_lines=max_diff_lines,
         max_filtered_changes=max_filtered_changes,
@@ -214,7 +231,7 @@ def mine_command(
             def vtick(done: int, total: int, status: str) -> None:
                 progress.update(bar, completed=done, total=total, status=status)
 
-            result["validated"] = validate_run(
+            outcome = validate_run(
                 run_dir,
                 validate,
                 limit=validate_limit,
@@ -223,6 +240,8 @@ def mine_command(
                 executor=executor,
                 ray_address=ray_address,
             )
+        result["validated"] = outcome.kept
+        result["validation"] = outcome.summary()
     if json_out:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
     else:
@@ -233,9 +252,25 @@ def mine_command(
             typer.echo(f"  after {name:18} {left}")
         if "validated" in result:
             typer.echo(f"  validated          {result['validated']}")
+    if validate is not None:
+        _stage_end(outcome)
 
 
-def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], int]) -> int:
+def _stage_end(outcome: StageOutcome) -> None:
+    """The failures of a stage on stderr, one line per reason; exit 1 when every task of
+    the stage failed for one reason (the environment or the model, not the tasks)."""
+    if outcome.failed:
+        err = f"{outcome.stage}: {outcome.failed} of {outcome.total} task(s) not kept"
+        typer.echo(err + ":", err=True)
+        for line in outcome.lines():
+            typer.echo(f"  {line}", err=True)
+    reason = outcome.single_reason()
+    if reason is not None:
+        typer.echo(f"{outcome.stage} failed for every task ({outcome.total}): {reason}", err=True)
+        raise typer.Exit(1)
+
+
+def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], T]) -> T:
     """Run `step` with a progress bar on stderr; `step` reports (done, total, status)."""
     from rich.console import Console
 
@@ -271,15 +306,27 @@ def synthesize_command(
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
     ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
+    ] = False,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
     chat, judge_model = _models(model, judge, run_dir)
-    kept = _with_bar(
-        "synthesizing", lambda report: synthesize_run(run_dir, chat, judge_model, limit, report)
+    outcome = _with_bar(
+        "synthesizing",
+        lambda report: synthesize_run(
+            run_dir, chat, judge_model, limit, report, retry_errors=retry_errors
+        ),
     )
-    typer.echo(f"{kept} tasks kept after instruction synthesis and reverse validation")
+    typer.echo(f"{outcome.kept} tasks kept after instruction synthesis and reverse validation")
+    if outcome.errors and not retry_errors:
+        typer.echo(
+            f"{outcome.errors} task(s) ended in an error; `--retry-errors` redoes them", err=True
+        )
+    _stage_end(outcome)
 
 
 @ape_app.command("eval")

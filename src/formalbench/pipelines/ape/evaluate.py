@@ -23,6 +23,7 @@ from formalbench.pipelines.ape.gate import gate_findings
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.judge import judge_patch
 from formalbench.pipelines.ape.mining import STORE_NAME
+from formalbench.pipelines.ape.outcome import StageOutcome
 from formalbench.pipelines.ape.project import BuiltTrees, GitArchiveProvider
 from formalbench.pipelines.ape.synthesize import synthesize_task
 from formalbench.store.ape import ApeStore
@@ -50,19 +51,26 @@ def synthesize_run(
     judge: ChatModel | None = None,
     limit: int | None = None,
     on_progress: Callable[[int, int, str], None] | None = None,
-) -> int:
+    retry_errors: bool = False,
+) -> StageOutcome:
+    """Instructions for the validated tasks. A stored verdict is kept; a stored error (an
+    unreadable reply, a failed call) is redone only with `retry_errors`, e.g. with another
+    model, so a rerun neither pays twice nor keeps a model's failure for good."""
     with _open(run_dir) as store:
         tasks = _validated(store)[:limit]
         kept = 0
+        results: list[dict[str, Any]] = []
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "synthesize")
-            if done is None:
-                done = asyncio.run(synthesize_task(model, task, judge))
+            if done is None or (retry_errors and done.get("error")):
+                attempt = 0 if done is None else int(done.get("attempt", 0)) + 1
+                done = asyncio.run(synthesize_task(model, task, judge, attempt=attempt))
                 store.put_result(task["id"], "synthesize", done)
             kept += bool(done.get("kept"))
+            results.append(done)
             if on_progress:
                 on_progress(n, len(tasks), f"{kept} kept")
-        return kept
+        return StageOutcome.of("synthesis", results)
 
 
 def evaluate_run(

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from rapidfuzz.distance import Levenshtein
 
-from formalbench.pipelines.ape.task import ApeTask, ChangeCounts, MineConfig
+from formalbench.pipelines.ape.task import ApeTask, ChangeCounts, Thresholds
 
 NOISE = {
     "lean": re.compile(r"^\s*(#align|set_option|import|open)\b"),
@@ -22,6 +22,14 @@ NOISE = {
         r"^\s*((Local\s+|Global\s+)?(Set|Unset|Open\s+Scope)|From\s+\S+\s+Require|Require|Import|Export)\b"
     ),
 }
+# Coq only: a line that is nothing but `Proof.` / `Proof using X.` (annotation churn), and the
+# locality of hints and similar commands (`Local`/`Global`/`#[export]` changed for warnings):
+# both are blanked out of the filtered view, like Lean's `set_option`.
+COQ_PROOF_LINE = re.compile(r"^\s*Proof(\s+using\b[^.]*)?\.\s*$")
+COQ_LOCALITY = re.compile(
+    r"^(\s*)(#\[\s*(?:local|global|export)\s*\]\s*|(?:Local|Global|Export)\s+)"
+    r"(?=(?:Hint|Existing|Instance|Arguments|Notation|Infix|Coercion|Ltac|Remove)\b)"
+)
 CONVENTIONAL = re.compile(r"^\s*(\w+)(\([^)]*\))?!?\s*:")
 TYPE_ALIASES = {"feature": "feat", "faet": "feat", "featl": "feat", "feeat": "feat"}
 INFERRED = [
@@ -160,12 +168,14 @@ def blank_comments(text: str, language: str) -> str:
 
 @lru_cache(maxsize=256)
 def denoise(text: str, language: str) -> str:
-    """Comments, blank lines and import/option/open lines removed (the filtered view)."""
+    """Comments, blank lines and import/option/open lines removed (the filtered view); in
+    Coq also bare `Proof.`/`Proof using` lines, and hint locality prefixes."""
     stripped = blank_comments(text, language)
     noise = NOISE[language]
-    return "\n".join(
-        ln.rstrip() for ln in stripped.splitlines() if ln.strip() and not noise.match(ln)
-    )
+    lines = (ln.rstrip() for ln in stripped.splitlines() if ln.strip() and not noise.match(ln))
+    if language == "coq":
+        lines = (COQ_LOCALITY.sub(r"\1", ln) for ln in lines if not COQ_PROOF_LINE.match(ln))
+    return "\n".join(lines)
 
 
 def _distinct_ok(diff: list[str], tag: str, ratio: float) -> bool:
@@ -174,7 +184,7 @@ def _distinct_ok(diff: list[str], tag: str, ratio: float) -> bool:
     return not lines or len(set(lines)) / len(lines) >= ratio
 
 
-def scatter_ok(task: ApeTask, cfg: MineConfig) -> bool:
+def scatter_ok(task: ApeTask, cfg: Thresholds) -> bool:
     """Keep edits that are substantial: few isolated single-character edit runs."""
     a = "".join(denoise(task.content_before, task.language).split())
     b = "".join(denoise(task.content_after, task.language).split())
@@ -217,9 +227,10 @@ def positive(task: ApeTask) -> bool:
     )
 
 
-def filter_chain(cfg: MineConfig) -> list[tuple[str, Callable[[ApeTask], bool]]]:
+def filter_chain(cfg: Thresholds) -> list[tuple[str, Callable[[ApeTask], bool]]]:
     """(name, keep) in the reference's order; type and library-path filters come first, at
-    the commit and file level, before a task record exists (see mining)."""
+    the commit and file level, before a task record exists (see mining). `cfg`: the
+    thresholds of the history's language (`MineConfig.thresholds`)."""
     fdiff = lambda t: t.filtered_gold_diff.splitlines()  # noqa: E731
     return [
         ("not_deleted", lambda t: t.change_type != "deleted"),

@@ -46,12 +46,16 @@ async def judge_patch(
     language: str,
     samples: int = 4,
     temperature: float = 0.0,
+    first_seed: int = 0,
 ) -> dict[str, Any]:
     messages = load_prompt("ape_judge").render(
         instruction=instruction, content_before=content_before, patch=patch, language=language
     )
     replies = await asyncio.gather(
-        *(model.generate(messages, n=1, temperature=temperature, seed=i) for i in range(samples))
+        *(
+            model.generate(messages, n=1, temperature=temperature, seed=first_seed + i)
+            for i in range(samples)
+        )
     )
     per_sample = [grades_of(r[0].text) if r else [] for r in replies]
     return {"grades": per_sample, "passed": vote(per_sample)}

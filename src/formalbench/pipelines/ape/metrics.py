@@ -12,6 +12,7 @@ from typing import Any
 
 from formalbench.core.errors import InputError
 from formalbench.metrics.passk import pass_at_k
+from formalbench.pipelines.ape.outcome import StageOutcome
 from formalbench.store.ape import STORE_NAME, ApeStore
 
 
@@ -50,10 +51,13 @@ def ape_report(run_dir: Path) -> dict[str, Any]:
         if validation:
             out["validation_checked"] = len(validation)
             out["validated"] = sum(1 for v in validation.values() if v.get("kept"))
+            out["validation"] = StageOutcome.of("validation", validation.values()).summary()
         synth = store.results("synthesize")
         if synth:
             out["synthesized"] = len(synth)
             out["benchmark_tasks"] = sum(1 for v in synth.values() if v.get("kept"))
+            # errors (unreadable replies, failed calls) apart from verdicts: `--retry-errors`
+            out["synthesis"] = StageOutcome.of("synthesis", synth.values()).summary()
         evals = store.results("eval")
         if evals:
             out.update(_eval_figures(evals, synth))

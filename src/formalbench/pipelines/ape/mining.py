@@ -45,7 +45,9 @@ def funnel(store: ApeStore, cfg: MineConfig) -> MineSummary:
     """Rebuild the funnel from the store alone."""
     drops = store.drop_counts()
     total = sum(drops.values())
-    names = [*PRE_FILTERS, *[n for n, _ in filter_chain(cfg) if n not in PRE_FILTERS]]
+    language = store.get_meta("language") or "lean"
+    chain = filter_chain(cfg.thresholds(language))
+    names = [*PRE_FILTERS, *[n for n, _ in chain if n not in PRE_FILTERS]]
     left, out = total, {}
     for name in names:
         left -= drops.get(name, 0)
@@ -90,12 +92,16 @@ def mine(
             raise InputError(f"{source}: no commits to mine")
         lang = language or store.get_meta("language") or detect_language(repo, commits[0].sha)
         if lang not in ("coq", "lean"):
-            raise InputError(f"{source}: neither a _CoqProject nor a lakefile at HEAD")
+            raise InputError(
+                f"{source}: neither a Coq project file (_CoqProject, Make, dune coq.theory, Makefile with -R/-Q) nor a lakefile at HEAD"
+            )
         store.set_meta("language", lang)
         type_source = store.get_meta("type_source") or _type_source(commits, cfg)
         store.set_meta("type_source", type_source)
         done = store.done_commits()
-        chain = filter_chain(cfg)
+        thresholds = cfg.thresholds(lang)
+        store.set_meta("thresholds", thresholds.model_dump())
+        chain = filter_chain(thresholds)
         for position, commit in enumerate(commits):
             if commit.sha not in done:
                 store.put_commit(
@@ -139,7 +145,7 @@ def _candidates(repo, commit: Commit, lang: str, type_source: str, cfg: MineConf
     for change in repo.changes(parent, commit.sha):
         path = change.path_after or change.path_before or ""
         base_id = f"{commit.sha[:12]}:{path}"
-        if kind not in cfg.types:
+        if kind not in cfg.kept_types(type_source):
             out.append((base_id, "commit_type", None))
             continue
         if change.status == "deleted":

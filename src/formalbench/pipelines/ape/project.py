@@ -3,15 +3,15 @@
 The source tree comes from a small provider (`git archive REV | tar -x`, no worktree); the
 compiled tree (sources plus the `.vo` files of the closure) is kept in the snapshot store
 under an id naming the revision and the closure, so a second task of the same commit, or a
-second run, restores it instead of rebuilding. Flags (`-R`/`-Q` and `-arg`) come from the
-project's `_CoqProject`; dependencies from `coqdep` on that file; each dependency is built
-with `coqc` in dependency order.
+second run, restores it instead of rebuilding. Flags (`-R`/`-Q` and extra options) come from
+the project's own build file at that revision, whichever convention it uses (`coqlayout`:
+`_CoqProject`, `Make`, dune, Makefile); dependencies from `coqdep` over the library's files
+with those flags; each dependency is built with `coqc` in dependency order.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shlex
 import subprocess
 import threading
 from collections import defaultdict
@@ -22,6 +22,7 @@ from formalbench.backends.sandbox import run_limited, scrubbed_env
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.gate import refusal
 from formalbench.core.records import CheckStatus, Language
+from formalbench.pipelines.ape.coqlayout import CoqLayout, tree_layout
 
 
 class TreeProvider(Protocol):
@@ -34,7 +35,7 @@ class GitArchiveProvider:
     """`git archive REV | tar -x`: a plain checkout, no `.git`, no worktree bookkeeping."""
 
     def __init__(self, git_dir: Path) -> None:
-        self.git_dir = git_dir
+        self.git_dir = Path(git_dir).resolve()
 
     def write_tree(self, rev: str, dest: Path) -> None:
         dest.mkdir(parents=True, exist_ok=True)
@@ -49,36 +50,55 @@ class GitArchiveProvider:
             raise InputError(f"{self.git_dir}: cannot export revision {rev}")
 
 
-def coq_project_args(tree: Path) -> tuple[list[str], list[str]]:
-    """(flags relative to the tree root, flags with absolute paths) from `_CoqProject`."""
-    path = tree / "_CoqProject"
-    if not path.is_file():
-        raise InputError(f"{tree}: no _CoqProject at this revision")
-    words = shlex.split(path.read_text(encoding="utf-8"), comments=True)
-    rel: list[str] = []
-    absolute: list[str] = []
-    k = 0
-    while k < len(words):
-        w = words[k]
-        if w in ("-R", "-Q") and k + 2 < len(words):
-            rel += [w, words[k + 1], words[k + 2]]
-            absolute += [w, str((tree / words[k + 1]).resolve()), words[k + 2]]
-            k += 3
-        elif w == "-arg" and k + 1 < len(words):
-            extra = shlex.split(words[k + 1])
-            rel += extra
-            absolute += extra
-            k += 2
-        else:
-            k += 1
-    return rel, absolute
+class ProjectError(BackendError):
+    """The project at a revision cannot be built: `reason` says how, in a fixed phrase (so
+    failures of many tasks can be counted together), the message says where."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def project_layout(tree: Path) -> CoqLayout:
+    """The load path of the project checked out at `tree` (any convention of `coqlayout`)."""
+    layout = tree_layout(tree)
+    if layout is None:
+        raise ProjectError(
+            "no Coq project file at this revision",
+            f"{tree.name}: none of _CoqProject, Make, dune coq.theory, Makefile with -R/-Q",
+        )
+    return layout
+
+
+def coq_project_args(tree: Path, for_file: str | None = None) -> tuple[list[str], list[str]]:
+    """(flags relative to the tree root, flags with absolute paths) of the project."""
+    layout = project_layout(tree)
+    return layout.flags(None, for_file), layout.flags(tree, for_file)
+
+
+def library_files(tree: Path, layout: CoqLayout) -> list[str]:
+    """The project's `.v` files present in the tree, repository-relative."""
+    if layout.files:
+        return [f for f in layout.files if (tree / f).is_file()]
+    found = (p.relative_to(tree).as_posix() for p in tree.rglob("*.v"))
+    return sorted(f for f in found if layout.contains(f))
 
 
 def dependency_closure(tree: Path, target: str) -> list[str]:
     """The `.v` files `target` needs, transitively, in build order (target excluded)."""
+    layout = project_layout(tree)
+    files = library_files(tree, layout)
+    if target not in files:
+        files.append(target)
     run = subprocess.run(
-        ["coqdep", "-f", "_CoqProject"], cwd=tree, capture_output=True, text=True, timeout=300
+        ["coqdep", *layout.flags(tree, options=False), *files],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    if run.returncode != 0 and not run.stdout.strip():
+        raise ProjectError("coqdep failed", f"{tree.name}: {run.stderr.strip()[:300]}")
     deps: dict[str, list[str]] = {}
     for line in run.stdout.splitlines():
         head, _, tail = line.partition(":")
@@ -86,13 +106,7 @@ def dependency_closure(tree: Path, target: str) -> list[str]:
         if not outs or not outs[0].endswith(".vo"):
             continue
         src = outs[0][:-3] + ".v"
-        deps[src] = [d[:-3] + ".v" for d in tail.split() if d.endswith(".vo")]
-    if target not in deps:  # a file outside _CoqProject: ask coqdep about it alone
-        one = subprocess.run(
-            ["coqdep", "-f", "_CoqProject", target], cwd=tree, capture_output=True, text=True
-        )
-        head, _, tail = one.stdout.partition(":")
-        deps[target] = [d[:-3] + ".v" for d in tail.split() if d.endswith(".vo")]
+        deps[src] = [_relative(tree, d[:-3] + ".v") for d in tail.split() if d.endswith(".vo")]
     order: list[str] = []
     seen: set[str] = set()
 
@@ -108,12 +122,23 @@ def dependency_closure(tree: Path, target: str) -> list[str]:
     return [f for f in order if f != target]
 
 
+def _relative(tree: Path, path: str) -> str:
+    """coqdep names dependencies through the (absolute) load path: back to tree-relative."""
+    p = Path(path)
+    if p.is_absolute():
+        try:
+            return p.resolve().relative_to(tree.resolve()).as_posix()
+        except ValueError:
+            return path
+    return path
+
+
 class BuiltTrees:
     """Project trees at revisions with a file's dependencies compiled, cached as snapshots."""
 
     def __init__(self, provider: TreeProvider, work: Path, store=None, timeout: float = 600.0):
         self.provider = provider
-        self.work = work
+        self.work = Path(work).resolve()  # trees are handed to coqc, coqdep and bwrap
         self.store = store  # a formalbench.store.snapshots.SnapshotStore, or None
         self.timeout = timeout
         self._guard = threading.Lock()
@@ -157,21 +182,23 @@ class BuiltTrees:
         if part.exists():
             subprocess.run(["rm", "-rf", str(part)], check=True)
         subprocess.run(["cp", "-a", str(src), str(part)], check=True)
-        rel, _ = coq_project_args(part)
         for dep in closure:
+            rel, _ = coq_project_args(part, dep)
             # A library file is text from a repository: it passes the same gate as any
             # candidate, and coqc runs under the sandbox's limits, tied to this process.
             text = (part / dep).read_text(encoding="utf-8", errors="replace")
             refused = refusal(text, Language.coq, "coqc")
             if refused is not None:
                 said = "; ".join(d.message for d in refused.diagnostics)
-                raise BackendError(f"{rev}: dependency {dep} is refused by the gate: {said}")
+                raise ProjectError(
+                    "a dependency is refused by the gate", f"{rev[:12]}: {dep}: {said}"
+                )
             run = run_limited(
                 ["coqc", "-q", *rel, dep], cwd=part, timeout=self.timeout, env=scrubbed_env()
             )
             if run.status != CheckStatus.ok or run.returncode != 0:
                 why = run.stderr.strip()[:300] or run.status.value
-                raise BackendError(f"{rev}: dependency {dep} does not build: {why}")
+                raise ProjectError("a dependency does not build", f"{rev[:12]}: {dep}: {why}")
         part.rename(dest)
         if self.store is not None:
             self.store.put(dest, snap_id)

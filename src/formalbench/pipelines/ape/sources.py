@@ -2,19 +2,19 @@
 
 Lean: the `lean_lib` targets of `lakefile.toml` (or `lakefile.lean`), each with its
 `srcDir` and roots; a library's root import file (`Mathlib.lean`) is not a source of tasks.
-Coq: the `.v` files listed in `_CoqProject`, or, when none are listed, the `.v` files under
-its `-R`/`-Q` folders. Read per revision, since libraries move (batteries: `Std/` before May
-2024).
+Coq: the load path of `coqlayout` (`_CoqProject`, `Make`, dune's `coq.theory`, or a
+Makefile's `-R`/`-Q`): the `.v` files the project file lists, or, when none are listed, the
+`.v` files under its library folders. Read per revision, since libraries move (batteries:
+`Std/` before May 2024; topology: `Make` at the root before 2020, `theories/` after).
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 import tomllib
 from collections.abc import Callable
-from functools import lru_cache
 
+from formalbench.pipelines.ape.coqlayout import git_layout
 from formalbench.pipelines.ape.gitsource import GitRepo
 
 SourceFilter = Callable[[str], bool]
@@ -62,46 +62,19 @@ def lean_filter(repo: GitRepo, rev: str, include_tests: bool = False) -> SourceF
 
 
 def coq_filter(repo: GitRepo, rev: str) -> SourceFilter:
-    return _coq_filter(repo.show(rev, "_CoqProject") or "")
-
-
-@lru_cache(maxsize=64)
-def _coq_filter(text: str) -> SourceFilter:
-    files: set[str] = set()
-    dirs: list[str] = []
-    try:
-        words = shlex.split(text, comments=True)
-    except ValueError:
-        words = text.split()
-    k = 0
-    while k < len(words):
-        w = words[k]
-        if w in ("-R", "-Q") and k + 2 < len(words):
-            dirs.append(words[k + 1].strip("/").removeprefix("./"))
-            k += 3
-            continue
-        if w == "-arg":
-            k += 2
-            continue
-        if w.endswith(".v"):
-            files.add(w.removeprefix("./"))
-        k += 1
-
-    def accept(path: str) -> bool:
-        if not path.endswith(".v"):
-            return False
-        if files:
-            return path in files
-        return any(path.startswith(d + "/") for d in dirs)
-
-    return accept
+    """The library files of the Coq project at `rev`, by whichever convention it declares
+    its load path (`coqlayout`); a revision with none has no library files."""
+    layout = git_layout(repo, rev)
+    if layout is None:
+        return lambda _path: False
+    return layout.contains
 
 
 def detect_language(repo: GitRepo, rev: str) -> str:
-    if repo.show(rev, "_CoqProject") is not None:
-        return "coq"
     if repo.show(rev, "lakefile.toml") is not None or repo.show(rev, "lakefile.lean") is not None:
         return "lean"
+    if git_layout(repo, rev) is not None:
+        return "coq"
     return "unknown"
 
 

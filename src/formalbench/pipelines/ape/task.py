@@ -5,7 +5,7 @@ Field names follow the APE-Bench I dataset card, so a mined run can be compared 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 
 class ChangeCounts(BaseModel):
@@ -40,19 +40,81 @@ class ApeTask(BaseModel):
     input_tokens: int = 0
 
 
-class MineConfig(BaseModel):
-    """Every threshold of the filters, with the reference's values as defaults."""
+class Thresholds(BaseModel):
+    """The content filters' thresholds, all set: what the filters read."""
 
-    types: list[str] = Field(default_factory=lambda: ["feat", "fix", "refactor", "chore"])
+    min_filtered_changes: int
+    max_filtered_changes: int
+    min_distinct_ratio: float
+    max_scattered_edits: int
+    max_scattered_share: float
+    min_total_edits: int
+    max_input_tokens: int
+
+
+# Per language. Lean: the reference's values (tuned on mathlib). Coq: chosen with hand-labelled
+# candidates of four Coq histories (bench/bench_ape_filters.py; docs/decisions.md,
+# "Per-language filter thresholds"): Coq proofs repeat tactic lines (`intros.`, `auto.`,
+# bullets), so the distinct-lines ratio tuned on Lean drops real proofs.
+LANGUAGE_THRESHOLDS: dict[str, Thresholds] = {
+    "lean": Thresholds(
+        min_filtered_changes=1,
+        max_filtered_changes=100,
+        min_distinct_ratio=0.8,
+        max_scattered_edits=10,
+        max_scattered_share=0.1,
+        min_total_edits=10,
+        max_input_tokens=16384,
+    ),
+    "coq": Thresholds(
+        min_filtered_changes=1,
+        max_filtered_changes=200,
+        min_distinct_ratio=0.6,
+        max_scattered_edits=100,
+        max_scattered_share=0.35,
+        min_total_edits=10,
+        max_input_tokens=16384,
+    ),
+}
+
+
+# Commit types mined. A conventional prefix is the author's word: the reference's four kinds.
+# A type inferred from the subject's first verb is a guess, and "other" (subjects such as
+# "Lemma concat_app: ...", "Two lemmas about mymax") held a third of the labelled Coq tasks
+# while being no less noisy than the rest, so an inferred history keeps it.
+TASK_TYPES: dict[str, list[str]] = {
+    "conventional": ["feat", "fix", "refactor", "chore"],
+    "inferred": ["feat", "fix", "refactor", "chore", "other"],
+}
+
+
+class MineConfig(BaseModel):
+    """Every threshold of the filters. A threshold left None takes its language's value
+    (`LANGUAGE_THRESHOLDS`, by `thresholds` once the history's language is known); one given
+    explicitly (a command-line option) wins over it."""
+
+    types: list[str] | None = None  # None: TASK_TYPES of the history's type source
     type_source: str = "auto"  # conventional / inferred / auto (inferred when < half conventional)
     max_diff_lines: int = 100  # chunking threshold on pure changes
-    min_filtered_changes: int = 1
-    max_filtered_changes: int = 100
-    min_distinct_ratio: float = 0.8
-    max_scattered_edits: int = 10
-    max_scattered_share: float = 0.1
-    min_total_edits: int = 10
-    max_input_tokens: int = 16384
+    min_filtered_changes: int | None = None
+    max_filtered_changes: int | None = None
+    min_distinct_ratio: float | None = None
+    max_scattered_edits: int | None = None
+    max_scattered_share: float | None = None
+    min_total_edits: int | None = None
+    max_input_tokens: int | None = None
     chars_per_token: int = 4  # no tokenizer is installed offline: tokens estimated from length
     since: str | None = None
     limit: int | None = None
+
+    def kept_types(self, type_source: str) -> list[str]:
+        """The commit types mined: those given, else the type source's (`TASK_TYPES`)."""
+        if self.types is not None:
+            return self.types
+        return TASK_TYPES.get(type_source, TASK_TYPES["conventional"])
+
+    def thresholds(self, language: str) -> Thresholds:
+        """`language`'s thresholds, with those set here instead."""
+        values = LANGUAGE_THRESHOLDS.get(language, LANGUAGE_THRESHOLDS["lean"]).model_dump()
+        mine = {k: getattr(self, k) for k in values if getattr(self, k) is not None}
+        return Thresholds(**{**values, **mine})

@@ -25,15 +25,24 @@ from formalbench.backends.ray_backend import RayWorkerError
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.mining import STORE_NAME
-from formalbench.pipelines.ape.project import BuiltTrees, GitArchiveProvider, coq_project_args
+from formalbench.pipelines.ape.outcome import StageOutcome
+from formalbench.pipelines.ape.project import (
+    BuiltTrees,
+    GitArchiveProvider,
+    ProjectError,
+    coq_project_args,
+)
 from formalbench.store.ape import ApeStore
 
 
-def check_in_tree(tree: Path, content: str, timeout: float = 300.0) -> dict[str, Any]:
-    """Compile `content` with the tree's flags; the verdict and its diagnostics."""
+def check_in_tree(
+    tree: Path, content: str, timeout: float = 300.0, path: str | None = None
+) -> dict[str, Any]:
+    """Compile `content` with the tree's flags (and those of `path`'s library, when the
+    project gives libraries their own); the verdict and its diagnostics."""
     from formalbench.backends.coq import CoqBackend
 
-    _, flags = coq_project_args(tree)
+    _, flags = coq_project_args(Path(tree).resolve(), path)
     backend = CoqBackend(args=flags, timeout=timeout, workers=1)
     result = backend.check(content)
     return {
@@ -45,6 +54,10 @@ def check_in_tree(tree: Path, content: str, timeout: float = 300.0) -> dict[str,
     }
 
 
+def _check_file(tree: Path, content: str, path: str) -> dict[str, Any]:
+    return check_in_tree(tree, content, path=path)
+
+
 def validate_run(
     run_dir: Path,
     language: str,
@@ -54,8 +67,8 @@ def validate_run(
     workers: int = 1,
     executor: str = "local",
     ray_address: str | None = None,
-) -> int:
-    """Validate the kept tasks of a mined run (newest first); returns how many passed.
+) -> StageOutcome:
+    """Validate the kept tasks of a mined run (newest first); what became of them.
     `workers` tasks are compiled at once (coqc processes; builds of one tree are shared),
     here (`executor="local"`) or as Ray tasks (`"ray"`, on the cluster at `ray_address`)."""
     if executor not in ("local", "ray"):
@@ -66,28 +79,30 @@ def validate_run(
                 "`lake` not found on PATH; install a Lean toolchain with elan to validate Lean"
             )
         raise InputError("--validate lean: Lean projects are not supported by this build yet")
-    store_path = Path(run_dir) / STORE_NAME
+    run_dir = Path(run_dir).resolve()  # every path below reaches coqc, coqdep or bwrap
+    store_path = run_dir / STORE_NAME
     if not store_path.is_file():
         raise InputError(f"{run_dir}: not an ape run (no {STORE_NAME}); run `ape mine` first")
     with ApeStore(store_path) as store:
         if store.get_meta("language") != "coq":
             raise InputError(f"{run_dir}: --validate coq on a {store.get_meta('language')} run")
-        repo = GitRepo.open(store.get_meta("source"), Path(run_dir))
+        repo = GitRepo.open(store.get_meta("source"), run_dir)
         snapshots = None
         from formalbench.store.snapshots import SnapshotStore
 
-        snapshots = SnapshotStore(snapshot_store or Path(run_dir) / "snapshots")
-        trees = BuiltTrees(GitArchiveProvider(repo.path), Path(run_dir) / "trees", snapshots)
+        snapshots = SnapshotStore(Path(snapshot_store or run_dir / "snapshots").resolve())
+        trees = BuiltTrees(GitArchiveProvider(repo.path), run_dir / "trees", snapshots)
         tasks = list(store.kept_tasks())[: limit if limit is not None else None]
         passed = finished = 0
-        compile_in: Callable[[Path, str], dict[str, Any]] = check_in_tree
+        outcomes: list[dict[str, Any]] = []
+        compile_in: Callable[[Path, str, str], dict[str, Any]] = _check_file
         if executor == "ray" and tasks:
             from formalbench.backends.ray_backend import RayTasks
 
             ray_tasks = RayTasks(workers, ray_address)
 
-            def compile_in(tree: Path, content: str) -> dict[str, Any]:
-                return ray_tasks.run(check_in_tree, tree, content)
+            def compile_in(tree: Path, content: str, path: str) -> dict[str, Any]:
+                return ray_tasks.run(check_in_tree, tree, content, 300.0, path)
 
         def one(task: dict[str, Any]) -> dict[str, Any]:
             done = store.get_result(task["id"], "validate")
@@ -100,32 +115,40 @@ def validate_run(
             for done in pool.map(one, tasks):
                 finished += 1
                 passed += bool(done["kept"])
+                outcomes.append(done)
                 if on_progress:
                     on_progress(finished, len(tasks), f"{passed} kept")
-        return passed
+        return StageOutcome.of("validation", outcomes)
 
 
 def validate_task(
     trees: BuiltTrees,
     task: dict[str, Any],
-    compile_in: Callable[[Path, str], dict[str, Any]] = check_in_tree,
+    compile_in: Callable[[Path, str, str], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build (or restore) the trees of the task's commit and parent here, and compile the
     files after and before in them with `compile_in` (here, or as a Ray task)."""
     path_after = task["file_path_after"]
+    compile_in = compile_in or _check_file
     out: dict[str, Any] = {"kept": False}
     try:
         after_tree = trees.tree_for(task["commit_hash"], path_after)
-        out["after"] = compile_in(after_tree, task["content_after"])
+        out["after"] = compile_in(after_tree, task["content_after"], path_after)
         if task.get("file_path_before"):
             before_tree = trees.tree_for(task["parent_commit_hash"], task["file_path_before"])
-            out["before"] = compile_in(before_tree, task["content_before"])
+            out["before"] = compile_in(
+                before_tree, task["content_before"], task["file_path_before"]
+            )
     except (InputError, ToolchainMissingError, RayWorkerError):
         raise  # bad input, or the executor failed (not the task): the run stops, resumable
-    except Exception as exc:  # a dependency that does not build: the task cannot be validated
-        out["reason"] = f"{type(exc).__name__}: {exc}"[:500]
+    except ProjectError as exc:  # no project file, coqdep failed, a dependency does not build
+        out.update(error=True, reason=exc.reason, detail=str(exc)[:500])
+        return out
+    except Exception as exc:  # anything else: recorded with its type, never silent
+        out.update(error=True, reason=type(exc).__name__, detail=str(exc)[:500])
         return out
     out["kept"] = bool(out["after"]["complete"])
     if not out["kept"]:
-        out["reason"] = "after does not compile cleanly"
+        first = (out["after"]["errors"] or out["after"]["warnings"] or [out["after"]["status"]])[0]
+        out.update(reason="after does not compile cleanly", detail=first[:500])
     return out
