@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
+from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
@@ -207,6 +208,7 @@ async def _evaluate(
     given_model: ChatModel | None = None,
 ) -> EvalResult:
     start = time.perf_counter()
+    check_executor(config.executor, config.ray_address)
     tasks, problems = load_selected_tasks(config)
     backend_name, tasks = choose_language(tasks, config.backend)
     notes: list[str] = []
