@@ -111,6 +111,7 @@ def test_a_formal_stage_with_every_plan_unreadable_fails_visibly(tmp_path: Path)
     assert report["format_failures"] == 3 and report["blocks"] == 0
     formal = next(f for f in report["failed_stages"] if f["stage"] == "formal")
     assert formal["failed"] == formal["total"] == 2 and NO_THM in next(iter(formal["reasons"]))
-    text = runner.invoke(app, ["report", str(run)]).output
+    text = runner.invoke(app, ["report", str(run), "--html"]).output
     assert "failed: formal: 2 of 2 exercises failed:" in text
     assert "format failures (unusable replies)" in text
+    assert "<li>formal: 2 of 2 exercises failed:" in (run / "report.html").read_text()
