@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, TaskID
 
-from formalbench.cli.main import app, user_errors
+from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
@@ -246,3 +246,6 @@ def eval_command(
         _print_outcome(result)
         print_report(summary, console, per_task=per_task)
         console.print(f"report: {result.files.report}  summary: {result.files.summary}")
+    if result.failed:  # every attempt ended without a verdict: say why (with --quiet too)
+        say_error(f"formalbench: error: {result.failed}")
+        raise typer.Exit(1)
