@@ -332,3 +332,30 @@ def test_an_extraction_only_run_opens_and_a_bad_folder_is_one_line(tmp_path: Pat
     result = CliRunner().invoke(cli, ["review", str(tmp_path / "bad"), "--export", "x.jsonl"])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "cannot open as a SQLite database" in result.output
+
+
+def test_an_exercise_accepted_with_a_proof_is_exported_as_a_task_that_eval_runs(
+    client: TestClient, run: Path
+) -> None:
+    """The reviewer finished the proof in the page; the export makes it a hole again (the
+    whole file is the reference solution), so `formalbench eval` runs on the file."""
+    from formalbench.pipelines.evaluate import run_evaluation
+    from formalbench.pipelines.run_config import EvalConfig
+    from formalbench.pipelines.run_files import load_summary
+
+    pairs = fields(client.get(f"/p/{_q('la/square')}").text)
+    block = next(v for k, v in pairs if k == "block")
+    assert block.endswith("Proof.\nAdmitted.")
+    proved = set_block(pairs, 1, block.replace("Proof.\nAdmitted.", "Proof.\n  nia.\nQed."))
+    assert post(client, "/decide", proved, action="accept").status_code == 303
+    out = run.parent / "accepted.jsonl"
+    result = CliRunner().invoke(cli, ["review", str(run), "--export", str(out)])
+    assert result.exit_code == 0, result.output
+    (task,) = [Task.model_validate_json(line) for line in out.read_text().splitlines()]
+    assert task.formal.rstrip().endswith("Proof.\nAdmitted.") and "nia" not in task.formal
+    assert "nia." in task.metadata["reference_solution"]
+    assert task.metadata["holes"] == 1 and task.metadata["targets"] == ["sq_pos"]
+    config = EvalConfig(dataset=str(out), tactics=["nia"], workers=1, timeout=60)
+    outcome = run_evaluation(config, run.parent / "eval")
+    assert outcome.tasks == 1 and outcome.new_attempts == 1
+    assert load_summary(run.parent / "eval").solved == ["la/square"]

@@ -16,12 +16,28 @@ its actor, and Ray would report that as its own error with the cause's traceback
 text, at the first check. So each actor keeps such an error instead of dying, and the
 constructor asks every actor once (`ping`) and raises the first one it gets back: the user
 sees the same one-line error, with the same exit code, as without Ray, before a run starts.
+
+Joining a cluster is bounded in time and never deaf to signals. Left to itself, `ray.init`
+on an address where no Ray answers retries for over ten minutes inside Ray's C++ client,
+where neither SIGINT nor SIGTERM reaches Python. So `init_ray` first opens a plain TCP
+connection to the address (a closed port or an unknown host is one line at once), bounds
+Ray's own connect and cluster-id waits through its `RAY_*` settings (a value the user set
+is kept), and joins from a helper thread while the main thread waits, so a signal stops the
+command at once (a local Ray starts in the main thread: its head installs signal handlers,
+which only the main thread may do, and its start is bounded by Ray itself). Starting the actors (`ping`) is bounded too: a cluster without a free CPU
+would otherwise queue them for ever.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
-from collections.abc import Callable, Sequence
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from formalbench.backends.base import Backend
@@ -29,7 +45,11 @@ from formalbench.core.errors import BackendError, FormalbenchError, InputError
 from formalbench.core.records import CheckResult, CheckStatus, Language
 
 
-def _ray() -> Any:
+def _ray(joining: bool = False) -> Any:
+    """The `ray` module; `joining` a cluster bounds its connect waits first (they are read
+    from the environment when Ray is imported)."""
+    if joining and "ray" not in sys.modules:
+        _bound_ray_waits(CONNECT_STEP_S)
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -43,17 +63,146 @@ class RayWorkerError(BackendError):
     """Ray could not run a call on a worker (it died, or Ray itself failed)."""
 
 
-def init_ray(address: str | None, num_cpus: int) -> None:
-    """Join the cluster at `address`, or start a local Ray with `num_cpus` (once per process)."""
-    ray = _ray()
-    if not ray.is_initialized():
+class RayConnectError(BackendError):
+    """The Ray cluster named by `--ray-address` cannot be reached or does not answer."""
+
+
+CONNECT_STEP_S = 5  # each of Ray's connect waits (socket, GCS connect, cluster id)
+WORKER_START_S = 300.0  # every actor answers its first `ping` within this
+
+
+def check_executor(executor: str, address: str | None) -> None:
+    """Refuse an unknown executor, and an address given without `--executor ray` (it would
+    be silently ignored)."""
+    if executor not in ("local", "ray"):
+        raise InputError(f"--executor must be local or ray, not {executor!r}")
+    if address is not None and executor != "ray":
+        raise InputError(f"--ray-address {address}: it is read only with --executor ray")
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of `host:port` or `ray://host:port`; None for `auto` and other forms
+    that Ray resolves itself."""
+    bare = address.removeprefix("ray://").rstrip("/")
+    host, sep, port = bare.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_reachable(address: str, timeout: float = CONNECT_STEP_S) -> None:
+    """Open (and close) a TCP connection to `address`: a RayConnectError at once when
+    nothing listens there, the host is unknown, or it does not answer within `timeout`."""
+    target = _host_port(address)
+    if target is None:
+        return
+    try:
+        with socket.create_connection(target, timeout=timeout):
+            pass
+    except TimeoutError:
+        raise RayConnectError(
+            f"--ray-address {address}: no answer within {timeout:g} s; is the head node up?"
+        ) from None
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise RayConnectError(
+            f"--ray-address {address}: cannot connect ({why.lower()}); start a cluster with "
+            "`ray start --head` and pass the address it prints, or leave out --ray-address "
+            "for a local Ray"
+        ) from None
+
+
+def _bound_ray_waits(step: float) -> None:
+    """Ray's settings for joining a cluster, read from the environment when `ray` is
+    imported: one connection attempt, each wait `step` seconds (Ray's defaults: 20 attempts
+    of 5 + 5 + 30 s), and its C++ log quiet below errors (else each failed try prints lines
+    of its own before our one). A value already set by the user wins. (Where Ray was
+    imported before, only the thread's limit in `init_ray` bounds the wait.)"""
+    for key, value in (
+        ("RAY_gcs_server_port_wait_time_s", "1"),
+        ("RAY_gcs_rpc_server_connect_timeout_s", f"{step:g}"),
+        ("RAY_py_gcs_connect_timeout_s", f"{step:g}"),
+        ("RAY_BACKEND_LOG_LEVEL", "error"),
+    ):
+        os.environ.setdefault(key, value)
+
+
+def _in_thread(work: Callable[[], None], limit: float, what: str) -> None:
+    """Run `work` in a daemon thread and wait at most `limit` seconds for it. The waiting
+    happens here, in Python, so SIGINT (KeyboardInterrupt) and SIGTERM (its default action)
+    stop the command at once even while `work` sits in C++; a daemon thread left behind
+    does not keep the process alive."""
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            work()
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=body, name="formalbench-ray-init", daemon=True).start()
+    if not done.wait(limit):
+        raise RayConnectError(f"{what}: no answer within {limit:g} s")
+    if failure:
+        raise failure[0]
+
+
+@contextlib.contextmanager
+def _sigint_raises() -> Iterator[None]:
+    """Python's own SIGINT handler (KeyboardInterrupt at once) in the main thread: the
+    caller may be a coroutine under asyncio.run, whose handler only cancels the task at its
+    next await, which a blocking start never reaches."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def init_ray(address: str | None, num_cpus: int, *, step: float = CONNECT_STEP_S) -> None:
+    """Join the cluster at `address`, or start a local Ray with `num_cpus` (once per process),
+    within a time limit (see the module doc); a RayConnectError when that fails."""
+    with _sigint_raises():
+        _init_ray(address, num_cpus, step)
+
+
+def _init_ray(address: str | None, num_cpus: int, step: float) -> None:
+    if "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        return
+    if address:
+        check_reachable(address, step)
+    ray = _ray(joining=bool(address))
+
+    def start() -> None:
+        import logging
+
         ray.init(
             address=address,
             num_cpus=None if address else num_cpus,
             include_dashboard=False,
             log_to_driver=False,
             ignore_reinit_error=True,
+            logging_level=logging.ERROR,  # not its notes (e.g. "SIGTERM handler is not set")
         )
+
+    try:
+        if address:  # a network peer: waited for from a thread, within a limit
+            _in_thread(start, 6.0 * step + 10, f"--ray-address {address}")
+        else:  # a local head registers signal handlers, which only the main thread may do
+            start()
+    except (ConnectionError, RuntimeError, ValueError) as exc:  # Ray's own failures to join
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if address:
+            raise RayConnectError(
+                f"--ray-address {address}: no Ray cluster answered there ({first})"
+            ) from None
+        raise RayConnectError(f"cannot start a local Ray: {first}") from None
 
 
 def ray_get(fetch: Callable[[], Any], what: str) -> Any:
@@ -134,8 +283,8 @@ class RayBackend(Backend):
         timeout: float = 60.0,
     ) -> None:
         super().__init__(workers=workers, timeout=timeout)
+        init_ray(address, self.workers)  # first: it may set Ray's settings before its import
         ray = _ray()
-        init_ray(address, self.workers)
         self.name = f"ray:{name}"
         self.language = language
         actor = ray.remote(num_cpus=1)(_CheckWorker)
@@ -145,13 +294,24 @@ class RayBackend(Backend):
             self._idle.put(handle)
         self._version: str | None = None
         try:
-            errors = self._call(lambda: ray.get([a.ping.remote() for a in self._actors]))
+            pings = [a.ping.remote() for a in self._actors]
+            errors = self._call(lambda: self._started(ray, pings))
             failed = next((e for e in errors if e is not None), None)
             if failed is not None:
                 raise failed
         except BaseException:
             self.close()
             raise
+
+    def _started(self, ray: Any, pings: list[Any]) -> list[FormalbenchError | None]:
+        """The answers to the first `ping`s, waited for at most WORKER_START_S."""
+        try:
+            return list(ray.get(pings, timeout=WORKER_START_S))
+        except ray.exceptions.GetTimeoutError:
+            raise RayConnectError(
+                f"backend {self.name}: {self.workers} Ray worker(s) did not start within "
+                f"{WORKER_START_S:g} s; does the cluster have {self.workers} free CPU(s)?"
+            ) from None
 
     def _call(self, fetch: Any) -> Any:
         """`fetch()` (a `ray.get`), with Ray's errors turned into this project's errors."""
@@ -184,9 +344,13 @@ class RayBackend(Backend):
         return self._version
 
     def close(self) -> None:
-        super().close()
+        """Kill the actors (and with them any check they run), then wait for the pool's
+        threads: each one's `ray.get` now returns at once. The other order waited for every
+        check in flight to end first, so a run stopped by a signal hung until its slowest
+        check finished."""
         ray = _ray()
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
         self._idle.put(None)  # wakes a caller still waiting for an actor
+        super().close()

@@ -3,6 +3,11 @@
 `--model` may be given several times: a plain `SPEC` is the model of every step, and
 `STEP=SPEC` (steps: clean, naturalize, conditions, review, repair, formal) overrides it for
 one step, e.g. `--model openai:gpt-4o-mini --model review=anthropic:claude-x`.
+
+Exit codes follow `eval`: 2 for bad input (contradictory options, a selection with no
+exercise), 1 for a run that could not finish (exercises left unfinished: the reason is
+printed, a rerun resumes) or in which a whole stage failed for every exercise (the
+reason is printed), 0 otherwise; a stage in which only some exercises failed is a warning.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
@@ -50,8 +56,9 @@ def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
 
 
-def print_construct_report(report: ConstructReport, out: Console) -> None:
-    """The funnel as tables: extraction, the source stages per pool, the formal stages."""
+def print_construct_report(report: ConstructReport, out: Console, *, failures: bool = True) -> None:
+    """The funnel as tables: extraction, the source stages per pool, the formal stages;
+    then (`failures`) one line per stage in which exercises failed."""
     head = Table(title=f"construct run ({report.status})", show_header=False)
     head.add_row("exercises extracted", str(report.exercises))
     head.add_row("references resolved", f"{report.resolved_references} of {report.references}")
@@ -73,7 +80,10 @@ def print_construct_report(report: ConstructReport, out: Console) -> None:
     head.add_row("blocks compiled", f"{report.blocks_compiled} of {report.blocks}")
     head.add_row("instances packaged", str(report.instances))
     head.add_row("tasks file", report.tasks_file or "-")
+    head.add_row("format failures (unusable replies)", str(report.format_failures))
     out.print(head)
+    for line in report.warnings() if failures else []:
+        out.print(f"[yellow]failed:[/] {escape(line)}", markup=True, soft_wrap=True)
     pools = Table(title="source review per pool (OI original, RI revised, HI held)")
     for col in ("pool", "items", "accept", "revise", "hold", "revise reasons", "hold reasons"):
         pools.add_column(
@@ -97,14 +107,35 @@ def _histogram(counts: dict[str, int]) -> str:
 
 
 def _print_outcome(result: ConstructResult) -> None:
-    for why in result.incomplete[:10]:
-        console.print(f"[yellow]unfinished:[/] {why}", markup=True)
-    if result.incomplete:
-        console.print("[yellow]rerun the same command to resume the unfinished exercises[/]")
     console.print(
         f"{result.exercises} exercise(s), {result.problems} through the source stages, "
-        f"{result.usable} usable, in {result.elapsed:.1f}s (stopped after {result.stopped_after})"
+        f"{result.usable} usable, in {result.elapsed:.1f}s ({_how_far(result)})",
+        soft_wrap=True,
     )
+
+
+def _how_far(result: ConstructResult) -> str:
+    if result.finished:
+        return f"stopped after {result.stopped_after}"
+    if result.incomplete:
+        return f"unfinished: {len(result.incomplete)} exercise(s) of the source stages"
+    return f"stopped after {result.stopped_after or 'nothing'}, before {result.asked}"
+
+
+def _print_failures(result: ConstructResult) -> int:
+    """The reasons a run did not do all it was asked, on stderr (shown with --quiet too),
+    one line each; returns the exit code (see the module doc)."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)  # a line stays one line
+    for why in result.incomplete[:10]:
+        err.print(f"[yellow]unfinished:[/] {escape(why)}", markup=True)
+    if len(result.incomplete) > 10:
+        err.print(f"[yellow]unfinished:[/] ... and {len(result.incomplete) - 10} more")
+    if result.incomplete:
+        err.print("[yellow]rerun the same command to resume the unfinished exercises[/]")
+    for failure in result.failures:
+        label = "error" if failure.whole else "warning"
+        err.print(f"[yellow]{label}:[/] {escape(failure.line())}", markup=True)
+    return 1 if result.incomplete or result.failed_stages else 0
 
 
 @app.command("construct")
@@ -139,8 +170,9 @@ def construct_command(
         bool, typer.Option(help="Only the deterministic extraction (same as --stop-after extract).")
     ] = False,
     stop_after: Annotated[
-        str, typer.Option(help="Stop after a phase: extract | source | formal.")
-    ] = "formal",
+        str | None,
+        typer.Option(help="Stop after a phase: extract | source | formal (default: formal)."),
+    ] = None,
     concurrency: Annotated[
         int, typer.Option(callback=at_least(1), help="Exercises in flight.")
     ] = 8,
@@ -154,14 +186,23 @@ def construct_command(
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
 ) -> None:
     """Build a benchmark from a textbook: extract, clean, naturalize, review, formalize."""
-    if stop_after not in PHASES:
+    if stop_after is not None and stop_after not in PHASES:
         raise InputError(f"--stop-after: expected one of {', '.join(PHASES)}, got {stop_after!r}")
+    if extract_only and stop_after not in (None, "extract"):
+        raise InputError(
+            f"--extract-only and --stop-after {stop_after} contradict each other: "
+            "--extract-only is --stop-after extract"
+        )
     if backend not in ("coq", "lean"):
         raise InputError(f"--backend: expected coq or lean, got {backend!r}")
-    phase = "extract" if extract_only else stop_after
+    phase = "extract" if extract_only else (stop_after or "formal")
     models = parse_model_options(model or [])
     if phase != "extract" and not models:
         raise InputError("--model is needed (or --extract-only)")
+    if phase == "extract" and models:
+        raise InputError(
+            "--model is not used when only extracting (--extract-only / --stop-after extract)"
+        )
     config = ConstructConfig(
         source=str(Path(source).resolve()),
         models=models,
@@ -179,12 +220,16 @@ def construct_command(
     )
     if quiet:
         result = run_construct(config, run_dir)
-        return
-    progress = make_progress(console)
-    with progress:
-        result = run_construct(config, run_dir, PhaseProgress(progress))
-    _print_outcome(result)
-    from formalbench.pipelines.construct.report import construct_report
+    else:
+        progress = make_progress(console)
+        with progress:
+            result = run_construct(config, run_dir, PhaseProgress(progress))
+        _print_outcome(result)
+        from formalbench.pipelines.construct.report import construct_report
 
-    print_construct_report(construct_report(run_dir), console)
-    console.print(f"store: {run_dir / 'construct.sqlite'}")
+        # the failed stages follow on stderr, once (with --quiet too)
+        print_construct_report(construct_report(run_dir), console, failures=False)
+        console.print(f"store: {run_dir / 'construct.sqlite'}")
+    code = _print_failures(result)
+    if code:
+        raise typer.Exit(code)

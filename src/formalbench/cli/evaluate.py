@@ -277,3 +277,6 @@ def eval_command(
         _print_outcome(result)
         print_report(summary, console, per_task=per_task)
         console.print(f"report: {result.files.report}  summary: {result.files.summary}")
+    if result.failed:  # every attempt ended without a verdict: say why (with --quiet too)
+        say_error(f"formalbench: error: {result.failed}")
+        raise typer.Exit(1)

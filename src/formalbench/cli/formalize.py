@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 from rich.table import Table
 
-from formalbench.cli.main import app, user_errors
+from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import at_least, existing_file, existing_folder, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
@@ -269,3 +269,14 @@ def formalize_command(
         _print_outcome(result)
         print_formalize_report(result.metrics or load_metrics(run_dir), console)
         console.print(f"store: {result.files.store}  metrics: {result.files.metrics}")
+    # A run that could not finish, or a stage in which every item failed, says why on
+    # stderr (with --quiet too) and exits 1, as `eval` and `construct` do.
+    if result.incomplete:
+        say_error(
+            f"formalbench: error: {len(result.incomplete)} problem(s) unfinished: "
+            f"{result.incomplete[0]}; rerun the same command to resume"
+        )
+    for line in result.failed_stages:
+        say_error(f"formalbench: error: {line}")
+    if result.incomplete or result.failed_stages:
+        raise typer.Exit(1)

@@ -52,12 +52,13 @@ def review(
         from formalbench.dashboard.export import accepted_tasks, write_jsonl
 
         formalize, store = open_run(run_dir)
+        skipped: list[str] = []
         try:
-            count = write_jsonl(accepted_tasks(formalize, store), export)
+            count = write_jsonl(accepted_tasks(formalize, store, skipped), export)
         finally:
             formalize.close()
             store.close()
-        typer.echo(f"wrote {count} accepted task{'' if count == 1 else 's'} to {export}")
+        _wrote(count, export, skipped)
         return
     from formalbench.dashboard.server import serve
 
@@ -74,9 +75,17 @@ def _export_construct(run_dir: str, export: str) -> None:
     from formalbench.dashboard.export import write_jsonl
 
     run, store = open_construct(run_dir)
+    skipped: list[str] = []
     try:
-        count = write_jsonl(accepted_tasks(run, store), export)
+        count = write_jsonl(accepted_tasks(run, store, skipped), export)
     finally:
         run.close()
         store.close()
+    _wrote(count, export, skipped)
+
+
+def _wrote(count: int, export: str, skipped: list[str]) -> None:
+    """The export's summary line, and one warning line per accepted text left out."""
     typer.echo(f"wrote {count} accepted task{'' if count == 1 else 's'} to {export}")
+    for reason in skipped:
+        typer.echo(f"warning: {reason}", err=True)

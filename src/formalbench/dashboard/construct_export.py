@@ -5,6 +5,8 @@ metadata `formalbench eval` needs for multi-hole files (hole count and theorem n
 whole trail: the source stages' texts and reviews, the blocks and the pipeline's validation,
 then who accepted it, when, with which note, and a diff of the reviewer's edits against the
 packaged file. Like the formalize export, a dataset made of people's edits stays auditable.
+As there, a proof the reviewer wrote into the file becomes a hole again (the complete file is
+kept as `metadata.reference_solution`): the task is what is left to prove.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from typing import Any
 from formalbench.core.formalization import ReviewDecision
 from formalbench.core.records import Informal, Task, TaskKind
 from formalbench.dashboard.construct_view import ConstructRun, ExerciseView
-from formalbench.dashboard.export import review_trail
-from formalbench.datasets.text import split_header
+from formalbench.dashboard.export import as_task_text, nothing_to_prove, review_trail
+from formalbench.datasets.text import has_hole, split_header
 from formalbench.pipelines.construct.blockfile import hole_count
 from formalbench.store.review import ReviewStore
 
 
-def accepted_tasks(run: ConstructRun, review: ReviewStore) -> list[Task]:
-    """One task per accepted exercise, in book order."""
+def accepted_tasks(
+    run: ConstructRun, review: ReviewStore, skipped: list[str] | None = None
+) -> list[Task]:
+    """One task per accepted exercise, in book order; an accepted file that leaves nothing
+    to prove is left out, with the reason added to `skipped`."""
     statuses = review.statuses()
     tasks = []
     for row in run.rows(statuses):
@@ -31,14 +36,18 @@ def accepted_tasks(run: ConstructRun, review: ReviewStore) -> list[Task]:
         view = run.exercise(row.id)
         if view is None:  # decided, then gone from the run
             continue
-        tasks.append(_task(view, decision, review))
+        task = _task(view, decision, review)
+        if has_hole(task.formal, task.language):
+            tasks.append(task)
+        elif skipped is not None:
+            skipped.append(nothing_to_prove(task.id, task.language))
     return tasks
 
 
 def _task(view: ExerciseView, decision: ReviewDecision, review: ReviewStore) -> Task:
-    code = decision.code or ""
-    header, formal = split_header(code, view.language)
-    holes, targets = hole_count(code, view.syntax)
+    header, accepted = split_header(decision.code or "", view.language)
+    formal, reference = as_task_text(accepted, view.language)
+    holes, targets = hole_count(header + formal, view.syntax)
     problem, exercise = view.problem, view.exercise
     statement = (
         (problem.problem_finally or problem.problem_standardized_math or problem.problem)
@@ -66,6 +75,7 @@ def _task(view: ExerciseView, decision: ReviewDecision, review: ReviewStore) -> 
             "holes": holes,
             "targets": targets,
             "solved_when": "every hole is filled and the whole file verifies",
+            **({"reference_solution": reference} if reference is not None else {}),
         },
     )
 

@@ -4,27 +4,91 @@ Each task carries its whole provenance in `trail`: which model wrote the accepte
 every compile round it went through, the alignment judgement, the summary's rank, who
 accepted it and when, and a unified diff of what the reviewer changed. A dataset built from
 people's edits is only trustworthy if the edits can be audited.
+
+An exported task is a task: something is left to prove. A model often answers with a proof
+(`Proof. lia. Qed.`, `:= by simp`), and a reviewer may accept it or finish one in the page;
+exported as it stood, `formalbench eval` refused the file ("its proof is finished"). So
+every theorem's proof becomes a hole (`Proof. Admitted.`, `:= by sorry`), definitions keep
+their bodies (they are part of what is stated), and a complete accepted text is kept as
+`metadata.reference_solution`. An accepted text with no theorem at all leaves nothing to
+prove: it is not exported, and the caller is told why (`skipped`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from formalbench.checking.decls import sentences, split_decls
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import CompileRound, Problem, ReviewDecision
 from formalbench.core.records import Informal, Language, Task
 from formalbench.dashboard.views import CandidateView, edit_diff, order_candidates, run_language
-from formalbench.datasets.text import kind_of, split_header
+from formalbench.datasets.text import has_hole, kind_of, split_header
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ReviewStore
 
+_THEOREM_KINDS = frozenset({"Theorem", "Goal", "theorem", "example"})
+_COQ_BARE_HOLE = re.compile(r"\s*(?:Proof\s*\.\s*)?Admitted\s*\.\s*")
+_LEAN_BARE_HOLE = re.compile(r":=\s*(?:by\s+)?sorry\s*")
 
-def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]:
-    """One task per accepted problem, in the run's problem order."""
+
+def hole_proofs(formal: str, language: Language) -> str:
+    """`formal` with the whole proof of every theorem (Coq `Theorem`/`Lemma`/.../`Goal`,
+    Lean `theorem`/`lemma`/`example`) replaced by a bare hole; a proof that is one already
+    is left as it is, and so is every definition."""
+    edits: list[tuple[int, int, str]] = []
+    for decl in split_decls(formal, language):
+        if decl.kind not in _THEOREM_KINDS or decl.body_start >= len(decl.tokens):
+            continue
+        if language == Language.coq:
+            statement = sentences(decl.tokens)[0]
+            if decl.body_start < len(statement) - 1:  # `Lemma l : P := term.`
+                start, hole = statement[decl.body_start - 1].end, ".\nProof.\nAdmitted."
+            else:
+                start, hole = statement[-1].end, "\nProof.\nAdmitted."
+            if _COQ_BARE_HOLE.fullmatch(formal[start : decl.end]):
+                continue
+        else:
+            start = decl.tokens[decl.body_start].offset
+            if _LEAN_BARE_HOLE.fullmatch(formal[start : decl.end]):
+                continue
+            line_start = formal.rfind("\n", 0, decl.start) + 1
+            indent = " " * (len(formal[line_start : decl.start]) + 2)
+            hole = f":= by\n{indent}sorry"
+        edits.append((start, decl.end, hole))
+    out, last = [], 0
+    for start, end, hole in edits:
+        out += [formal[last:start], hole]
+        last = end
+    out.append(formal[last:])
+    return "".join(out)
+
+
+def as_task_text(formal: str, language: Language) -> tuple[str, str | None]:
+    """(the task's `formal`: every theorem's proof a hole, the reference solution: `formal`
+    itself when it held no hole, else None). The first has no hole only when `formal`
+    states no theorem."""
+    task_text = hole_proofs(formal, language)
+    solved = task_text != formal and not has_hole(formal, language)
+    return task_text, formal if solved else None
+
+
+def nothing_to_prove(task_id: str, language: Language) -> str:
+    """Why an accepted text was not exported (for `skipped`)."""
+    hole = "sorry" if language == Language.lean else "Admitted."
+    return f"{task_id}: not exported: it states no theorem, so no proof is left to do ({hole})"
+
+
+def accepted_tasks(
+    formalize: FormalizeStore, review: ReviewStore, skipped: list[str] | None = None
+) -> list[Task]:
+    """One task per accepted problem, in the run's problem order; an accepted text that
+    leaves nothing to prove is left out, with the reason added to `skipped`."""
     config = formalize.config()
     tasks = []
     for decision in review.accepted():
@@ -52,7 +116,11 @@ def accepted_tasks(formalize: FormalizeStore, review: ReviewStore) -> list[Task]
                 chosen.id if chosen is not None else decision.problem_id,
             ),
         }
-        tasks.append(_task(problem, decision, language, trail))
+        task = _task(problem, decision, language, trail)
+        if has_hole(task.formal, language):
+            tasks.append(task)
+        elif skipped is not None:
+            skipped.append(nothing_to_prove(task.id, language))
     return tasks
 
 
@@ -62,8 +130,12 @@ def _task(
     language: Language,
     trail: dict[str, Any],
 ) -> Task:
-    header, formal = split_header(decision.code or "", language)
+    header, accepted = split_header(decision.code or "", language)
+    formal, reference = as_task_text(accepted, language)
     labels = {"category": problem.category} if problem.category else {}
+    metadata = dict(problem.metadata)
+    if reference is not None:
+        metadata["reference_solution"] = reference
     return Task(
         id=problem.id,
         language=language,
@@ -74,7 +146,7 @@ def _task(
         kind=kind_of(formal, language),
         labels=labels,
         trail=trail,
-        metadata=dict(problem.metadata),
+        metadata=metadata,
     )
 
 

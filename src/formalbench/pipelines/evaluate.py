@@ -17,7 +17,8 @@ import asyncio
 import math
 import platform
 import time
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,6 +26,7 @@ from typing import Any, Protocol
 from formalbench import __version__
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_project import tasks_project
+from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
@@ -78,6 +80,25 @@ class EvalResult:
     stopped: str | None = None  # why the run stopped before the end (budget), else None
     problems: list[Problem] = field(default_factory=list)  # skipped dataset lines
     notes: list[str] = field(default_factory=list)
+    # Set when every attempt of the run ended without a verdict (a model, backend, format
+    # or environment error): one line with the count and the reasons; the command exits 1.
+    failed: str | None = None
+
+
+def every_attempt_failed(attempts: Sequence[Attempt]) -> str | None:
+    """One line when no attempt of `attempts` reached a verdict (each recorded an error):
+    `12 of 12 attempts failed before a verdict: model: ... (12)`; else None."""
+    if not attempts or any(a.error is None for a in attempts):
+        return None
+    reasons = Counter(_first_line(str(a.error)) for a in attempts if a.error is not None)
+    shown = "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3))
+    more = f"; {len(reasons) - 3} other reason(s)" if len(reasons) > 3 else ""
+    return f"{len(attempts)} of {len(attempts)} attempts failed before a verdict: {shown}{more}"
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.strip().splitlines()[0].split()) if text.strip() else "unknown error"
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[Task]]:
@@ -211,6 +232,7 @@ async def _evaluate(
     given_model: ChatModel | None = None,
 ) -> EvalResult:
     start = time.perf_counter()
+    check_executor(config.executor, config.ray_address)
     tasks, problems = load_selected_tasks(config)
     skipped = [str(p) for p in problems]
     backend_name, tasks = choose_language(tasks, config.backend)
@@ -279,6 +301,7 @@ async def _evaluate(
                 run_id, "finished" if stopped is None and new == len(todo) else "interrupted"
             )
             write_run_log(files, store, run_id, meter, time.perf_counter() - start, skipped)
+            failed = every_attempt_failed(list(store.attempts(run_id)))
     finally:
         if lock is not None:
             lock.release()
@@ -296,6 +319,7 @@ async def _evaluate(
         stopped=stopped,
         problems=problems,
         notes=notes,
+        failed=failed,
     )
 
 

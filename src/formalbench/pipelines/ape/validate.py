@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from formalbench.backends.ray_backend import RayWorkerError
+from formalbench.backends.ray_backend import RayWorkerError, check_executor
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.mining import STORE_NAME
@@ -71,8 +71,7 @@ def validate_run(
     """Validate the kept tasks of a mined run (newest first); what became of them.
     `workers` tasks are compiled at once (coqc processes; builds of one tree are shared),
     here (`executor="local"`) or as Ray tasks (`"ray"`, on the cluster at `ray_address`)."""
-    if executor not in ("local", "ray"):
-        raise InputError(f"--executor must be local or ray, not {executor!r}")
+    check_executor(executor, ray_address)
     if language == "lean":
         if shutil.which("lake") is None:
             raise ToolchainMissingError(

@@ -75,7 +75,9 @@ class BlockSplit(Record):
     def _theorem_is_root(self) -> BlockSplit:
         kinds = [b.kind for b in self.blocks]
         if BlockKind.thm not in kinds:
-            raise ValueError("no `thm` block: the exercise's theorem must be a block")
+            raise ValueError(
+                "no `thm` block in the model's plan (the exercise's theorem must be a block)"
+            )
         last = max(i for i, k in enumerate(kinds) if k.formalizable)
         if kinds[last] is not BlockKind.thm:
             raise ValueError("the last formal block must be the theorem (the root)")

@@ -4,6 +4,9 @@ per pool, and the figures of the formal stages.
 The formal stages' figures come from what the runner stored when they finished (meta
 `formal`); a run whose formal stages were run otherwise still shows its `tasks.jsonl` and
 the files under `instances/`. Absent formal stages read as 0 and a null tasks file.
+`failed_stages` and `format_failures` are added up from the stored records
+(`failures.run_failures`), so a stage that failed for every exercise shows here as it did at
+the end of the run.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pydantic import Field
 
 from formalbench.core.errors import InputError
 from formalbench.core.records import Record
+from formalbench.pipelines.construct.failures import StageFailure, run_failures
 from formalbench.pipelines.construct.funnel import Funnel, funnel
 from formalbench.pipelines.run_dir import read_json_object
 from formalbench.store.construct import ConstructStore
@@ -46,8 +50,14 @@ class ConstructReport(Record):
     instances: int = 0
     tasks: int | None = None  # tasks written to tasks_file (None: formal stages not run)
     tasks_file: str | None = None
-    format_failures: int = 0  # model steps whose reply never validated
+    format_failures: int = 0  # model replies never usable (source and formal stages)
+    failed_stages: list[StageFailure] = Field(default_factory=list)  # stages with failures
+    unfinished: list[str] = Field(default_factory=list)  # `ID: why`, from the last session
     funnel: Funnel = Field(default_factory=Funnel)
+
+    def warnings(self) -> list[str]:
+        """One line per stage in which exercises failed (see failures.StageFailure)."""
+        return [f.line() for f in self.failed_stages]
 
 
 def is_construct_run(run_dir: Path) -> bool:
@@ -59,13 +69,14 @@ def construct_report(run_dir: str | Path) -> ConstructReport:
     path = root / STORE_NAME
     if not path.is_file():
         raise InputError(f"{root}: not a construct run (no {STORE_NAME})")
+    log_path = root / "construct.json"
+    log = read_json_object(log_path) if log_path.is_file() else {}
+    unfinished = [str(line) for line in log.get("incomplete") or []]
     with ConstructStore(path, readonly=True) as store:
         stats = store.extraction_stats() or {}
         shape = funnel(store.problems())
         formal = store.meta("formal") or {}
-        failures = store.step_counts().get("format_failure", 0)
-    log_path = root / "construct.json"
-    log = read_json_object(log_path) if log_path.is_file() else {}
+        failures = run_failures(store, unfinished)
     tasks = formal.get("tasks_file")
     if tasks is None and (root / "tasks.jsonl").is_file():
         tasks = str(root / "tasks.jsonl")
@@ -95,6 +106,8 @@ def construct_report(run_dir: str | Path) -> ConstructReport:
         blocks_compiled=int(formal.get("blocks_compiled", 0)),
         instances=int(instances),
         tasks_file=tasks,
-        format_failures=failures,
+        format_failures=failures.format_failures,
+        failed_stages=failures.stages,
+        unfinished=unfinished,
         funnel=shape,
     )

@@ -11,6 +11,13 @@ not yet stored are in the run's response cache (`responses.sqlite`). The folder 
 one process (run.lock); SIGINT/SIGTERM stop the run cleanly (finished steps stay stored)
 with exit 130/143; `construct.json` says what ran, with which models and prompts, and how
 far it got.
+
+Failures are part of the result, as in `eval`: a selection with no exercise in it is an
+InputError before anything is written (the extraction of a new run is made before its
+folder is); `stopped_after` names the last phase that was finished, not the one asked
+for, so a run whose source stages left exercises unfinished says so; and
+`failures` lists the stages in which exercises failed (`failures.run_failures`), which the
+command prints at the end and turns into exit 1 when a whole stage failed.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from formalbench.llm.base import BudgetExceededError, ChatModel, ModelCallError
 from formalbench.llm.cached import CachedModel
 from formalbench.llm.registry import make_model
 from formalbench.pipelines.construct.config import SOURCE_STEPS, STEPS, ConstructConfig, Phase
+from formalbench.pipelines.construct.failures import StageFailure, run_failures
 from formalbench.pipelines.construct.funnel import Funnel, funnel
 from formalbench.pipelines.construct.inputs import extract
 from formalbench.pipelines.construct.session import SourceSession
@@ -62,11 +70,24 @@ class ConstructResult:
     exercises: int  # extracted (after --pattern / --limit)
     problems: int = 0  # through the source stages
     usable: int = 0
-    stopped_after: Phase = "extract"
+    stopped_after: Phase | None = None  # the last phase finished (None: not even extraction)
+    asked: Phase = "formal"  # the last phase asked for (--stop-after)
     funnel: Funnel | None = None
     formal: dict[str, Any] | None = None  # what the formal stages report (see _formal)
     elapsed: float = 0.0
     incomplete: list[str] = field(default_factory=list)  # why some exercises are unfinished
+    failures: list[StageFailure] = field(default_factory=list)  # stages with failed exercises
+    format_failures: int = 0  # model replies never usable, source and formal stages
+
+    @property
+    def finished(self) -> bool:
+        """Every phase asked for was done, with no exercise left unfinished."""
+        return self.stopped_after == self.asked and not self.incomplete
+
+    @property
+    def failed_stages(self) -> list[StageFailure]:
+        """The stages in which every exercise failed: the run produced nothing past them."""
+        return [f for f in self.failures if f.whole]
 
 
 def run_construct(
@@ -120,9 +141,11 @@ async def _run(
     start = time.perf_counter()
     check_run_dir(root, KIND)
     bare = _bare_models(config, given)
+    # A new run's extraction is made before its folder, so an empty selection writes nothing.
+    fresh = None if (root / STORE_NAME).is_file() else await _extract(config)
     lock: RunLock | None = None
     cache: ResponseCache | None = None
-    result = ConstructResult(root, 0)
+    result = ConstructResult(root, 0, asked=config.stop_after)
     hashes: dict[str, str] = {}
     asked = 0
     status = "incomplete"
@@ -132,8 +155,9 @@ async def _run(
         lock = claim_run_dir(root, KIND)
         with full_disk_errors(root), ConstructStore(root / STORE_NAME) as store:
             try:
-                exercises = await _extraction(config, store, progress)
+                exercises = await _extraction(config, store, progress, fresh)
                 result.exercises = len(exercises)
+                result.stopped_after = "extract"
                 if config.stop_after != "extract":
                     cache = ResponseCache(root / RESPONSES_NAME)
                     models = {step: CachedModel(m, cache) for step, m in bare.items()}
@@ -151,12 +175,14 @@ async def _run(
                         )
                     finally:
                         asked = session.asked
+                    if not result.incomplete:
+                        result.stopped_after = "source"
                     if config.stop_after == "formal" and not result.incomplete:
                         usable = [p for p in problems if p.usable]
                         work = _formal(config, root, store, usable, models["formal"], given_backend)
                         result.formal = await _guarded(work(progress))
-                result.stopped_after = config.stop_after
-                status = "finished" if not result.incomplete else "incomplete"
+                        result.stopped_after = "formal"
+                status = "finished" if result.finished else "incomplete"
             except Interrupted:
                 status = "interrupted"
                 raise
@@ -165,6 +191,8 @@ async def _run(
                     result.funnel = funnel(store.problems())
                     result.problems = result.funnel.exercises
                     result.usable = result.funnel.usable
+                    found = run_failures(store, result.incomplete)
+                    result.failures, result.format_failures = found.stages, found.format_failures
                 log = _log(config, bare, result, status, hashes, asked)
                 _write_log(root, log, time.perf_counter() - start)
     finally:
@@ -190,10 +218,36 @@ async def _guarded(job: Any) -> Any:
             raise Interrupted(caught.signum) from None
 
 
+async def _extract(config: ConstructConfig) -> tuple[list[ExtractedExercise], dict[str, int]]:
+    """The exercises `config` selects from its source, and the counts; an InputError when
+    there is none (a run with nothing to do is bad input, as in `eval`)."""
+    exercises, stats = await asyncio.to_thread(
+        extract, config.source, depth=config.depth, pattern=config.pattern, limit=config.limit
+    )
+    if not exercises:
+        raise InputError(_nothing_selected(config, stats))
+    return exercises, stats
+
+
+def _nothing_selected(config: ConstructConfig, stats: Mapping[str, int]) -> str:
+    book = stats.get("book_exercises")
+    if config.pattern is None:
+        return f"{config.source}: no exercises in it; nothing to construct"
+    has = f" (it has {book} exercises)" if book else ""
+    return (
+        f"--pattern {config.pattern!r}: no exercise of {config.source} matches{has}; "
+        "nothing to construct"
+    )
+
+
 async def _extraction(
-    config: ConstructConfig, store: ConstructStore, progress: Progress | None
+    config: ConstructConfig,
+    store: ConstructStore,
+    progress: Progress | None,
+    fresh: tuple[list[ExtractedExercise], dict[str, int]] | None = None,
 ) -> list[ExtractedExercise]:
-    """The stored extraction when it was made with the same settings, else a new one."""
+    """The stored extraction when it was made with the same settings, else `fresh` (made
+    before the store was opened) or a new one."""
     identity = config.extraction_identity()
     stored = store.meta("extraction_identity")
     if stored is not None and store.extraction_stats() is not None:
@@ -204,14 +258,10 @@ async def _extraction(
                 f"settings ({', '.join(changed)}); use a new --run-dir or the same settings"
             )
         exercises = store.exercises()
+        if not exercises:  # stored by a formalbench that did not refuse an empty selection
+            raise InputError(_nothing_selected(config, store.extraction_stats() or {}))
     else:
-        exercises, stats = await asyncio.to_thread(
-            extract,
-            config.source,
-            depth=config.depth,
-            pattern=config.pattern,
-            limit=config.limit,
-        )
+        exercises, stats = fresh if fresh is not None else await _extract(config)
         store.put_exercises(exercises, stats)
         store.set_meta("extraction_identity", identity)
     if progress is not None:
@@ -284,8 +334,8 @@ def _formal(
             )
 
             def report(stage: str, done: int, total: int) -> None:
-                if progress is not None:
-                    progress(f"formal: {stage}", done, total)
+                if progress is not None:  # "formal", not "formal: formal"
+                    progress("formal" if stage == "formal" else f"formal: {stage}", done, total)
 
             outcome = await run_formal_stages(
                 usable,
@@ -331,6 +381,7 @@ def _log(
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
         "status": status,
         "stop_after": config.stop_after,
+        "stopped_after": result.stopped_after,
         "config": config.model_dump(mode="json"),
         "versions": {
             "formalbench": __version__,
@@ -342,6 +393,8 @@ def _log(
         "problems": result.problems,
         "usable": result.usable,
         "incomplete": result.incomplete,
+        "failed_stages": [f.model_dump(mode="json") for f in result.failures],
+        "format_failures": result.format_failures,
         "formal": result.formal,
         "steps_asked_this_session": asked,
     }

@@ -87,6 +87,32 @@ class FormalizeResult:
     notes: list[str] = field(default_factory=list)
     metrics: FormalizeMetrics | None = None  # the run's numbers, as written to metrics.json
 
+    @property
+    def failed_stages(self) -> list[str]:
+        """One line per stage in which every item failed (the command exits 1): no
+        candidate compiled, or none of the compiled ones could be judged."""
+        return failed_stages(self.metrics) if self.metrics is not None else []
+
+
+def failed_stages(metrics: FormalizeMetrics) -> list[str]:
+    """See `FormalizeResult.failed_stages`; read from the run's numbers."""
+    models = metrics.models
+    candidates = sum(m.candidates + m.retranslations for m in models)
+    compiled = sum(m.compiled + m.retranslations_compiled for m in models)
+    unreadable = sum(m.format_failures for m in models)
+    judged = sum(m.judged + m.retranslations_judged for m in models)
+    judge_errors = sum(m.judge_errors for m in models)
+    lines = []
+    if candidates and not compiled:
+        why = f"{unreadable} model repl(ies) held no usable code" if unreadable else "see report"
+        lines.append(f"compile: 0 of {candidates} candidates compiled ({why})")
+    if compiled and not judged and judge_errors:
+        lines.append(
+            f"alignment: 0 of {compiled} compiled candidates could be judged "
+            f"({judge_errors} unreadable judgement(s))"
+        )
+    return lines
+
 
 def run_formalize(
     config: FormalizeConfig,
