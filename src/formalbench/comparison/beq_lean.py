@@ -269,8 +269,9 @@ class LeanBeq:
         detail = tactics[won] if won is not None else _first_error(result)
         if won is not None and not proved:
             detail = f"axioms beyond the standard ones: {sorted(axioms - STANDARD_AXIOMS)}"
-        trivial = report.wins.get(holes[1]) is not None
-        return Direction(proved, trivial, detail, seconds), accepted
+        alone = report.wins.get(holes[1])
+        shown = ALONE[alone] if alone is not None and 0 <= alone < len(ALONE) else ""
+        return Direction(proved, alone is not None, detail, seconds, alone=shown), accepted
 
 
 def _accepted(result: CheckResult, lines: dict[str, tuple[int, int]]) -> dict[str, bool]:
