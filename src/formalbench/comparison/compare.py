@@ -44,8 +44,9 @@ def compare_coq(
             tasks = (coq_direction(p, q, (ref, cand)), coq_direction(q, p, (cand, ref)))
             result = ModelTier(model, checker, samples, timeout=timeout).settle(result, tasks)
     out = _shape(result, timeout)
-    if result.compiled:
-        out.update(coq_gted(result))
+    out.update(
+        coq_gted(result) if result.compiled else {"gted_error": "the candidate is not accepted"}
+    )
     return out
 
 
