@@ -31,7 +31,8 @@ from formalbench.comparison.beq_coq import (
     Direction,
     direction_setup,
 )
-from formalbench.comparison.beq_lean import LeanStatement
+from formalbench.comparison.beq_lean import LeanStatement, section, sides_source, statement_name
+from formalbench.comparison.beq_lean import direction_setup as lean_setup
 from formalbench.comparison.coq_sides import require_line
 from formalbench.core.records import Language
 from formalbench.llm.base import ChatModel
@@ -143,10 +144,24 @@ def coq_direction(given: CoqStatement, goal: CoqStatement, names: tuple[str, str
     )
 
 
-def lean_direction(given: LeanStatement, goal: LeanStatement, header: str) -> DirectionTask:
-    head = f"theorem {NAME} ({OTHER} : {given.prop}) :\n    {goal.prop} := by\n"
-    original = header + "\n" + head + "  sorry\n"
-    return DirectionTask(Language.lean, original, head + "  intros\n  -- your script", "intros")
+def lean_direction(
+    given: LeanStatement, goal: LeanStatement, roles: tuple[str, str]
+) -> DirectionTask:
+    """As `coq_direction`: the checked lemma speaks of the statements' definitions, each
+    elaborated in a section of its own header (`beq_lean.sides_source`); the lemma sits in
+    a section of the goal's header so that the model's script reads as the goal did."""
+    sides, _ = sides_source(dict(zip(roles, (given, goal), strict=True)))
+    g, q = statement_name(roles[0]), statement_name(roles[1])
+    head = f"theorem {NAME} ({OTHER} : {g}) :\n    {q} := by\n"
+    original = sides + section(goal, head + "  sorry") + "\n"
+    shown = f"theorem {NAME} ({OTHER} : {given.prop}) :\n    {goal.prop} := by\n"
+    return DirectionTask(
+        Language.lean,
+        original,
+        shown + "  intros\n  -- your script",
+        lean_setup(g, q),
+        "intros",
+    )
 
 
 def _split_top(text: str, seps: tuple[str, ...]) -> list[str]:

@@ -11,7 +11,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.backends.lean.backend import LeanBackend
 from formalbench.backends.sandbox import work_dir
 from formalbench.comparison.beq_coq import BeqResult, CoqBeq, parse_statement
-from formalbench.comparison.beq_lean import LeanBeq, merged_header, parse_lean_statement
+from formalbench.comparison.beq_lean import LeanBeq, parse_lean_statement
 from formalbench.comparison.beq_model import SAMPLES, ModelTier, coq_direction, lean_direction
 from formalbench.comparison.coq_sides import load_path
 from formalbench.comparison.lean_trees import elaborated_trees
@@ -81,11 +81,11 @@ def compare_lean(
         result = LeanBeq(lean, timeout=timeout).compare(reference, candidate)
         p = parse_lean_statement(reference, "reference")
         q = parse_lean_statement(candidate, "candidate")
-        header = merged_header(p, q)
         if model is not None:
-            tasks = (lean_direction(p, q, header), lean_direction(q, p, header))
+            roles = ("reference", "candidate")
+            tasks = (lean_direction(p, q, roles), lean_direction(q, p, roles[::-1]))
             result = ModelTier(model, lean, samples, timeout=timeout).settle(result, tasks)
-        trees = elaborated_trees(lean, header, [p, q]) if result.compiled else [None, None]
+        trees = elaborated_trees(lean, [p, q]) if result.compiled else [None, None]
     finally:
         if own:
             lean.close()
