@@ -122,11 +122,11 @@ def compare_one(
         tier=result.tier,
     )
     if result.compiled:
-        found = coq_gted(result)
-        if found["gted"] is None:
-            out["error"] = f"GTED: {found['gted_error']}"
+        score = coq_gted(result)
+        if score["gted"] is None:
+            out["error"] = f"GTED: {score['gted_error']}"
         else:
-            out["gted"] = round(found["gted"], 4)
+            out["gted"] = round(score["gted"], 4)
     return out
 
 
