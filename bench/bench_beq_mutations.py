@@ -223,8 +223,10 @@ def main() -> None:
                 c["crashed"] += 1
                 wrong.append(f"{path.stem} {kind}: crashed: {result}")
                 continue
-            undecided = any("undecided" in n for n in result.notes)
+            undecided = [n for n in result.notes if "undecided" in n]
             c["undecided" if undecided else "decided"] += 1
+            if undecided:
+                wrong.append(f"{path.stem} {kind}: {undecided[0][:160]}")
             if result.compiled and coq_gted(result)["gted"] is None:
                 c["gted unavailable"] += 1
             if undecided:

@@ -20,6 +20,7 @@ from formalbench.core.errors import InputError
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
 NAT = "Require Import Arith Lia.\n"
 ZS = "Require Import ZArith Lia.\nOpen Scope Z_scope.\n"
+SQ = "Definition sq (x : nat) := (x * x)%nat.\n"
 
 
 def thm(header: str, statement: str) -> str:
@@ -67,7 +68,9 @@ def test_the_issues_examples_are_decided(tmp_path: Path) -> None:
 def test_headers_do_not_leak_and_mutations_are_judged() -> None:
     hard = "forall a b : nat, a < b -> 2 ^ a < 2 ^ b"
     untyped = "forall a b, a < b -> 2 ^ a < 2 ^ b"  # nat in one header, Z in the other
+    squared = "forall n : nat, sq n < 2 ^ (2 * n + 1)"
     dropped = "forall a b : nat, 2 ^ a < 2 ^ b"
+    squared = "forall n : nat, sq n < 2 ^ (2 * n + 1)"
     dropped = "forall a b : nat, 2 ^ a < 2 ^ b"
     matching = "forall n : nat, match n with O => True | S _ => n < 2 ^ n end"
     pairs = {
@@ -81,6 +84,12 @@ def test_headers_do_not_leak_and_mutations_are_judged() -> None:
         "over Z": (thm(NAT, hard), thm(ZS, hard.replace("nat", "Z")), False),
         "hypothesis dropped": (thm(NAT, hard), thm(NAT, dropped), False),
         "unreadable tree": (thm(NAT, matching), thm("Require Import Arith.\n", matching), True),
+        # each side's own definition: two constants, related by conversion
+        "own definitions": (
+            thm(NAT + SQ, squared),
+            thm("Require Import ZArith Arith.\n" + SQ, squared),
+            True,
+        ),
     }
     found = CoqBeq(timeout=60).compare_many([(r, c) for r, c, _ in pairs.values()])
     for (name, (_, _, want)), result in zip(pairs.items(), found, strict=True):
@@ -99,5 +108,7 @@ def test_names_reserved_for_the_comparison_are_refused() -> None:
         parse_statement("Theorem t : fb_statement_0 -> True.", "candidate")
     with pytest.raises(InputError, match="reserves"):
         parse_statement("From FbBeq Require Import FbS0a.\nTheorem t : True.", "candidate")
+    with pytest.raises(InputError, match="no proof mode"):  # an admitted body is an axiom
+        parse_statement("Definition x : False.\nAdmitted.\nTheorem t : True.", "candidate")
     with pytest.raises(InputError, match="reserves"):
         parse_lean_statement("theorem t : fb_statement_reference := by sorry", "candidate")

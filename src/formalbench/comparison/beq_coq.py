@@ -31,7 +31,7 @@ from pathlib import Path
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.sandbox import work_dir
-from formalbench.checking.decls import split_decls
+from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.comparison.coq_sides import DEFINITION, LOGICAL, Sides, SideStatement, build_sides
 from formalbench.core.config import VerifierPolicy
@@ -110,13 +110,13 @@ def parse_statement(text: str, what: str) -> CoqStatement:
     if len(theorems) != 1:
         raise InputError(f"{what}: expected exactly one Theorem/Lemma, found {len(theorems)}")
     thm = theorems[0]
-    others = [d for d in decls if d is not thm and d.kind not in HEADER_KINDS]
+    others = [d for d in decls if d is not thm and not _header_decl(d, text, thm.start)]
     if others:
         raise InputError(
-            f"{what}: only Require/Import/Open commands may precede the theorem, "
-            f"found `{others[0].kind}` at line {others[0].line}"
+            f"{what}: only Require/Import/Open/Set commands and definitions (`:=`, no proof "
+            f"mode) may precede the theorem, found `{others[0].kind}` at line {others[0].line}"
         )
-    kept = [d for d in decls if d.kind in HEADER_KINDS]
+    kept = [d for d in decls if d is not thm]
     sig = thm.signature
     found = forbidden_findings(
         [*kept, thm], VerifierPolicy().forbidden_for(Language.coq), language=Language.coq
@@ -135,6 +135,27 @@ def parse_statement(text: str, what: str) -> CoqStatement:
     if reserved:  # one side could otherwise name the other's elaborated statement
         raise InputError(f"{what}: `{reserved.group(0)}` is a name BEq reserves for itself")
     return CoqStatement(header, term)
+
+
+# Definitions a statement may come with: each side's library holds its own, so the two
+# sides' `f` are two constants, related by conversion (transparent, `:=` bodies). Nothing
+# that can assume (`Axiom`, `Parameter`, an `Admitted` body) or end in proof mode.
+DEFINITION_KINDS = {"Definition", "Fixpoint", "Notation"}
+_LOCAL = re.compile(r"Local\s+(Open|Close|Set|Unset|Notation)\b")
+_PROOF_MODE = re.compile(r"(?<![\w'])(Proof|Admitted|admit|Defined|Qed|Abort|Save)(?![\w'])")
+
+
+def _header_decl(d: Decl, text: str, before: int) -> bool:
+    """Whether `d` may stay in a statement's header: a header command, or a `:=` definition
+    (or module alias) before the theorem."""
+    body = text[d.start : d.end]
+    if d.kind == "Local":  # `Local Open Scope`, never `Local Axiom`
+        return bool(_LOCAL.match(body)) and not _PROOF_MODE.search(body)
+    if d.kind in HEADER_KINDS:
+        return True
+    if d.start >= before or ":=" not in body or _PROOF_MODE.search(body):
+        return False
+    return d.kind in DEFINITION_KINDS or (d.kind == "Module" and "End" not in body)
 
 
 _RESERVED = re.compile(rf"(?<![\w'])({DEFINITION}\w*|{LOGICAL}\b|FbS[0-9a-f]\w*|FbCompare\b)")
