@@ -94,8 +94,8 @@ def test_headers_do_not_leak_and_mutations_are_judged() -> None:
     found = CoqBeq(timeout=60).compare_many([(r, c) for r, c, _ in pairs.values()])
     for (name, (_, _, want)), result in zip(pairs.items(), found, strict=True):
         assert result.compiled and result.beq is want, (name, result)
-    dropped = found[4]
-    assert dropped.backward.counts and not dropped.forward.proved  # one way only
+    one_way = found[4]
+    assert one_way.backward.counts and not one_way.forward.proved  # one way only
     assert found[0].forward.detail == "exact fb_other"
     # `match` is outside the tree grammar: BEq stands, GTED says why it is missing
     gted = coq_gted(found[5])
