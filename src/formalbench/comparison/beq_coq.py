@@ -244,8 +244,11 @@ def read_run(stdout: str, names: list[str]) -> _Said:
     the comparison run's stdout."""
     said = _Said()
     tried: dict[str, int] = {}
-    lines = [ln for ln in stdout.splitlines() if not _TIME.match(ln)]
-    for m in _SAID.finditer("\n".join(lines)):
+    text = "\n".join(ln for ln in stdout.splitlines() if not _TIME.match(ln))
+    # verdicts only from before the printed terms: nothing a statement holds is read as one
+    first_tree = _TREES.search(text)
+    probes = text[: first_tree.start()] if first_tree else text
+    for m in _SAID.finditer(probes):
         mark = f"{m.group(1)}_{m.group(2)}"
         if m.group(4) is not None:
             tried[mark] = int(m.group(4))
@@ -253,7 +256,7 @@ def read_run(stdout: str, names: list[str]) -> _Said:
             said.verdict[mark] = m.group(3)
             if m.group(3) == "yes" and mark in tried:
                 said.winner[mark] = tried[mark]
-    parts = _TREES.split("\n".join(lines))
+    parts = _TREES.split(text)
     for k in range(1, len(parts) - 1, 2):
         text = parts[k + 1].strip()
         index = int(parts[k])
