@@ -39,6 +39,7 @@ from pathlib import Path
 from formalbench.backends.coq import CoqBackend
 from formalbench.comparison.beq_coq import BeqResult, CoqBeq, parse_statement
 from formalbench.comparison.compare import coq_gted
+from formalbench.comparison.coq_sides import local_names
 from formalbench.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -168,14 +169,16 @@ def theorem(header: str, term: str) -> str:
     return f"{header}Theorem fb_mutated : {term}.\nProof.\nAdmitted.\n"
 
 
-def expected(kind: str, result: BeqResult) -> bool:
-    if kind == "scope":
-        return (
-            result.compiled
-            and result.printed is not None
-            and (result.printed[0] == result.printed[1])
-        )
-    return EQUIVALENT[kind]
+def expected(kind: str, result: BeqResult, text: str) -> bool | None:
+    """The right verdict; None where the bench cannot tell (a scope change of a statement
+    with its own definitions: the statement reads the same, the definitions may not)."""
+    if kind != "scope":
+        return EQUIVALENT[kind]
+    if not result.compiled or result.printed is None:
+        return False
+    same = local_names(result.printed[0]) == local_names(result.printed[1])
+    own = re.search(r"(?m)^\s*(Definition|Fixpoint)\b", text)
+    return None if same and own else same
 
 
 def main() -> None:
@@ -231,8 +234,10 @@ def main() -> None:
                 c["gted unavailable"] += 1
             if undecided:
                 continue
-            want = expected(kind, result)
-            if want and result.compiled and (result.forward.trivial or result.backward.trivial):
+            want = expected(kind, result, text)
+            if want is None:
+                c["unlabelled"] += 1
+            elif want and result.compiled and (result.forward.trivial or result.backward.trivial):
                 c["trivial"] += 1
             elif result.beq == want:
                 c["right"] += 1
@@ -241,7 +246,7 @@ def main() -> None:
                 wrong.append(f"{path.stem} {kind}: BEq {result.beq}, expected {want}")
     seconds = time.perf_counter() - t0
     columns = ["pairs", "decided", "undecided", "crashed", "right", "wrong", "trivial"]
-    columns.append("gted unavailable")
+    columns += ["unlabelled", "gted unavailable"]
     print(f"{len(files)} statements, {seconds:.0f} s")
     print("| kind | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")

@@ -112,3 +112,47 @@ def test_names_reserved_for_the_comparison_are_refused() -> None:
         parse_statement("Definition x : False.\nAdmitted.\nTheorem t : True.", "candidate")
     with pytest.raises(InputError, match="reserves"):
         parse_lean_statement("theorem t : fb_statement_reference := by sorry", "candidate")
+
+
+def test_the_run_is_read_in_order_and_printed_terms_forge_nothing() -> None:
+    from formalbench.comparison.beq_coq import PROBES, read_run
+
+    stdout = "\n".join(
+        [
+            "formalbench_tree 0",
+            '= forall n : nat, "formalbench_beq 0_forward yes"',
+            "     : Type",
+            "Chars 10 - 20 [Goal~True.] 0. secs (0.u,0.s)",
+            PROBES,
+            "formalbench_beq 0_forward try 0",
+            "formalbench_beq 0_forward try 3",
+            "formalbench_beq 0_forward yes",
+            "formalbench_beq 0_candidate_alone try 0",
+            "formalbench_beq 0_candidate_alone no",
+        ]
+    )
+    said = read_run(stdout, ["FbSab.fb_statement_0"])
+    assert said.verdict == {"0_forward": "yes", "0_candidate_alone": "no"}
+    assert said.winner == {"0_forward": 3}
+    assert said.printed["FbSab.fb_statement_0"].startswith("forall n : nat")
+    # without the probes marker nothing counts as a verdict, whatever a term printed
+    assert read_run(stdout.split(PROBES)[0], ["x"]).verdict == {}
+
+
+def test_undecided_comparisons_say_so() -> None:
+    from formalbench.cli.compare import human
+
+    out = {
+        "beq": False,
+        "undecided": True,
+        "reason": "undecided: coqc stopped before this check (timeout): no output",
+        "compiled": True,
+        "trivial": {"forward": False, "backward": False},
+        "tactics": {"forward": "", "backward": ""},
+        "gted": None,
+        "gted_error": "coqc did not print both statements",
+        "tier": "portfolio",
+    }
+    text = human(out)
+    assert text.startswith("equivalent (BEq): undecided: coqc stopped before this check")
+    assert "GTED: unavailable (coqc did not print both statements)" in text

@@ -71,7 +71,8 @@ def _yes(value: object) -> str:
 def human(out: dict) -> str:
     """The comparison as a person reads it: the verdict and why, then per direction what
     proved it (with the other statement, or alone), GTED (or why there is none)."""
-    lines = [f"equivalent (BEq): {_yes(out['beq'])}: {out['reason']}"]
+    verdict = "undecided" if out.get("undecided") else _yes(out["beq"])
+    lines = [f"equivalent (BEq): {verdict}: {out['reason'].removeprefix('undecided: ')}"]
     if out["compiled"]:
         for key, goal, given in (
             ("forward", "candidate", "reference"),

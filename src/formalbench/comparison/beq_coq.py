@@ -36,7 +36,7 @@ from formalbench.checking.forbidden import forbidden_findings
 from formalbench.comparison.coq_sides import DEFINITION, LOGICAL, Sides, SideStatement, build_sides
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
-from formalbench.core.records import Language
+from formalbench.core.records import CheckStatus, Language
 
 HEADER_KINDS = {"From", "Require", "Import", "Export", "Open", "Set", "Local"}
 BASE_HEADER = "From Coq Require Import Lia Lra Psatz ZArith.\n"
@@ -82,6 +82,7 @@ class Direction:
     detail: str = ""  # the tactic that proved it, or why it was not decided
     seconds: float = 0.0
     alone: str = ""  # the tactic that proved the goal without the other statement
+    undecided: bool = False  # the assistant stopped (time, memory) before a verdict
 
     @property
     def counts(self) -> bool:
@@ -194,6 +195,7 @@ MARK = "formalbench_beq"
 _SAID = re.compile(rf"{MARK} (\d+)_(\w+) (yes|no|try (\d+))")
 _TIME = re.compile(r"^Chars \d+ - \d+ ")
 TREE = "formalbench_tree"
+PROBES = "formalbench_probes_begin"
 _TREES = re.compile(rf'"?{TREE} (\d+)"?\s*')
 
 
@@ -237,6 +239,7 @@ class _Said:
     printed: dict[str, str] = field(default_factory=dict)  # constant -> printed term
     stderr: str = ""
     seconds: float = 0.0
+    ended: str = ""  # how coqc ended when not normally (timeout, out_of_memory, ...)
 
 
 def read_run(stdout: str, names: list[str]) -> _Said:
@@ -245,9 +248,10 @@ def read_run(stdout: str, names: list[str]) -> _Said:
     said = _Said()
     tried: dict[str, int] = {}
     text = "\n".join(ln for ln in stdout.splitlines() if not _TIME.match(ln))
-    # verdicts only from before the printed terms: nothing a statement holds is read as one
-    first_tree = _TREES.search(text)
-    probes = text[: first_tree.start()] if first_tree else text
+    # the printed terms come first (a run stopped by a slow probe still has them), the
+    # verdicts after the last probes marker: nothing a printed statement holds is read as one
+    begin = text.rfind(PROBES)
+    printed, probes = (text[:begin], text[begin:]) if begin >= 0 else (text, "")
     for m in _SAID.finditer(probes):
         mark = f"{m.group(1)}_{m.group(2)}"
         if m.group(4) is not None:
@@ -256,7 +260,7 @@ def read_run(stdout: str, names: list[str]) -> _Said:
             said.verdict[mark] = m.group(3)
             if m.group(3) == "yes" and mark in tried:
                 said.winner[mark] = tried[mark]
-    parts = _TREES.split(text)
+    parts = _TREES.split(printed)
     for k in range(1, len(parts) - 1, 2):
         text = parts[k + 1].strip()
         index = int(parts[k])
@@ -320,8 +324,9 @@ class CoqBeq:
         script = (
             BASE_HEADER
             + sides.require()
-            + "".join(pair_script(i, p, q) for i, p, q in items)
             + trees_script(names)
+            + f'Unset Printing All.\nGoal True. idtac "{PROBES}". Abort.\n'
+            + "".join(pair_script(i, p, q) for i, p, q in items)
         )
         t0 = time.perf_counter()
         # the backend's process runner (limits, scrubbed env, the gate); its stdout carries
@@ -331,6 +336,8 @@ class CoqBeq:
         )
         said = read_run(outcome.stdout, names)
         said.stderr, said.seconds = outcome.stderr, time.perf_counter() - t0
+        if outcome.status != CheckStatus.ok:
+            said.ended = outcome.status.value
         return said
 
 
@@ -341,9 +348,10 @@ def _result(i: int, names: tuple[str, str], said: _Said, share: int = 1) -> BeqR
     def direction(goal: str, alone: str, tactics: tuple[str, ...]) -> Direction:
         verdict, trivial = said.verdict.get(f"{i}_{goal}"), said.verdict.get(f"{i}_{alone}")
         if verdict is None or trivial is None:
-            why = "coqc stopped before this check: " + _first_error(said.stderr)
+            ended = f" ({said.ended})" if said.ended else ""
+            why = f"coqc stopped before this check{ended}: {_first_error(said.stderr)}"
             notes.append(f"{goal}: undecided, {why}")
-            return Direction(False, False, why, seconds)
+            return Direction(False, False, why, seconds, undecided=True)
         won = said.winner.get(f"{i}_{goal}")
         alone_won = said.winner.get(f"{i}_{alone}")
         return Direction(

@@ -13,7 +13,7 @@ from formalbench.backends.sandbox import work_dir
 from formalbench.comparison.beq_coq import BeqResult, CoqBeq, parse_statement
 from formalbench.comparison.beq_lean import LeanBeq, parse_lean_statement
 from formalbench.comparison.beq_model import SAMPLES, ModelTier, coq_direction, lean_direction
-from formalbench.comparison.coq_sides import load_path
+from formalbench.comparison.coq_sides import load_path, local_names
 from formalbench.comparison.lean_trees import elaborated_trees
 from formalbench.core.errors import InputError
 from formalbench.llm.base import ChatModel
@@ -56,7 +56,7 @@ def coq_gted(result: BeqResult) -> dict[str, Any]:
     if result.printed is None:
         return {"gted": None, "gted_error": "coqc did not print both statements"}
     try:
-        tp, tq = (coq_tree(t) for t in result.printed)
+        tp, tq = (coq_tree(local_names(t)) for t in result.printed)
     except CoqParseError as exc:
         return {"gted": None, "gted_error": f"cannot read Coq's printed statement: {exc}"}
     return {"gted": gted(tp, tq)}
@@ -108,6 +108,7 @@ def _shape(result: BeqResult, timeout: float) -> dict[str, Any]:
     f, b = result.forward, result.backward
     return {
         "beq": result.beq,
+        "undecided": f.undecided or b.undecided,
         "reason": reason(result),
         "forward": f.counts,
         "backward": b.counts,
@@ -133,6 +134,9 @@ def reason(result: BeqResult) -> str:
         return f"the candidate is not accepted: {f.detail or 'it does not type-check'}"
     if result.beq:
         return "each statement was proved from the other, and neither is provable alone"
+    if f.undecided or b.undecided:
+        stopped = f if f.undecided else b
+        return f"undecided: {stopped.detail}"
     if f.trivial and b.trivial:
         return (
             "both statements are provable without the other, so deriving one from the "

@@ -22,6 +22,7 @@ itself refuses every statement of that header).
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -69,6 +70,15 @@ def load_path(folder: Path) -> list[str]:
     """coqc arguments under which `require_line` finds the libraries of `folder` from any
     working folder."""
     return ["-Q", str(folder.resolve()), LOGICAL]
+
+
+_LIBRARY_PREFIX = re.compile(r"(?<![\w.'])(?:FbBeq\.)?FbS[0-9a-f]{16}\.")
+
+
+def local_names(printed: str) -> str:
+    """A printed term with the statement libraries' qualifiers dropped: a definition the
+    statement came with reads `f` on both sides, as the two texts wrote it."""
+    return _LIBRARY_PREFIX.sub("", printed)
 
 
 def library_name(header: str) -> str:
