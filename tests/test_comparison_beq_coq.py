@@ -17,6 +17,7 @@ pytestmark = [
 
 REALS = "Require Import Reals.\nOpen Scope R_scope.\n"
 ZS = "Require Import ZArith.\nOpen Scope Z_scope.\n"
+NATS = "Require Import Arith.\n"
 
 
 def thm(body: str, header: str = "") -> str:
@@ -101,7 +102,7 @@ def header_for(body: str) -> str:
         return REALS
     if ": Z" in body or "-> Z" in body:
         return ZS
-    return ""
+    return NATS
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +127,9 @@ def test_one_way_results_are_told_apart(results: dict) -> None:
 
 
 def test_ill_typed_candidate_is_not_compiled() -> None:
-    r = CoqBeq(timeout=60).compare(thm("(n : nat) : n < 2 ^ n"), thm("(n : nat) : n < 2 ^ true"))
+    r = CoqBeq(timeout=60).compare(
+        thm("(n : nat) : n < 2 ^ n", NATS), thm("(n : nat) : n < 2 ^ true", NATS)
+    )
     assert not r.compiled and not r.beq
 
 

@@ -71,8 +71,12 @@ def test_each_direction_is_one_check_with_the_other_statement_as_a_hypothesis(
     assert result.forward.detail == with_other(2)[1]  # `apply fb_other <;> (closers)`
     assert result.backward.detail == with_other(1)[0]
     forward, backward = bodies(log)
-    assert "theorem fb_beq_with (fb_other : ∀ (n : ℕ)" in forward
-    assert "theorem fb_beq_with (fb_other : ∀ (m : ℕ)" in backward
+    assert "theorem fb_beq_with (fb_other : fb_statement_reference)" in forward
+    assert "theorem fb_beq_with (fb_other : fb_statement_candidate)" in backward
+    # each statement elaborated in a section of its own header: `open Real` is the
+    # reference's alone (the imports are shared: the backend sends them as the header)
+    assert forward.startswith("section\ndef fb_statement_candidate : Prop :=\n  ∀ (m : ℕ)")
+    assert "end\nsection\nopen Real\ndef fb_statement_reference : Prop :=\n  ∀ (n" in forward
     for text, holes in ((forward, (0, 1)), (backward, (2, 3))):
         assert text.count("intros\n  first") == 2  # the probe with P, and the control without
         assert f'fail "formalbench_portfolio {holes[0]} none"' in text
@@ -136,7 +140,7 @@ def test_statements_are_gated_and_reduced_to_their_proposition() -> None:
     ]:
         with pytest.raises(InputError, match=why):
             parse_lean_statement(bad, "candidate")
-    text = direction_source("import Mathlib\n", p, q, ("reference", "candidate"), 1).source
+    text = direction_source(p, q, ("reference", "candidate"), 1).source
     assert text.count("formalbench_portfolio 3 ") == len(ALONE) + 1
 
 

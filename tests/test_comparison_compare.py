@@ -14,6 +14,7 @@ from formalbench.metrics.coq_optree import CoqParseError, coq_tree
 from formalbench.metrics.gted import gted
 from formalbench.metrics.optree import HYPOTHESIS, VARIABLE
 
+ARITH = "Require Import Arith.\n"
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
 
 
@@ -40,11 +41,11 @@ def test_printed_terms_become_trees_with_folded_numerals() -> None:
 @pytest.mark.coq
 def test_compare_command(tmp_path: Path) -> None:
     ref = tmp_path / "ref.v"
-    ref.write_text("Theorem p (n : nat) (h : 0 < n) : n < 2 ^ n.\n", encoding="utf-8")
+    ref.write_text(ARITH + "Theorem p (n : nat) (h : 0 < n) : n < 2 ^ n.\n", encoding="utf-8")
     same = tmp_path / "same.v"
-    same.write_text("Theorem q (m : nat) (h : m > 0) : 2 ^ m > m.\nProof. Admitted.\n")
+    same.write_text(ARITH + "Theorem q (m : nat) (h : m > 0) : 2 ^ m > m.\nProof. Admitted.\n")
     weaker = tmp_path / "weaker.v"
-    weaker.write_text("Theorem q (m : nat) (h : m > 0) : 2 ^ m >= m.\n")
+    weaker.write_text(ARITH + "Theorem q (m : nat) (h : m > 0) : 2 ^ m >= m.\n")
     runner = CliRunner()
     out = runner.invoke(app, ["compare", str(ref), str(same), "--backend", "coq", "--json"])
     assert out.exit_code == 0, out.output

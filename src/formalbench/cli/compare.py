@@ -77,9 +77,32 @@ def compare_command(
     if json_out:
         sys.stdout.write(json.dumps(out) + "\n")
         return
-    verdict = "equivalent (BEq)" if out["beq"] else "not shown equivalent"
-    score = "n/a" if out["gted"] is None else f"{out['gted']:.3f}"
-    sys.stdout.write(
-        f"{verdict}: forward {out['forward']}, backward {out['backward']}, "
-        f"GTED {score}, compiled {out['compiled']}, tier {out['tier']}\n"
-    )
+    sys.stdout.write(human(out))
+
+
+def _yes(value: object) -> str:
+    return "yes" if value else "no"
+
+
+def human(out: dict) -> str:
+    """The comparison as a person reads it: the verdict and why, then per direction what
+    proved it (with the other statement, or alone), GTED (or why there is none)."""
+    verdict = "undecided" if out.get("undecided") else _yes(out["beq"])
+    lines = [f"equivalent (BEq): {verdict}: {out['reason'].removeprefix('undecided: ')}"]
+    if out["compiled"]:
+        for key, goal, given in (
+            ("forward", "candidate", "reference"),
+            ("backward", "reference", "candidate"),
+        ):
+            tactic, alone = out["tactics"].get(key), out.get("alone", {}).get(key)
+            said = f"proved by `{tactic}`" if tactic else "not proved"
+            if out["trivial"][key]:
+                said += ", but the goal is provable alone" + (f" (by `{alone}`)" if alone else "")
+            lines.append(f"  {key:<8} ({given} ⊢ {goal}): {said}")
+    if out.get("gted") is not None:
+        lines.append(f"GTED: {out['gted']:.3f}")
+    else:
+        lines.append(f"GTED: unavailable ({out.get('gted_error') or 'no tree'})")
+    lines.append(f"compiled: {_yes(out['compiled'])}; decided by: {out['tier']}")
+    lines += [f"note: {n}" for n in out.get("notes", [])]
+    return "\n".join(lines) + "\n"

@@ -2,9 +2,14 @@
 
 The design is the Coq one (`beq_coq`): for each direction (P ⊢ Q, then Q ⊢ P) one check of
 one generated file that holds
-1. `#check (P)` and `#check (Q)`: a statement that does not elaborate is told apart from a
-   direction that fails (an error on the candidate's line: not compiled);
-2. `theorem fb_beq_with (fb_other : P) : Q` proved by `intros` and the portfolio probe
+1. each statement as `def fb_statement_<role> : Prop := …` inside a `section` holding its
+   own `open`/`set_option`/`universe` commands, which Lean closes at `end`: one side's
+   namespaces, scoped notations and options never reach the other (imports cannot sit in a
+   section: they are the one thing both sides share). An error inside a section tells a
+   statement that does not elaborate from a direction that fails (not compiled);
+2. `theorem fb_beq_with (fb_other : fb_statement_reference) : fb_statement_candidate`,
+   both definitions unfolded (`unfold` of a definition without arguments is `delta`: the
+   statements exactly as elaborated), then `intros` and the portfolio probe
    (`solvers.probe`: `first | … | …`, every branch under its own heartbeat limit, the
    winner named by an info message). The other statement is a *hypothesis*, never a
    `sorry` lemma, so the theorem's axioms stay the three standard ones (checked with
@@ -25,6 +30,7 @@ code-at-elaboration filters run on what is kept. Nothing else of the input reach
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, replace
 
@@ -40,6 +46,7 @@ from formalbench.core.records import CheckResult, CheckStatus, Language, Severit
 from formalbench.solvers.probe import probe_script, read_probe
 
 HEADER_KINDS = {"import", "open", "scoped", "set_option", "universe"}
+RESERVED = "fb_statement_"  # the prefix of the statements' definitions in a comparison
 STANDARD_AXIOMS = frozenset({"propext", "Classical.choice", "Quot.sound"})
 LIMIT = 10  # seconds (as heartbeats) per portfolio branch
 RETRIES = 3  # probes again after a branch blew its heartbeat limit
@@ -129,6 +136,8 @@ def parse_lean_statement(text: str, what: str) -> LeanStatement:
             header[-1] += " " + text[d.start : d.end]
         else:
             header.append(text[d.start : d.end])
+    if re.search(rf"(?<![\w.']){RESERVED}", "\n".join(header) + binders + conclusion):
+        raise InputError(f"{what}: `{RESERVED}…` is a name BEq reserves for itself")
     return LeanStatement(header, binders, conclusion, _explicit(sig[start:colon]))
 
 
@@ -165,7 +174,8 @@ def _explicit(binders: list[Token]) -> int:
 
 
 def merged_header(*statements: LeanStatement) -> str:
-    """Imports first (Lean requires it), then the other commands, each once."""
+    """Imports first (Lean requires it), then the other commands, each once. (Only the
+    imports are shared in a comparison: see `sides_source`.)"""
     lines: list[str] = []
     for s in statements:
         for command in s.header:
@@ -175,10 +185,47 @@ def merged_header(*statements: LeanStatement) -> str:
     return "\n".join(imports + [c for c in lines if not c.startswith("import")]) + "\n"
 
 
+def imports_of(*statements: LeanStatement) -> str:
+    """The `import` commands of all statements, each once: a Lean file cannot import inside
+    a section, so imports are the one part of the headers both sides share."""
+    found = [c for s in statements for c in s.header if c.startswith("import")]
+    return "\n".join(dict.fromkeys(found)) + "\n" if found else ""
+
+
+def statement_name(role: str) -> str:
+    return f"{RESERVED}{role}"
+
+
+def section(stmt: LeanStatement, body: str) -> str:
+    """`body` under the statement's own `open`/`set_option`/`universe` commands only:
+    Lean closes them all at `end`, so nothing of one side reaches the other."""
+    own = [c for c in stmt.header if not c.startswith("import")]
+    return "\n".join(["section", *own, body, "end"])
+
+
+def sides_source(roles: dict[str, LeanStatement]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The shared imports, then each statement as `def fb_statement_<role> : Prop := …` in a
+    section of its own header, and the lines each section spans (an error there: the
+    statement does not elaborate in its own header)."""
+    text = imports_of(*roles.values())
+    lines: dict[str, tuple[int, int]] = {}
+    for role, stmt in roles.items():
+        first = text.count("\n") + 1
+        text += section(stmt, f"def {statement_name(role)} : Prop :=\n  {stmt.prop}") + "\n"
+        lines[role] = (first, text.count("\n"))
+    return text, lines
+
+
+def direction_setup(given: str, goal: str) -> str:
+    """The first steps of a direction's proof: both constants unfolded (a definition with no
+    arguments: `unfold` is `delta`, the statement exactly as elaborated), then `intros`."""
+    return f"unfold {given} at fb_other\n  unfold {goal}\n  intros"
+
+
 @dataclass
 class _Probe:
     source: str
-    check_lines: dict[str, tuple[int, int]]  # "reference"/"candidate" -> #check lines
+    check_lines: dict[str, tuple[int, int]]  # "reference"/"candidate" -> their sections
 
 
 def _indent(script: str) -> str:
@@ -186,30 +233,27 @@ def _indent(script: str) -> str:
 
 
 def direction_source(
-    header: str,
     given: LeanStatement,
     goal: LeanStatement,
     roles: tuple[str, str],
     index: int = 0,
     skip: tuple[set[int], set[int]] = (set(), set()),
 ) -> _Probe:
-    """The one file of direction `index` (0 forward, 1 backward): both statements checked,
-    the goal proved from the given statement (probe hole 2 * index) and alone (the next
-    hole); the hole numbers name the direction in the answers."""
-    parts = [header]
-    lines: dict[str, tuple[int, int]] = {}
-    for role, stmt in sorted(zip(roles, (given, goal), strict=True)):
-        first = "\n".join(parts).count("\n") + 1
-        parts.append(f"#check ({stmt.prop} : Prop)")
-        lines[role] = (first, first + stmt.prop.count("\n"))
+    """The one file of direction `index` (0 forward, 1 backward): both statements
+    elaborated, each in its own header (`sides_source`), the goal proved from the given
+    statement (probe hole 2 * index) and alone (the next hole); the hole numbers name the
+    direction in the answers."""
+    text, lines = sides_source(dict(sorted(zip(roles, (given, goal), strict=True))))
+    g, q = statement_name(roles[0]), statement_name(roles[1])
+    parts = [text.rstrip("\n")]
     parts.append(
-        f"theorem fb_beq_with (fb_other : {given.prop}) :\n    {goal.prop} := by\n  intros\n"
+        f"theorem fb_beq_with (fb_other : {g}) :\n    {q} := by\n  {direction_setup(g, q)}\n"
         + _indent(
             probe_script(Language.lean, 2 * index, with_other(given.explicit), LIMIT, skip[0])
         )
     )
     parts.append(
-        f"theorem fb_beq_alone :\n    {goal.prop} := by\n  intros\n"
+        f"theorem fb_beq_alone :\n    {q} := by\n  unfold {q}\n  intros\n"
         + _indent(probe_script(Language.lean, 2 * index + 1, ALONE, LIMIT, skip[1]))
     )
     return _Probe("\n".join(parts) + "\n", lines)
@@ -227,19 +271,17 @@ class LeanBeq:
     def compare(self, reference: str, candidate: str) -> BeqResult:
         p = parse_lean_statement(reference, "reference")
         q = parse_lean_statement(candidate, "candidate")
-        header = merged_header(p, q)
-        forward, ok_f = self._direction(header, p, q, ("reference", "candidate"), 0)
+        forward, ok_f = self._direction(p, q, ("reference", "candidate"), 0)
         if ok_f.get("reference") is False:
             raise InputError(f"reference: Lean does not accept the statement: {forward.detail}")
         if ok_f.get("candidate") is False:
             off = Direction(False, False, forward.detail, forward.seconds)
             return BeqResult(off, off, compiled=False)
-        backward, _ = self._direction(header, q, p, ("candidate", "reference"), 1)
+        backward, _ = self._direction(q, p, ("candidate", "reference"), 1)
         return BeqResult(forward, backward, compiled=True)
 
     def _direction(
         self,
-        header: str,
         given: LeanStatement,
         goal: LeanStatement,
         roles: tuple[str, str],
@@ -249,7 +291,7 @@ class LeanBeq:
         holes = (2 * index, 2 * index + 1)
         start = time.perf_counter()
         for _ in range(RETRIES + 1):
-            probe = direction_source(header, given, goal, roles, index, skip)
+            probe = direction_source(given, goal, roles, index, skip)
             result = self.backend.check(probe.source, targets=["fb_beq_with"], timeout=self.timeout)
             report = read_probe(result, probe.source)
             blown = [(h, k) for h, k in report.blown.items() if h in holes]
@@ -269,8 +311,9 @@ class LeanBeq:
         detail = tactics[won] if won is not None else _first_error(result)
         if won is not None and not proved:
             detail = f"axioms beyond the standard ones: {sorted(axioms - STANDARD_AXIOMS)}"
-        trivial = report.wins.get(holes[1]) is not None
-        return Direction(proved, trivial, detail, seconds), accepted
+        alone = report.wins.get(holes[1])
+        shown = ALONE[alone] if alone is not None and 0 <= alone < len(ALONE) else ""
+        return Direction(proved, alone is not None, detail, seconds, alone=shown), accepted
 
 
 def _accepted(result: CheckResult, lines: dict[str, tuple[int, int]]) -> dict[str, bool]:

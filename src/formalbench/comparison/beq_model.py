@@ -24,8 +24,16 @@ from dataclasses import dataclass
 
 from formalbench.backends.base import Backend
 from formalbench.checking.verifier import StrictVerifier
-from formalbench.comparison.beq_coq import BASE_HEADER, BeqResult, CoqStatement, Direction
-from formalbench.comparison.beq_lean import LeanStatement
+from formalbench.comparison.beq_coq import (
+    BASE_HEADER,
+    BeqResult,
+    CoqStatement,
+    Direction,
+    direction_setup,
+)
+from formalbench.comparison.beq_lean import LeanStatement, section, sides_source, statement_name
+from formalbench.comparison.beq_lean import direction_setup as lean_setup
+from formalbench.comparison.coq_sides import require_line
 from formalbench.core.records import Language
 from formalbench.llm.base import ChatModel
 from formalbench.llm.prompts import load_prompt
@@ -107,6 +115,7 @@ class DirectionTask:
     original: str
     lemma: str
     setup: str
+    shown_setup: str = ""  # the setup as the model is told it (default: `setup`)
 
     def candidate(self, script: str) -> str:
         body = "\n".join("  " + line for line in script.strip().splitlines())
@@ -117,17 +126,42 @@ class DirectionTask:
         return self.original.replace("  sorry\n", f"  {self.setup}\n{body}\n")
 
 
-def coq_direction(given: CoqStatement, goal: CoqStatement, header: str) -> DirectionTask:
-    head = f"Theorem {NAME} : ({given.term}) -> ({goal.term}).\nProof.\n"
-    original = BASE_HEADER + header + head + "Admitted.\n"
-    setup = f"intro {OTHER}."
-    return DirectionTask(Language.coq, original, head + f"  {setup}\n  (* your script *)", setup)
+def coq_direction(given: CoqStatement, goal: CoqStatement, names: tuple[str, str]) -> DirectionTask:
+    """The checked lemma speaks of both statements by their constants in the libraries of
+    `coq_sides` (`names`: given, goal), each elaborated in its own header; the goal's header
+    follows, only so that the model's script is read as the goal's text was. The model is
+    shown the statements as written."""
+    head = f"Theorem {NAME} : {names[0]} -> {names[1]}.\nProof.\n"
+    original = BASE_HEADER + require_line(names) + goal.header + head + "Admitted.\n"
+    shown = f"intro {OTHER}."
+    lemma = f"Theorem {NAME} : ({given.term}) -> ({goal.term}).\nProof.\n"
+    return DirectionTask(
+        Language.coq,
+        original,
+        lemma + f"  {shown}\n  (* your script *)",
+        direction_setup(*names),
+        shown,
+    )
 
 
-def lean_direction(given: LeanStatement, goal: LeanStatement, header: str) -> DirectionTask:
-    head = f"theorem {NAME} ({OTHER} : {given.prop}) :\n    {goal.prop} := by\n"
-    original = header + "\n" + head + "  sorry\n"
-    return DirectionTask(Language.lean, original, head + "  intros\n  -- your script", "intros")
+def lean_direction(
+    given: LeanStatement, goal: LeanStatement, roles: tuple[str, str]
+) -> DirectionTask:
+    """As `coq_direction`: the checked lemma speaks of the statements' definitions, each
+    elaborated in a section of its own header (`beq_lean.sides_source`); the lemma sits in
+    a section of the goal's header so that the model's script reads as the goal did."""
+    sides, _ = sides_source(dict(zip(roles, (given, goal), strict=True)))
+    g, q = statement_name(roles[0]), statement_name(roles[1])
+    head = f"theorem {NAME} ({OTHER} : {g}) :\n    {q} := by\n"
+    original = sides + section(goal, head + "  sorry") + "\n"
+    shown = f"theorem {NAME} ({OTHER} : {given.prop}) :\n    {goal.prop} := by\n"
+    return DirectionTask(
+        Language.lean,
+        original,
+        shown + "  intros\n  -- your script",
+        lean_setup(g, q),
+        "intros",
+    )
 
 
 def _split_top(text: str, seps: tuple[str, ...]) -> list[str]:
@@ -234,7 +268,7 @@ class ModelTier:
             lemma=task.lemma,
             other=OTHER,
             tactics=self.tactics,
-            setup=task.setup,
+            setup=task.shown_setup or task.setup,
         )
         why = "no sample"
         for seed in range(self.samples):

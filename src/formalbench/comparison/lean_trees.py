@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from formalbench.backends.base import Backend
-from formalbench.comparison.beq_lean import LeanStatement
+from formalbench.comparison.beq_lean import LeanStatement, imports_of, section
 from formalbench.core.records import CheckStatus, Severity
 from formalbench.metrics.lean_elab_optree import lean_elab_tree
 from formalbench.metrics.lean_optree import LeanParseError
@@ -18,23 +18,23 @@ from formalbench.metrics.optree import OpTree
 _ANSWER = re.compile(r"\s:\s*Prop\s*$")
 
 
-def elaborated_source(header: str, statements: list[LeanStatement]) -> tuple[str, list[int]]:
-    """The file of the queries, and the line each statement's `#check` starts on (Lean puts
-    its answer at the `#check` keyword). `set_option … in` ends its own line: the header
-    splitter takes a line that starts with `set_option` and does not end in `in` for a header
-    command."""
-    parts, lines = [header.rstrip("\n")], []
+def elaborated_source(statements: list[LeanStatement]) -> tuple[str, list[int]]:
+    """The file of the queries (each statement in a section of its own header, as BEq
+    elaborates it), and the line each statement's `#check` starts on (Lean puts its answer
+    at the `#check` keyword). `set_option … in` ends its own line: the header splitter takes
+    a line that starts with `set_option` and does not end in `in` for a header command."""
+    text, lines = imports_of(*statements), []
     for s in statements:
-        lines.append("\n".join(parts).count("\n") + 3)
-        parts.append(f"set_option pp.all true in\n#check ({s.prop} : Prop)")
-    return "\n".join(parts) + "\n", lines
+        query = f"set_option pp.all true in\n#check ({s.prop} : Prop)"
+        block = section(s, query)
+        lines.append(text.count("\n") + block[: block.index("#check")].count("\n") + 1)
+        text += block + "\n"
+    return text, lines
 
 
-def elaborated_trees(
-    backend: Backend, header: str, statements: list[LeanStatement]
-) -> list[OpTree | None]:
+def elaborated_trees(backend: Backend, statements: list[LeanStatement]) -> list[OpTree | None]:
     """The tree of each statement as Lean elaborates it, or None where there is none."""
-    source, lines = elaborated_source(header, statements)
+    source, lines = elaborated_source(statements)
     result = backend.check(source)
     printed: dict[int, str] = {}
     if result.status == CheckStatus.ok:

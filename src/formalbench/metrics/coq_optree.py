@@ -3,11 +3,12 @@ no notations): an application is one node labelled by its head with the argument
 children, `forall` and `fun` are nodes with their binders, numerals are folded (`S (S O)`,
 `Zpos (xO xH)`, `IZR (Zpos xH)` become `2`, `2`, `1`), and bound names (variables, the
 anonymous `_` of a hypothesis) are free-cost. Parsing the printed text is pure; running coqc
-to print it lives in `comparison.coq_trees`.
+to print it lives in `comparison.beq_coq` (the run that checks BEq prints the terms too).
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from lark import Lark, Token, Transformer
@@ -23,6 +24,7 @@ GRAMMAR = r"""
 ?app: app atom                          -> apply
     | atom
 ?atom: NAME                             -> name
+     | NUMBER                           -> name
      | "@" NAME                         -> name
      | "(" term ")"
      | "_"                              -> hole
@@ -31,6 +33,7 @@ group: "(" bname+ ":" term ")"
      | bname+ ":" term
 !bname: NAME | "_"
 NAME: /(?!(forall|fun)\b)[A-Za-z_][A-Za-z0-9_'.]*(@\{[^}]*\})?/
+NUMBER: /[0-9]+/
 %ignore /\s+/
 """
 
@@ -93,6 +96,8 @@ _POSITIVE = {"xH", "xO", "xI"}
 def _number(node: OpTree) -> int | None:
     """The integer a numeral term denotes, or None."""
     label, kids = node.label, node.children
+    if label.isdigit() and not kids:  # a unary numeral folded before parsing
+        return int(label)
     if label in ("O", "Z0", "N0") and not kids:
         return 0
     if label == "xH" and not kids:
@@ -128,12 +133,32 @@ def _fold(node: OpTree) -> OpTree:
     return node
 
 
+# `S (S (... (S O)...))`: a nat numeral, one nesting level per unit (`50` is 50 levels)
+_UNARY = re.compile(r"(?<![\w.'@])((?:S \()*)S O(?![\w'])(\)*)")
+
+
+def _fold_unary(text: str) -> str:
+    """Nat numerals as digits before parsing: Coq prints `n` as `n` nested `S`, which would
+    nest the parse as deep (recursion limits) for nothing."""
+
+    def digits(m: re.Match[str]) -> str:
+        wrapped = m.group(1).count("S (")
+        closing = len(m.group(2))
+        if closing < wrapped:  # not a whole numeral: leave it to the grammar
+            return m.group(0)
+        return str(wrapped + 1) + ")" * (closing - wrapped)
+
+    return _UNARY.sub(digits, text)
+
+
 def coq_tree(printed: str) -> OpTree:
-    """The operator tree of a term printed by `Check` under `Set Printing All` (the
-    `: Prop` line after it, if present, is ignored)."""
-    text = printed.split("\n     :")[0].strip()
+    """The operator tree of a term printed by `Check` or `Eval` under `Set Printing All`
+    (the `: Prop` line after it, if present, is ignored)."""
+    text = _fold_unary(printed.split("\n     :")[0].strip())
     try:
         tree = _Build().transform(_parser().parse(text))
     except LarkError as exc:
         raise CoqParseError(str(exc).strip().splitlines()[0][:200]) from None
+    except RecursionError:
+        raise CoqParseError("the printed term is nested too deeply to read") from None
     return OpTree("theorem", [mark_bound(_fold(tree), ("forall", "fun"))])

@@ -71,9 +71,8 @@ def compare_one(
     candidate that does not compile gets beq False and no GTED."""
     # imported here: `report` reads the table through this module and must stay light
     from formalbench.backends.coq import CoqBackend
-    from formalbench.comparison.beq_coq import CoqBeq, _header, parse_statement
-    from formalbench.comparison.coq_trees import coq_trees
-    from formalbench.metrics.coq_optree import CoqParseError
+    from formalbench.comparison.beq_coq import CoqBeq
+    from formalbench.comparison.compare import coq_gted
     from formalbench.metrics.gted import gted
     from formalbench.metrics.lean_optree import LeanParseError, lean_tree
 
@@ -112,8 +111,6 @@ def compare_one(
         out["error"] = f"BEq needs the coqc backend, not {type(backend).__name__}"
         return out
     try:
-        p = parse_statement(reference, "reference")
-        q = parse_statement(candidate.code, "candidate")
         result = CoqBeq(backend, timeout=backend.timeout).compare(reference, candidate.code)
     except FormalbenchError as exc:
         out["error"] = str(exc)
@@ -125,11 +122,11 @@ def compare_one(
         tier=result.tier,
     )
     if result.compiled:
-        try:
-            tp, tq = coq_trees(_header(p, q), [p, q], backend)
-            out["gted"] = round(gted(tp, tq), 4)
-        except (CoqParseError, FormalbenchError) as exc:
-            out["error"] = f"GTED: {exc}"
+        score = coq_gted(result)
+        if score["gted"] is None:
+            out["error"] = f"GTED: {score['gted_error']}"
+        else:
+            out["gted"] = round(score["gted"], 4)
     return out
 
 
