@@ -38,6 +38,7 @@ class Reason(StrEnum):
     timeout = "timeout"
     out_of_memory = "out_of_memory"
     backend_crash = "backend_crash"
+    undecided = "undecided"  # the assistant's route cannot decide this task (message: why)
 
 
 class CheckStatus(StrEnum):
