@@ -117,7 +117,10 @@ class QueryScript:
 # A Coq qualified identifier as printed: dot-separated identifiers, each a letter or `_`
 # then letters, digits, `_` and `'` (Unicode letters included, Unicode blanks never).
 QUALID = r"[^\W\d][\w']*(?:\.[^\W\d][\w']*)*"
-_ENTRY_LINE = re.compile(rf"^(?P<name>{QUALID}) :(?: (?P<type>.*))?$")
+_ENTRY_LINE = re.compile(
+    rf"^(?P<name>{QUALID})(?: :(?: .*)?| is assumed to be (?:guarded|positive)\."
+    r"| relies on an unsafe hierarchy\.)$"
+)
 _AXIOMS_HEADER = "Axioms:"
 
 
@@ -130,7 +133,9 @@ def read_assumptions(lines: list[str]) -> list[str]:
 
     The output is either the single line `Closed under the global context`, or the header
     `Axioms:` followed by entries `qualid : type` (the name at column 0, then ` :`), whose
-    type may go on over lines that begin with a blank. Every other header (`Section
+    type may go on over lines that begin with a blank, or `qualid is assumed to be
+    guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` (a kernel check
+    switched off for it: an assumption like any other). Every other header (`Section
     Variables:`, the lists of constants relying on switched-off kernel checks) and every
     line that fits none of these raises `UnreadableOutput`: a line that cannot be read is
     never skipped, since it could hide an assumption."""
@@ -139,7 +144,9 @@ def read_assumptions(lines: list[str]) -> list[str]:
         return []
     if not body or body[0] != _AXIOMS_HEADER:
         first = body[0] if body else "(nothing)"
-        raise UnreadableOutput(f"`Print Assumptions` printed {first[:120]!r} where `Axioms:` is due")
+        raise UnreadableOutput(
+            f"`Print Assumptions` printed {first[:120]!r} where `Axioms:` is due"
+        )
     names: list[str] = []
     for line in body[1:]:
         if line[0].isspace() and names:

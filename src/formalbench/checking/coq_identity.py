@@ -158,16 +158,7 @@ class KernelIdentity:
             timeout=timeout,
         )
         self.kernel_checks += report.checked
-        findings = [
-            Finding(
-                reason=Reason.statement_changed,
-                subject=target,
-                message=f"`{target}` does not prove the original statement (kernel check): {why}"[
-                    :500
-                ],
-            )
-            for target, why in report.mismatches.items()
-        ]
+        findings = [_mismatch(target, why) for target, why in report.mismatches.items()]
         if report.undecided is not None:
             kind = "environment: " if report.environment else ""
             findings.append(
@@ -191,6 +182,16 @@ class KernelIdentity:
         # the verdict's diagnostics and lines are those of the file as the candidate wrote it
         whole = self.backend.check(prefix + candidate, timeout=timeout)
         return whole.model_copy(update={"axioms": report.axioms}), findings
+
+
+def _mismatch(target: str, why: str) -> Finding:
+    """The identity file refused a target: no such constant in the candidate's library
+    (`missing_target`), or another statement (`statement_changed`)."""
+    if f"{LOCAL_MODULE}.{target} was not found" in why:
+        message = f"target `{target}` is not a top-level constant of the candidate: {why}"
+        return Finding(reason=Reason.missing_target, subject=target, message=message[:500])
+    message = f"`{target}` does not prove the original statement (kernel check): {why}"
+    return Finding(reason=Reason.statement_changed, subject=target, message=message[:500])
 
 
 def given_postulates(original: str) -> set[str]:
