@@ -62,8 +62,9 @@ def tasks_of(name: str, text: str) -> list[Task]:
             continue
         if [t.text for t in d.tokens[-2:]] != ["Qed", "."]:
             continue
-        cut = d.tokens[d.body_start].offset
-        original = text[:cut] + "Admitted." + text[d.end :]
+        at = d.tokens[d.body_start]  # the `.` that ends the statement
+        cut = at.end if at.text == "." else at.offset
+        original = text[:cut] + "\nAdmitted." + text[d.end :]
         found.append(Task(name, d.name, original, text))
     return found
 

@@ -34,6 +34,7 @@ from formalbench.backends.coq_identity import (
     TargetPlan,
 )
 from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.decls import COQ_CLOSERS
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import words
 from formalbench.core.config import VerifierPolicy
@@ -115,6 +116,21 @@ def plans(original: str) -> list[TargetPlan]:
     return out
 
 
+def closed(original: str) -> str:
+    """The original as it is compiled: a last target left open (`Proof.` and the end of the
+    file, as some public datasets ship tasks) gets its `Admitted.`; coqc would otherwise
+    refuse the file for its pending proof, which says nothing about any candidate."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = decls[-1] if decls else None
+    if last is None or last.index not in holes:
+        return original
+    ends = [i for i, t in enumerate(last.tokens[:-1]) if t.text == "."]
+    closer = last.tokens[ends[-1] + 1].text if ends else ""
+    if closer in COQ_CLOSERS or last.tokens[-1].text != ".":
+        return original
+    return original.rstrip() + "\nAdmitted.\n"
+
+
 class KernelIdentity:
     """Runs the identity file for a Coq backend and turns what it decides into findings."""
 
@@ -133,6 +149,7 @@ class KernelIdentity:
     ) -> tuple[CheckResult, list[Finding]]:
         """(the candidate's own compile as the verifier reads it, the findings of the
         identity file: changed statements, disallowed axioms, or why it cannot decide)."""
+        original = closed(original)
         try:
             split = context_of(original)
             plan = [p for p in plans(original) if p.name in targets]
