@@ -50,7 +50,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -257,12 +257,13 @@ class IdentityRun:
     printed: dict[str, list[str]] = field(default_factory=dict)
     located: dict[str, list[Located]] = field(default_factory=dict)  # basename or qualid -> Located
     undecided: str | None = None
+    own: tuple[str, ...] = _OWN  # libraries whose names are printed with their first word
 
     def path(self, printed: str) -> str | None:
         """The full path of an axiom as the identity file printed it; the libraries of the
         task and the candidate are named by their first word (nothing is imported there, so
         a name from `Candidate` is always printed with it)."""
-        if printed.split(".", 1)[0] in _OWN:
+        if printed.split(".", 1)[0] in self.own:
             return printed
         for key in (printed, basename(printed)):
             found = resolve(printed, self.located.get(key, []))
@@ -312,44 +313,96 @@ def identity_run(
     """Compile the identity file in `work` (which holds `Original.vo` and `Candidate.vo`):
     each target's identity constant, its `Print Assumptions`, and `Locate` of `names`."""
     text, lines = identity_text(targets)
-    queries = [Query("assumptions", f"fb_identity_{i}") for i in range(1, len(targets) + 1)]
+    subjects = {f"fb_identity_{i}": plan.name for i, plan in enumerate(targets, 1)}
+    return query_file(backend, work, CHECK_MODULE, text, lines, subjects, names, timeout)
+
+
+def query_file(
+    backend: CoqBackend,
+    work: Path,
+    module: str,
+    text: str,
+    lines: Mapping[int, str],
+    subjects: Mapping[str, str],
+    names: Sequence[str],
+    timeout: float,
+    own: tuple[str, ...] = _OWN,
+) -> IdentityRun:
+    """Compile `text` + `Print Assumptions` of each of `subjects` (constant -> the name the
+    answer is filed under) + `Locate` of `names`, as `<module>.v` in `work`. An error on one
+    of `lines` (line -> name) is that name's mismatch; any other error, an unanswered query
+    or an answer outside the grammar leaves the run `undecided`."""
+    queries = [Query("assumptions", c) for c in subjects]
     queries += [Query("locate", n) for n in names]
     script = QueryScript(queries, first_line=text.count("\n") + 1)
     full = text + script.text
-    outcome = backend.compile(work, CHECK_MODULE, full, timeout)
-    run = IdentityRun()
+    outcome = backend.compile(work, module, full, timeout)
+    run = IdentityRun(own=own)
     if outcome.status != CheckStatus.ok:
-        run.undecided = f"the identity file ended with {outcome.status.value}"
+        run.undecided = f"{module}.v ended with {outcome.status.value}"
         return run
     for message in parse_messages(outcome.stderr, SourceMap(full).line_starts):
         if message.severity != Severity.error:
             continue
         said = " ".join(message.text.split())[:400]
-        target = lines.get(message.line or 0)
-        if target is None:
-            run.undecided = f"the identity file failed outside a comparison: {said}"
+        name = lines.get(message.line or 0)
+        if name is None:
+            run.undecided = f"{module}.v failed outside a comparison: {said}"
             return run
-        run.mismatches.setdefault(target, said)
+        run.mismatches.setdefault(name, said)
     if run.mismatches:
         return run
     if outcome.returncode:
-        run.undecided = "the identity file failed without a message"
+        run.undecided = f"{module}.v failed without a message"
         return run
-    begun, outputs = script.split(outcome.stdout)
+    _, outputs = script.split(outcome.stdout)
     for index, query in enumerate(queries):
         if index not in outputs:
-            run.undecided = f"the identity file did not answer `{query.command}`"
+            run.undecided = f"{module}.v did not answer `{query.command}`"
             return run
         if query.kind == "locate":
             run.located[query.subject] = parse_locate(outputs[index], query.subject)
             continue
-        target = targets[index].name
+        name = subjects[query.subject]
         try:
-            run.printed[target] = read_assumptions(outputs[index])
+            run.printed[name] = read_assumptions(outputs[index])
         except UnreadableOutput as problem:
-            run.undecided = f"the axioms of `{target}` cannot be read: {problem}"
+            run.undecided = f"the axioms of `{name}` cannot be read: {problem}"
             return run
     return run
+
+
+def library_assumptions(
+    backend: CoqBackend,
+    folder: Path,
+    library: str,
+    declarations: Sequence[str],
+    timeout: float,
+) -> dict[str, list[str]]:
+    """The axioms each declaration of a compiled library rests on, by full path, read the
+    strict way (the public entry for other pipelines, e.g. APE answers).
+
+    `folder` (a sandbox work folder, `sandbox.work_dir`) holds `<library>.vo` and the `.vo`
+    files it needs; a query file there holds
+    only `Require <library>.` (nothing imported) and `Print Assumptions <library>.<d>` for
+    each declaration `d` (`t`, `M.t`). The library's own holes and postulates come back as
+    `<library>.<name>` (an `Admitted` theorem is an axiom of its library); library axioms
+    by their full path where `Locate` finds it. Raises `UnreadableOutput` with the reason
+    when coqc's output cannot be read or a declaration does not exist."""
+    text = f"Require {library}.\n"
+    subjects = {f"{library}.{d}": d for d in declarations}
+    names = list(LIBRARY_AXIOMS)
+    for _ in range(2):
+        run = query_file(
+            backend, folder, "FbAssumptions", text, {}, subjects, names, timeout, (library,)
+        )
+        if run.undecided is not None:
+            raise UnreadableOutput(run.undecided)
+        unknown = {p for ps in run.printed.values() for p in ps if run.path(p) is None}
+        if unknown <= set(names):
+            break
+        names = sorted(set(names) | unknown)
+    return {d: [run.path(p) or p for p in ps] for d, ps in run.printed.items()}
 
 
 def _failure(module: str, outcome: ProcessOutcome) -> str:
