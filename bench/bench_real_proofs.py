@@ -31,13 +31,17 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Language, Verdict
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -74,7 +78,7 @@ def cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(step, *args):  # type: ignore[no-untyped-def]
+def timed(step: Callable[..., T], *args: object) -> tuple[T, float, float]:
     c0, w0 = cpu(), time.perf_counter()
     out = step(*args)
     return out, cpu() - c0, time.perf_counter() - w0
@@ -160,6 +164,8 @@ def main() -> None:
                     f"task {first_reason(own)}",
                     flush=True,
                 )
+    except KeyboardInterrupt:  # Ctrl-C: the figures so far are still printed
+        print("interrupted: figures over the tasks done so far")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if out:

@@ -153,9 +153,9 @@ class KernelIdentity:
         try:
             split = context_of(original)
             plan = [p for p in plans(original) if p.name in targets]
-        except (Unsplittable, Undecided) as why:
+        except (Unsplittable, Undecided) as off_route:
             result = self.backend.check(candidate, timeout=timeout)
-            return result, [_undecided(why)]
+            return result, [_undecided(off_route)]
         context, replay = split if split is not None else (None, "")
         prefix = ""
         if context is not None and context in candidate:
@@ -187,13 +187,13 @@ class KernelIdentity:
             return result, findings
         if not result.compiled:
             first = result.errors[:1]
-            why = first[0].message if first else result.status.value
+            said = first[0].message if first else result.status.value
             findings.append(
                 Finding(
                     reason=Reason.statement_changed,
                     subject="context",
                     message="the candidate does not compile on top of the task's shared "
-                    f"context, so its statements cannot be compared: {why}"[:500],
+                    f"context, so its statements cannot be compared: {said}"[:500],
                 )
             )
         # the verdict's diagnostics and lines are those of the file as the candidate wrote it

@@ -116,7 +116,7 @@ class StrictVerifier:
 
             self.coq_identity = kernel_identity_for(backend, self.language)
         if self.coq_identity is not None:
-            self._rules["identity"] = "kernel"
+            self._rules["identity"] = "identity-file-1"  # identity and axioms, one file
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
