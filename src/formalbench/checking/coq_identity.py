@@ -34,7 +34,7 @@ from formalbench.backends.coq_identity import (
     TargetPlan,
 )
 from formalbench.backends.coq_queries import LOCAL_MODULE
-from formalbench.checking.decls import COQ_CLOSERS
+from formalbench.checking.decls import COQ_CLOSERS, Decl
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import words
 from formalbench.core.config import VerifierPolicy
@@ -99,6 +99,12 @@ def plans(original: str) -> list[TargetPlan]:
     out: list[TargetPlan] = []
     for d in decls:
         if d.index in holes and d.name:
+            if "Functor" in scopes:
+                raise Undecided(
+                    f"the target `{d.name}` is inside a functor or a module type: it is a "
+                    "field of a signature, not a constant of the compiled library, so the "
+                    "identity file has no constant to compare"
+                )
             in_section = "Section" in scopes
             out.append(TargetPlan(d.name, in_section, tuple(values)))
             if d.kind != "Theorem":
@@ -110,10 +116,18 @@ def plans(original: str) -> list[TargetPlan]:
                     )
                 values.append(d.name)
         if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
-            scopes.append(d.kind)
+            scopes.append(_scope_kind(d))
         elif d.kind == "End" and scopes:
             scopes.pop()
     return out
+
+
+def _scope_kind(d: Decl) -> str:
+    """`Section`, `Module`, or `Functor` for a module type or a module with parameters."""
+    texts = [t.text for t in d.tokens[d.head :]]
+    if d.kind == "Module" and (texts[1:2] == ["Type"] or "(" in texts):
+        return "Functor"
+    return d.kind
 
 
 def closed(original: str) -> str:

@@ -421,7 +421,9 @@ def preservation_findings(
                 message=f"adds {_label(c)} {why}",
             )
         )
-    if kernel:
-        return [], unchanged
+    if kernel:  # a command the original itself has, anywhere outside its holes, is its own
+        given = {tuple(normalized(r, language)) for r in original if r.index not in holes}
+        copied = {c.index for c in candidate if tuple(normalized(c, language)) in given}
+        return [], unchanged | copied
     findings += shadow_findings(candidate, matched, holes, language, skip=refused)
     return findings, unchanged
