@@ -7,7 +7,9 @@ task: the file with that one proof replaced by `Admitted.` (the original). Two c
 per task:
 
 - `genuine`: the real file itself, which must be accepted;
-- `task`: the task text offered as its own proof, which must be refused.
+- `task`: the task text offered as its own proof, which must be refused (with
+  `--task-by-assistant` the forbidden-word pre-filter is off for it, so the identity file
+  must refuse it: `Candidate.t` is an axiom of its library).
 
 Printed at the end: accepted/refused counts by reason (first reason of each verdict) for
 both sets, with one example message per reason, and the cost of a check against `coqc` of
@@ -39,6 +41,7 @@ from typing import TypeVar
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Language, Verdict
 
 T = TypeVar("T")
@@ -98,6 +101,12 @@ def main() -> None:
     parser.add_argument("--tasks-per-file", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", type=Path, default=None, help="one JSON line per verdict")
+    parser.add_argument(
+        "--task-by-assistant",
+        action="store_true",
+        help="judge the task text with no forbidden words, so that the identity file, not "
+        "the text pre-filter, must refuse it (one more candidate compile per task)",
+    )
     args = parser.parse_args()
     folder = args.folder or stdlib_theories()
     if not folder.is_dir():
@@ -110,6 +119,8 @@ def main() -> None:
     files = files[: args.limit]
     backend = CoqBackend(timeout=args.timeout, workers=1)
     verifier = StrictVerifier(backend)
+    # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
+    lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
     counts: dict[str, Counter[str]] = {"genuine": Counter(), "task": Counter()}
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
@@ -137,7 +148,8 @@ def main() -> None:
                     cost["eval"] += eval_cpu
                     cost["eval_wall"] += eval_wall
                     timed_tasks += 1
-                own = verifier.verify(task.original, task.original)
+                judge = lenient if args.task_by_assistant else verifier
+                own = judge.verify(task.original, task.original)
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
                     counts[kind][reason] += 1
