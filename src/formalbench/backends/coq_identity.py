@@ -83,12 +83,16 @@ _OWN = (ORIGINAL_MODULE, LOCAL_MODULE, CONTEXT_MODULE)  # libraries named by the
 class TargetPlan:
     """How one target is compared. `name` as the original qualifies it (`t`, `M.t`);
     `in_section`: declared inside a section (the candidate's constant may take fewer section
-    variables); `values`: the value holes of the original declared before it, whose
-    `Original.h` is replaced by `Candidate.h` in its type."""
+    variables); `values`: the value holes of the original declared before it and the
+    definitions after the first of them (they may unfold to a hole), each `Original.h`
+    replaced by `Candidate.h` in its type. `body`: not a target but such a definition,
+    whose candidate must equal the original's body with the same replacement (a kernel
+    `eq_refl`), the comparator's "value of a definition that is not a hole"."""
 
     name: str
     in_section: bool = False
     values: tuple[str, ...] = ()
+    body: bool = False
 
 
 @dataclass
@@ -285,18 +289,29 @@ def identity_text(targets: Sequence[TargetPlan]) -> tuple[str, dict[int, str]]:
 
 
 def _statement(plan: TargetPlan) -> str:
-    """Ltac that builds the original's type of the target, value holes replaced."""
-    ltac = f"let T := type of @{ORIGINAL_MODULE}.{plan.name} in "
-    for value in plan.values:
+    """Ltac that builds the original's type of the target (for a `body` plan: the equation
+    `Candidate.d = <Original.d unfolded once>`), value holes replaced."""
+    if plan.body:
+        ltac = f"let T := eval cbv delta [{ORIGINAL_MODULE}.{plan.name}] in (@{ORIGINAL_MODULE}.{plan.name}) in "
+    else:
+        ltac = f"let T := type of @{ORIGINAL_MODULE}.{plan.name} in "
+    if plan.values:  # all at once: a later value's type may mention an earlier one
+        olds = ", ".join(f"(@{ORIGINAL_MODULE}.{v})" for v in plan.values)
+        news = " ".join(f"(@{LOCAL_MODULE}.{v})" for v in plan.values)
+        holes = " _" * len(plan.values)
         ltac += (
-            f"let T := eval pattern (@{ORIGINAL_MODULE}.{value}) in T in "
-            f"let T := lazymatch T with ?F _ => constr:(F (@{LOCAL_MODULE}.{value})) end in "
+            f"let T := eval pattern {olds} in T in "
+            f"let T := lazymatch T with ?F{holes} => constr:(F {news}) end in "
             "let T := eval cbv beta in T in "
         )
+    if plan.body:
+        return ltac + f"exact (@{LOCAL_MODULE}.{plan.name} = T)"
     return ltac + "exact T"
 
 
 def _body(plan: TargetPlan) -> str:
+    if plan.body:
+        return "exact eq_refl"
     exact = f"exact (@{LOCAL_MODULE}.{plan.name})"
     if not plan.in_section:
         return exact

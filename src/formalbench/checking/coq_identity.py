@@ -47,6 +47,7 @@ _GLOBAL_OUTSIDE_SECTIONS = words("Variable Variables Hypothesis Hypotheses Conte
 # Commands of the context that `Require Import FbContext` does not carry into the rest (an
 # `Import` is not re-exported, a `Local Open Scope` ends with the file): they are run again,
 # as the original has them, at the top of both split files.
+_UNFOLDING = words("Definition Fixpoint CoFixpoint Function")
 _POSTULATES = words("Axiom Axioms Parameter Parameters Conjecture")
 _REPLAYED = words("Require From Import Export Open Close Set Unset Delimit Bind")
 
@@ -115,6 +116,10 @@ def plans(original: str) -> list[TargetPlan]:
                         "those it uses; statements about it cannot be compared"
                     )
                 values.append(d.name)
+        elif values and d.name and d.kind in _UNFOLDING and not scopes:
+            # a definition after a value hole may unfold to it: compared by its body
+            out.append(TargetPlan(d.name, False, tuple(values), body=True))
+            values.append(d.name)
         if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
             scopes.append(_scope_kind(d))
         elif d.kind == "End" and scopes:
@@ -166,7 +171,7 @@ class KernelIdentity:
         original = closed(original)
         try:
             split = context_of(original)
-            plan = [p for p in plans(original) if p.name in targets]
+            plan = [p for p in plans(original) if p.body or p.name in targets]
         except (Unsplittable, Undecided) as off_route:
             result = self.backend.check(candidate, timeout=timeout)
             return result, [_undecided(off_route)]
@@ -189,7 +194,10 @@ class KernelIdentity:
             timeout=timeout,
         )
         self.kernel_checks += report.checked
-        findings = [_mismatch(target, why) for target, why in report.mismatches.items()]
+        bodies = {p.name for p in plan if p.body}
+        findings = [
+            _mismatch(target, why, target in bodies) for target, why in report.mismatches.items()
+        ]
         if report.undecided is not None:
             kind = "environment: " if report.environment else ""
             findings.append(
@@ -215,9 +223,13 @@ class KernelIdentity:
         return whole.model_copy(update={"axioms": report.axioms}), findings
 
 
-def _mismatch(target: str, why: str) -> Finding:
+def _mismatch(target: str, why: str, body: bool) -> Finding:
     """The identity file refused a target: no such constant in the candidate's library
-    (`missing_target`), or another statement (`statement_changed`)."""
+    (`missing_target`), or another statement (`statement_changed`); or a definition the
+    statements unfold is not the original's (`statement_changed`)."""
+    if body:
+        message = f"definition `{target}` is not the original's (kernel check): {why}"
+        return Finding(reason=Reason.statement_changed, subject=target, message=message[:500])
     if f"{LOCAL_MODULE}.{target} was not found" in why:
         message = f"target `{target}` is not a top-level constant of the candidate: {why}"
         return Finding(reason=Reason.missing_target, subject=target, message=message[:500])
