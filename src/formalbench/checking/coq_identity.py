@@ -169,10 +169,14 @@ class KernelIdentity:
         """(the candidate's own compile as the verifier reads it, the findings of the
         identity file: changed statements, disallowed axioms, or why it cannot decide)."""
         original = closed(original)
+        unshared: Unsplittable | None = None
         try:
-            split = context_of(original)
+            try:
+                split = context_of(original)
+            except Unsplittable as why:  # compared unshared; a mismatch is then undecided
+                split, unshared = None, why
             plan = [p for p in plans(original) if p.body or p.name in targets]
-        except (Unsplittable, Undecided) as off_route:
+        except Undecided as off_route:
             result = self.backend.check(candidate, timeout=timeout)
             return result, [_undecided(off_route)]
         context, replay = split if split is not None else (None, "")
@@ -198,6 +202,9 @@ class KernelIdentity:
         findings = [
             _mismatch(target, why, target in bodies) for target, why in report.mismatches.items()
         ]
+        if unshared is not None and findings:
+            # the statement may speak of a nominal type of each side's own: not decidable
+            findings = [_undecided(unshared, f.message) for f in findings]
         if report.undecided is not None:
             kind = "environment: " if report.environment else ""
             findings.append(
@@ -276,13 +283,14 @@ def axiom_findings(
     return findings
 
 
-def _undecided(why: Exception) -> Finding:
+def _undecided(why: Exception, kernel: str = "") -> Finding:
     if isinstance(why, Unsplittable):
         message = (
-            "the task's shared declarations (an inductive, a record, a postulate ...) end "
-            f"inside a section or module still open at the target `{why}`, so they cannot be "
-            "compiled apart and shared by both sides; the kernel cannot compare the two "
-            "files' nominal types, and no text rule decides in its place"
+            "the task's own declarations that conversion cannot identify (an inductive, a "
+            "record, a postulate ...) end inside a section or module still open at the target "
+            f"`{why}`, so they cannot be compiled apart and shared by both sides, and the "
+            "statements, compared unshared, differ (each side has its own copy of such a "
+            f"type; no text rule decides in the kernel's place): {kernel}"
         )
     else:
         message = str(why)
