@@ -58,6 +58,15 @@ GENUINE = {
         "Theorem t : forall (X : Type) (f : X -> X) (x : X), f x = f x.\n"
         "Proof. reflexivity. Qed.\n",
     ),
+    "an inductive inside a section, used by the statement": (
+        task(
+            "Theorem t : forall x : c, x = A \\/ x = B.",
+            "Section S.\nVariable n : nat.\nInductive c := A | B.\n",
+            "End S.\n",
+        ),
+        "Section S.\nVariable n : nat.\nInductive c := A | B.\n"
+        "Theorem t : forall x : c, x = A \\/ x = B.\nProof. destruct x; auto. Qed.\nEnd S.\n",
+    ),
     "a Parameter inside a Module Type": (
         task("Theorem t : 1 + 1 = 2.", "Module Type T.\nParameter p : nat.\nEnd T.\n"),
         "Module Type T.\nParameter p : nat.\nEnd T.\nTheorem t : 1 + 1 = 2.\nProof. reflexivity. Qed.\n",
@@ -127,6 +136,25 @@ ATTACKS = {
         "Module Nat.\nDefinition add (a b : nat) := 0.\nEnd Nat.\nDefinition f : nat := 0.\n"
         "Theorem f_ok : f = Nat.add 2 2.\nProof. reflexivity. Qed.\n",
     ),
+    # an inductive of a section renamed side to side must have the same constructors
+    "an extra constructor for an inductive in a section": (
+        task(
+            "Theorem t : exists x : c, x <> A /\\ x <> B.",
+            "Section S.\nInductive c := A | B.\n",
+            "End S.\n",
+        ),
+        "Section S.\nInductive c := A | B | C.\nTheorem t : exists x : c, x <> A /\\ x <> B.\n"
+        "Proof. exists C; split; discriminate. Qed.\nEnd S.\n",
+    ),
+    "swapped constructors for an inductive in a section": (
+        task(
+            "Theorem t : forall x : c, x = A -> A = A.",
+            "Section S.\nInductive c := A | B.\n",
+            "End S.\n",
+        ),
+        "Section S.\nInductive c := B | A.\nTheorem t : forall x : c, x = A -> A = A.\n"
+        "Proof. reflexivity. Qed.\nEnd S.\n",
+    ),
     # the candidate must compile alone, exactly as submitted
     "an unterminated Comments sentence at the end": (
         task("Theorem t : True."),
@@ -156,8 +184,9 @@ def test_attacks_are_refused_by_the_identity_file_alone(
     ("original", "proof"),
     [
         (
-            "Section S.\nInductive c := A | B.\nTheorem t : A <> B.\nProof.\nAdmitted.\nEnd S.\n",
-            "discriminate",
+            "Section S.\nInductive c := A | B.\nDefinition f (x : c) := match x with A => 0 | B => 1 end.\n"
+            "Theorem t : f B = 1.\nProof.\nAdmitted.\nEnd S.\n",
+            "reflexivity",
         ),
         (
             "Module M.\nParameter p : nat.\nTheorem t : p = p.\nProof.\nAdmitted.\nEnd M.\n",

@@ -37,6 +37,7 @@ from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.decls import COQ_CLOSERS, Decl
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lexer import words
+from formalbench.checking.shadowing import introduced_names
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, Finding, Language, Reason
 
@@ -48,6 +49,14 @@ _GLOBAL_OUTSIDE_SECTIONS = words("Variable Variables Hypothesis Hypotheses Conte
 # `Import` is not re-exported, a `Local Open Scope` ends with the file): they are run again,
 # as the original has them, at the top of both split files.
 _UNFOLDING = words("Definition Fixpoint CoFixpoint Function")
+_NOMINAL = words("Inductive CoInductive Variant")
+_ELIMINATORS = ("_ind", "_rect", "_rec", "_sind")
+
+
+def _eliminator(name: str) -> bool:
+    return name.endswith(_ELIMINATORS)
+
+
 _POSTULATES = words("Axiom Axioms Parameter Parameters Conjecture")
 _REPLAYED = words("Require From Import Export Open Close Set Unset Delimit Bind")
 
@@ -91,9 +100,16 @@ class Undecided(Exception):
     """The kernel route cannot decide this task; the message says why."""
 
 
-def plans(original: str) -> list[TargetPlan]:
+def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
     """How each target of the original is compared in the identity file (see
-    `backends.coq_identity`): inside a section or not, and the value holes before it."""
+    `backends.coq_identity`): inside a section or not, and the value holes before it.
+
+    `unshared` (the task's inductives could not be compiled apart, `Unsplittable`): each
+    `Inductive`/`Variant`/`CoInductive` of the original before a target is renamed too, with
+    its constructors (`Original.I` -> `Candidate.I` in later types), and its `I_ind` is
+    compared like a target: the recursor's type lists every constructor with its type, in
+    order, so equal recursors (after the renaming) mean the same inductive up to its name.
+    Definitions after such a declaration are compared by their bodies, as after a value."""
     decls, holes = hole_decls(original, Language.coq)
     scopes: list[str] = []
     values: list[str] = []
@@ -116,10 +132,14 @@ def plans(original: str) -> list[TargetPlan]:
                         "those it uses; statements about it cannot be compared"
                     )
                 values.append(d.name)
-        elif values and d.name and d.kind in _UNFOLDING and not scopes:
+        elif values and d.name and d.kind in _UNFOLDING and "Functor" not in scopes:
             # a definition after a value hole may unfold to it: compared by its body
             out.append(TargetPlan(d.name, False, tuple(values), body=True))
             values.append(d.name)
+        elif unshared and d.name and d.kind in _NOMINAL and "Functor" not in scopes:
+            names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
+            values.extend(names)
+            out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
         if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
             scopes.append(_scope_kind(d))
         elif d.kind == "End" and scopes:
@@ -133,6 +153,11 @@ def _scope_kind(d: Decl) -> str:
     if d.kind == "Module" and (texts[1:2] == ["Type"] or "(" in texts):
         return "Functor"
     return d.kind
+
+
+def _all_targets(original: str) -> list[str]:
+    decls, holes = hole_decls(original, Language.coq)
+    return [d.name for d in decls if d.index in holes and d.name]
 
 
 def closed(original: str) -> str:
@@ -170,12 +195,17 @@ class KernelIdentity:
         identity file: changed statements, disallowed axioms, or why it cannot decide)."""
         original = closed(original)
         unshared: Unsplittable | None = None
+        every = set(_all_targets(original))
         try:
             try:
                 split = context_of(original)
             except Unsplittable as why:  # compared unshared; a mismatch is then undecided
                 split, unshared = None, why
-            plan = [p for p in plans(original) if p.body or p.name in targets]
+            plan = [
+                p
+                for p in plans(original, unshared is not None)
+                if p.name in targets or p.name not in every
+            ]
         except Undecided as off_route:
             result = self.backend.check(candidate, timeout=timeout)
             return result, [_undecided(off_route)]
@@ -210,6 +240,7 @@ class KernelIdentity:
             findings.append(
                 Finding(reason=Reason.undecided, message=f"{kind}{report.undecided}"[:500])
             )
+        report.axioms = {t: a for t, a in report.axioms.items() if t in every}
         findings += axiom_findings(report.axioms, original, policy)
         result = report.candidate.model_copy(update={"axioms": report.axioms})
         if context is None:
@@ -286,11 +317,10 @@ def axiom_findings(
 def _undecided(why: Exception, kernel: str = "") -> Finding:
     if isinstance(why, Unsplittable):
         message = (
-            "the task's own declarations that conversion cannot identify (an inductive, a "
-            "record, a postulate ...) end inside a section or module still open at the target "
-            f"`{why}`, so they cannot be compiled apart and shared by both sides, and the "
-            "statements, compared unshared, differ (each side has its own copy of such a "
-            f"type; no text rule decides in the kernel's place): {kernel}"
+            f"the task's inductives or postulates before `{why}` are inside a section or "
+            "module still open there, so both sides have their own copy; renamed "
+            "side to side, the statements still differ (a `match` on such a type cannot "
+            f"be renamed, and no text rule decides in the kernel's place): {kernel}"
         )
     else:
         message = str(why)
