@@ -14,8 +14,9 @@ its first target, its text up to the end of the last one (closed at top level) i
 *context*: the candidate must contain exactly that text (commands it adds before it, such as
 a `Require`, stay before it), and both sides are compiled on
 top of it as one library. A context that ends inside a section or module still open at the
-first target cannot be cut out: such a task is refused as `undecided` (see `context_of`,
-which raises `Unsplittable`); no text rule decides in the kernel's place.
+first target cannot be cut out (`context_of` raises `Unsplittable`): both sides are then
+compiled whole, the original's inductives renamed side to side (`plans`), and a mismatch is
+`undecided`, never left to a text rule.
 
 Axioms are read in the identity file too (`axiom_findings`), by full path: one source of
 truth for "same statement" and "rests on no disallowed axiom".
