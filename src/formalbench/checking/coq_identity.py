@@ -115,7 +115,8 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
     scopes: list[str] = []
     values: list[str] = []
     out: list[TargetPlan] = []
-    for d in decls:
+    last = max((i for i in holes if decls[i].name), default=-1)
+    for d in decls[: last + 1]:  # what comes after the last target cannot matter to it
         if d.index in holes and d.name:
             if "Functor" in scopes:
                 raise Undecided(
@@ -136,6 +137,10 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
         elif values and d.name and d.kind in _UNFOLDING and "Functor" not in scopes:
             # a definition after a value hole may unfold to it: compared by its body
             out.append(TargetPlan(d.name, False, tuple(values), body=True))
+            values.append(d.name)
+        elif values and d.name and d.kind == "Theorem" and not scopes:
+            # a proved lemma after one: a later body may use it; compared by its type
+            out.append(TargetPlan(d.name, False, tuple(values)))
             values.append(d.name)
         elif unshared and d.name and d.kind in _NOMINAL and "Functor" not in scopes:
             names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
