@@ -153,6 +153,21 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
     return out
 
 
+def _sealed(original: str) -> set[str]:
+    """Targets inside a module with an opaque signature (`Module M : T.`)."""
+    decls, holes = hole_decls(original, Language.coq)
+    scopes: list[bool] = []
+    found: set[str] = set()
+    for d in decls:
+        if d.index in holes and d.name and any(scopes):
+            found.add(d.name)
+        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+            scopes.append(d.kind == "Module" and any(t.text == ":" for t in d.tokens))
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return found
+
+
 def _scope_kind(d: Decl) -> str:
     """`Section`, `Module`, or `Functor` for a module type or a module with parameters."""
     texts = [t.text for t in d.tokens[d.head :]]
@@ -241,6 +256,19 @@ class KernelIdentity:
         if unshared is not None and findings:
             # the statement may speak of a nominal type of each side's own: not decidable
             findings = [_undecided(unshared, f.message) for f in findings]
+        sealed = _sealed(original)
+        findings = [
+            Finding(
+                reason=Reason.undecided,
+                subject=f.subject,
+                message=f"undecided: `{f.subject}` is inside a module sealed by a signature "
+                "(`Module M : T`), whose definitions are opaque on each side, so two files "
+                f"cannot share them: {f.message}"[:500],
+            )
+            if f.subject in sealed and f.reason == Reason.statement_changed
+            else f
+            for f in findings
+        ]
         if report.undecided is not None:
             kind = "environment: " if report.environment else ""
             findings.append(
