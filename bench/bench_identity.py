@@ -1,22 +1,18 @@
 """What the kernel identity check costs per Coq check, and the text pre-filter's speed.
 
 Two sets of candidates per miniF2F-rocq statement: `admitted` (the statement closed with
-`Admitted.`: it compiles, and `Print Assumptions` of an admitted theorem is instant, so the
-candidate's own check is as cheap as it gets and this is the worst case for the ratio), and
-`proved` (the first of a few automation tactics that closes it, as a solver would submit:
-`Print Assumptions` then walks the proof, as in real use). Three timings each:
+`Admitted.`: it compiles and `Print Assumptions` of an admitted theorem is instant, the
+worst case for the ratio) and `proved` (the first of a few automation tactics that closes
+it, as a solver would submit). Three timings each:
 
-- `alone`: the backend's ordinary check of the candidate (compile + `Print Assumptions`),
-  what the verifier did before;
-- `first`: the kernel identity check of an attempt at a task never seen (it also compiles
-  the original, once per task);
+- `alone`: coqc of the candidate alone (nothing appended), the baseline;
+- `first`: the verifier's assistant route on an attempt at a task never seen (it also
+  compiles the original, once per task);
 - `warm`: the same for every later attempt (the original's `.vo` comes from the cache):
-  the candidate's check, plus the third file unless the fast path applies (the candidate's
-  file is the original's up to the single target's statement sentence);
-- `kernel`: `warm` with the fast path turned off (always the third file), for comparison.
+  the candidate compiled alone, plus the identity file (identity and axioms).
 
 Wall time and coqc CPU time (the children's, steadier on a shared machine). Prints the
-medians, the extra time of `warm` over `alone` (target < 30 %), and the static
+medians, the ratio of `warm` to `alone` (target <= 1.3x), and the static
 pre-filter's rate in files/s (text layer alone, its parse cache cleared).
 
     python bench/bench_identity.py --limit 20
@@ -37,6 +33,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.checking.coq_identity import KernelIdentity
 from formalbench.checking.holes import fill_holes, hole_decls
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Language
 
 # tried in order on each task for the `proved` set (the portfolio's usual winners)
@@ -109,54 +106,42 @@ def measure(
     cache = Path(tempfile.mkdtemp(prefix="bench-identity-"))
     kernel = KernelIdentity(backend)
     kernel.identity.cache_dir = cache
+    policy = VerifierPolicy()
     rows: dict[str, list[tuple[float, ...]]] = {"wall": [], "cpu": []}
-    refused = fast = 0
+    refused = 0
     try:
         for original, candidate in pairs:
             targets = verifier.targets(original)
             marks = [_clock()]
-            alone = backend.check(candidate, targets=targets)
+            alone = backend.check(candidate)
             marks.append(_clock())
-            _, _, first = kernel.check(original, candidate, targets, None)
+            _, first = kernel.check(original, candidate, targets, None, policy)
             marks.append(_clock())
-            before = kernel.fast_paths
-            _, _, warm = kernel.check(original, candidate, targets, None)
-            marks.append(_clock())
-            took = kernel.fast_paths - before
-            kernel.fast = False
-            kernel.check(original, candidate, targets, None)
-            kernel.fast = True
+            _, warm = kernel.check(original, candidate, targets, None, policy)
             marks.append(_clock())
             if not alone.compiled:
                 continue  # a task that does not compile here measures nothing
             refused += bool(first or warm)
-            fast += took
             for i, clock in enumerate(rows):
-                rows[clock].append(tuple(marks[k + 1][i] - marks[k][i] for k in range(4)))
+                rows[clock].append(tuple(marks[k + 1][i] - marks[k][i] for k in range(3)))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     if not rows["wall"]:
         print(f"[{name}] no candidate compiled")
         return
-    print(
-        f"[{name}] candidates: {len(rows['wall'])}; refused by the identity check: {refused}; "
-        f"warm checks on the fast path: {fast}"
-    )
+    print(f"[{name}] candidates: {len(rows['wall'])}; refused by the identity file: {refused}")
     for clock, found in rows.items():
-        alone_s, first_s, warm_s, kernel_s = (
-            statistics.median(c) for c in zip(*found, strict=True)
-        )
+        alone_s, first_s, warm_s = (statistics.median(c) for c in zip(*found, strict=True))
         print(
-            f"[{name}] {clock:>4} s/check (median): alone {alone_s:.2f}  first attempt "
-            f"{first_s:.2f}  warm {warm_s:.2f}  warm without fast path {kernel_s:.2f}"
+            f"[{name}] {clock:>4} s/check (median): coqc alone {alone_s:.2f}  first attempt "
+            f"{first_s:.2f}  warm {warm_s:.2f}"
         )
-        for label, k in (("warm", 2), ("without fast path", 3)):
-            ratio = statistics.median(r[k] / r[0] - 1 for r in found)
-            total = sum(r[k] for r in found) / sum(r[0] for r in found) - 1
-            print(
-                f"[{name}] {clock:>4} extra of {label} over alone: median {ratio:+.0%}, "
-                f"total {total:+.0%} (target < +30 %)"
-            )
+        ratio = statistics.median(r[2] / r[0] for r in found)
+        total = sum(r[2] for r in found) / sum(r[0] for r in found)
+        print(
+            f"[{name}] {clock:>4} warm over coqc alone: median {ratio:.2f}x, "
+            f"total {total:.2f}x (target <= 1.3x)"
+        )
 
 
 def _clock() -> tuple[float, float]:

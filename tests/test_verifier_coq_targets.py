@@ -27,7 +27,7 @@ def test_a_target_hidden_in_a_module_is_missing_not_a_compile_error() -> None:
     assert Reason.missing_target in verdict.reasons
     assert Reason.compile_error not in verdict.reasons, verdict.findings
     missing = [f for f in verdict.findings if f.reason == Reason.missing_target]
-    assert len(missing) == 2, verdict.findings  # the text layer's and the assistant's
+    assert len(missing) == 1, verdict.findings  # the identity file's (no text rule under it)
 
 
 def test_load_and_redirect_are_forbidden_in_coq_candidates() -> None:

@@ -1,24 +1,37 @@
-"""Statement identity decided by Coq's kernel, not by a text comparison.
+"""Statement identity and the axioms a target rests on, both decided by Coq in one file.
 
 The original (holes as they are, `Admitted`) is compiled once as the library `Original` and
 its `.vo` kept in a cache folder keyed by a hash of the assistant's version, its arguments
 and the text, so that every later attempt at the task reuses it. The candidate is compiled
-as `Candidate` (the ordinary check of `CoqBackend`, in a folder that does not hold
-`Original.vo`, so the candidate cannot reach the original's admitted theorems), and then a
-third file, with nothing but `Require Original Candidate.` (no `Import`: no notation, scope,
-tactic notation, coercion or hint of either side is active there), asks for each target `t`
+alone, exactly as submitted (nothing is appended to it, so an unterminated last sentence or
+comment cannot swallow a query: the file must compile as it is), as the library `Candidate`,
+in a folder that does not hold `Original.vo`. Then a third file, the *identity file*, holds
+nothing but `Require Original Candidate.` (no `Import`: no notation, scope, abbreviation,
+coercion, instance or hint of either side is active there) and, for each target `t`,
 
     Definition fb_identity_1 : ltac:(let T := type of @Original.t in exact T).
-    Proof. exact_no_check (@Candidate.t). Defined.
+    Proof. exact (@Candidate.t). Defined.
+    Print Assumptions fb_identity_1.
 
 The type is the original's *elaborated* type, taken from the kernel's term (no text of it is
-parsed again), and `exact_no_check` puts exactly `@Candidate.t` as the body (no coercion or
-implicit argument can be inserted), so the check at `Defined` is the kernel's conversion of
-the two types, unfolding the preceding (transparent) definitions of each side. If it passes,
-`fb_identity_1` is a proof of the original statement whose only dependencies are those of
-`Candidate.t` (read by the ordinary check's `Print Assumptions`, which is why the third file
-does not ask again: that query costs more than the rest of the check) and the original's own
-statement.
+parsed again); `@Candidate.t` names the candidate's constant by its full path (nothing of the
+candidate's scope can make it mean something else), and the kernel checks at `Defined` that
+it has that type (conversion, unfolding the transparent definitions of each side; universe
+levels of the two libraries are unified, so a candidate at least as general passes and one
+that pins a level, `Set` for `Type`, does not). `fb_identity_1` is then a kernel-checked proof
+of the original statement, and its `Print Assumptions` is the one list of axioms the verdict
+reads, printed by full library paths (`Candidate.adm`, `Classical_Prop.classic`) and read with
+a strict grammar (`coq_queries.read_assumptions`).
+
+Two shapes need more than `exact`:
+- a target inside a `Section`: the original's admitted constant takes every section variable
+  declared before it, the candidate's proved one only those its statement and proof use; the
+  body is then `fun <all variables> => Candidate.t <the ones it takes>` (built by `intros;
+  eapply; eassumption`, checked by the kernel like any body);
+- a statement about a value the task leaves open (`Definition step : nat -> nat. Admitted.`
+  then `Theorem step_ok : step 1 = 2.`): in the original's type every such hole
+  `Original.step` is replaced by `Candidate.step` (`pattern`, then beta) before the
+  comparison; the value's own identity constant checks its signature.
 
 Task-declared constants that conversion cannot identify (a `Parameter`/`Axiom`, an
 `Inductive`, a `Record`, an `Instance`, a `Module` ...) must be the *same* constants on both
@@ -26,23 +39,13 @@ sides: the caller passes the original's text up to and including the last of the
 `context` (the candidate must start with exactly that text); it is compiled as the library
 `FbContext`, and both sides are compiled as `Require Import FbContext.` followed by the rest
 of their text, so `Original.t` and `Candidate.t` both speak of `FbContext.p`.
-
-Fast path (no third file, see `same_statement`): one top-level target, and the candidate's
-file is byte for byte the original's up to the end of the target's statement sentence as
-coqc itself delimited it when it compiled the original (`-time` spans), followed by an
-ASCII blank or the end of the file. coqc then ran the same sentences in the same state, so
-the statement elaborated to the same type; the candidate's later text must hold no command
-that abandons or renames that proof (`Abort`, `Reset`, `Save u`, `Defined u` ...) so that
-its top-level `t` is the constant the statement opened.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -52,24 +55,44 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_output import parse_messages, sentence_spans
-from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.backends.coq_output import parse_messages
+from formalbench.backends.coq_queries import (
+    LIBRARY_AXIOMS,
+    LOCAL_MODULE,
+    Located,
+    Query,
+    QueryScript,
+    UnreadableOutput,
+    basename,
+    parse_locate,
+    read_assumptions,
+    resolve,
+)
+from formalbench.backends.coq_source import SourceMap
 from formalbench.backends.sandbox import ProcessOutcome, work_dir
-from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Severity
+from formalbench.core.records import CheckResult, CheckStatus, Severity
 
 ORIGINAL_MODULE = "Original"
 CONTEXT_MODULE = "FbContext"
 CHECK_MODULE = "FbIdentity"
 _CONTEXT_IMPORT = f"Require Import {CONTEXT_MODULE}.\n"
-SENTENCES = "sentences.json"  # coqc's sentence spans of Original.v, kept beside its .vo
-_BLANKS = b" \t\n\r"
-# Words that open a section or module: a target inside one gets its final type only at its
-# `End` (section variables its proof uses are added), so the statement alone does not fix it.
-_SCOPED = re.compile(rb"\b(Section|Module)\b")
-# Commands that abandon a proof or close it under another name, letting a later `t` be a
-# different statement: their mere word anywhere after the statement (comments included)
-# turns the fast path off. Coq has no vernacular notations, so a command needs its keyword.
-_UNDOING = re.compile(rb"\b(Abort|Reset|Restart|Undo|Back|BackTo|Save|Defined|Declare)\b")
+_OWN = (ORIGINAL_MODULE, LOCAL_MODULE, CONTEXT_MODULE)  # libraries named by their first word
+
+
+@dataclass(frozen=True)
+class TargetPlan:
+    """How one target is compared. `name` as the original qualifies it (`t`, `M.t`);
+    `in_section`: declared inside a section (the candidate's constant may take fewer section
+    variables); `values`: the value holes of the original declared before it and the
+    definitions after the first of them (they may unfold to a hole), each `Original.h`
+    replaced by `Candidate.h` in its type. `body`: not a target but such a definition,
+    whose candidate must equal the original's body with the same replacement (a kernel
+    `eq_refl`), the comparator's "value of a definition that is not a hole"."""
+
+    name: str
+    in_section: bool = False
+    values: tuple[str, ...] = ()
+    body: bool = False
 
 
 @dataclass
@@ -79,23 +102,22 @@ class OriginalBuild:
     folder: Path | None
     problem: str | None = None
 
-    def sentences(self) -> list[tuple[int, int]] | None:
-        """coqc's byte spans of the sentences of `Original.v` (None: not recorded)."""
-        try:
-            spans = json.loads((self.folder / SENTENCES).read_text())  # type: ignore[operator]
-        except (OSError, ValueError, TypeError):
-            return None
-        return [(int(a), int(b)) for a, b in spans]
-
 
 @dataclass
 class IdentityReport:
-    """The candidate's own check and, per target, why the kernel refused its identity."""
+    """The candidate's own compile and what the identity file decided.
+
+    `mismatches`: target -> the kernel's reason its statement differs; `axioms`: target ->
+    the full paths of the axioms its identity constant rests on; `undecided`: why nothing
+    could be decided (the original does not compile here, the identity file's output could
+    not be read ...), None when the identity file answered."""
 
     candidate: CheckResult
-    mismatches: dict[str, str] = field(default_factory=dict)  # target -> the kernel's reason
-    checked: bool = False  # the third file ran (the candidate compiled)
-    fast: bool = False  # identity shown by the byte-identical statement prefix (no third file)
+    mismatches: dict[str, str] = field(default_factory=dict)
+    axioms: dict[str, list[str]] = field(default_factory=dict)
+    undecided: str | None = None
+    environment: bool = False  # `undecided` because the original does not compile here
+    checked: bool = False  # the identity file ran
     elapsed: float = 0.0
 
 
@@ -136,7 +158,6 @@ class CoqIdentity:
 
     def _key(self, original: str, context: str | None) -> str:
         parts = [self.backend.version(), "\0".join(self.backend.args), context or "", original]
-        parts.append("sentences-1")  # the folder layout: Original.v and its sentence spans
         return hashlib.sha256("\x01".join(parts).encode("utf-8")).hexdigest()[:32]
 
     def original(
@@ -158,14 +179,11 @@ class CoqIdentity:
                 if context is not None:
                     steps.insert(0, (CONTEXT_MODULE, context))
                 for module, text in steps:
-                    outcome = self.backend.compile(work, module, text, timeout, ["-time"])
+                    outcome = self.backend.compile(work, module, text, timeout)
                     if outcome.status != CheckStatus.ok or outcome.returncode:
                         return OriginalBuild(None, _failure(module, outcome))
-                size = len(steps[-1][1].encode("utf-8"))
-                spans = sentence_spans(outcome.stdout, size)  # those of Original.v
-                (work / SENTENCES).write_text(json.dumps(spans))
                 for junk in work.glob("*.v*"):
-                    if junk.suffix != ".vo" and junk.name != f"{ORIGINAL_MODULE}.v":
+                    if junk.suffix != ".vo":
                         junk.unlink()
                 try:
                     os.replace(work, folder)
@@ -180,18 +198,15 @@ class CoqIdentity:
         self,
         original: str,
         candidate: str,
-        targets: Sequence[str],
+        targets: Sequence[TargetPlan],
         *,
         context: str | None = None,
         replay: str = "",
         prefix: str = "",
         timeout: float | None = None,
-        starts: Mapping[str, int] | None = None,
     ) -> IdentityReport:
-        """Compile the candidate (the backend's ordinary check, axioms included), then
-        check with the kernel that each target's proof has the original's type. `starts`:
-        where each target's declaration starts in `original` (a character index), which
-        turns on the fast path (`same_statement`) for a single target."""
+        """Compile the candidate alone (exactly its text: no query is appended), then decide
+        in the identity file, per target, its statement and the axioms it rests on."""
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
@@ -201,118 +216,208 @@ class CoqIdentity:
                 shutil.copy(build.folder / f"{CONTEXT_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
             compiled = prefix + split_source(candidate, context, replay)
-            result = self.backend.check(
-                compiled,
-                targets=targets,
-                timeout=left,
-                workdir=work,
-            )
+            result = self.backend.check(compiled, timeout=left, workdir=work)
             report = IdentityReport(result)
-            if not result.compiled:
+            if not result.compiled or result.status != CheckStatus.ok:
                 return report
             if build.folder is None:
-                problem = f"the original could not be compiled here: {build.problem}"
-                report.mismatches = {t: problem for t in targets}
-                return report
-            start = _start_in_split(original, context, replay, targets, starts)
-            if start is not None and same_statement(build, start, compiled, targets[0]):
-                report.fast = True
-                report.elapsed = time.perf_counter() - started
+                report.undecided = f"the original does not compile here: {build.problem}"
+                report.environment = True
                 return report
             shutil.copy(build.folder / f"{ORIGINAL_MODULE}.vo", work)
-            text, lines = check_text(targets)
             left = limit - (time.perf_counter() - started)
-            outcome = self.backend.compile(work, CHECK_MODULE, text, max(left, 0.1))
-            report.checked = True
-            report.mismatches = _mismatches(outcome, text, lines, targets)
+            self._decide(report, work, targets, max(left, 0.1))
         report.elapsed = time.perf_counter() - started
         return report
 
+    def _decide(
+        self,
+        report: IdentityReport,
+        work: Path,
+        targets: Sequence[TargetPlan],
+        timeout: float,
+    ) -> None:
+        """Run the identity file (twice at most: once more when an axiom's full path was not
+        among the names located up front) and record what it says in `report`."""
+        report.checked = True
+        names = list(LIBRARY_AXIOMS)
+        for _ in range(2):
+            run = identity_run(self.backend, work, targets, names, timeout)
+            report.mismatches, report.undecided = run.mismatches, run.undecided
+            if run.undecided is not None or run.mismatches:
+                return
+            unknown = [p for ps in run.printed.values() for p in ps if run.path(p) is None]
+            if not unknown or set(unknown) <= set(names):
+                break
+            names = sorted(set(names) | set(unknown))
+        report.axioms = {t: [run.path(p) or p for p in ps] for t, ps in run.printed.items()}
 
-def _start_in_split(
-    original: str,
-    context: str | None,
-    replay: str,
-    targets: Sequence[str],
-    starts: Mapping[str, int] | None,
-) -> int | None:
-    """Byte offset in `Original.v` of the single target's declaration (None: no fast path)."""
-    if starts is None or len(targets) != 1 or "." in targets[0] or targets[0] not in starts:
+
+@dataclass
+class IdentityRun:
+    """One run of the identity file: mismatches, printed axioms per target, Locate answers."""
+
+    mismatches: dict[str, str] = field(default_factory=dict)
+    printed: dict[str, list[str]] = field(default_factory=dict)
+    located: dict[str, list[Located]] = field(default_factory=dict)  # basename or qualid -> Located
+    undecided: str | None = None
+    own: tuple[str, ...] = _OWN  # libraries whose names are printed with their first word
+
+    def path(self, printed: str) -> str | None:
+        """The full path of an axiom as the identity file printed it; the libraries of the
+        task and the candidate are named by their first word (nothing is imported there, so
+        a name from `Candidate` is always printed with it)."""
+        if printed.split(".", 1)[0] in self.own:
+            return printed
+        for key in (printed, basename(printed)):
+            found = resolve(printed, self.located.get(key, []))
+            if found is not None:
+                return found
         return None
-    at = starts[targets[0]]
-    if context is not None:
-        if at < len(context):
-            return None
-        head = _CONTEXT_IMPORT + replay
-        return len((head + original[len(context) : at]).encode("utf-8"))
-    return len(original[:at].encode("utf-8"))
 
 
-def same_statement(build: OriginalBuild, start: int, candidate: str, target: str) -> bool:
-    """Whether the candidate's file provably states the target as `Original.v` does.
-
-    `start` is where the target's declaration begins in `Original.v`; its statement sentence
-    is the first sentence coqc ran that ends after it. The candidate's bytes must equal the
-    original's up to that sentence's end, the next byte must be an ASCII blank or the end of
-    the file (so coqc ended the sentence at the same place: `.` followed by anything else, a
-    letter or U+00A0, reads on), no section or module may be open there (the final type
-    would also depend on the proof), and nothing after it may abandon or rename the proof.
-    """
-    spans = build.sentences()
-    if build.folder is None or spans is None:
-        return False
-    first, end = next(((a, b) for a, b in spans if b > start), (-1, -1))
-    if first < start:  # no sentence, or `start` is not where a sentence begins
-        return False
-    try:
-        theirs = (build.folder / f"{ORIGINAL_MODULE}.v").read_bytes()
-    except OSError:
-        return False
-    ours = candidate.encode("utf-8")
-    head = theirs[:end]
-    if len(head) != end or not head.endswith(b".") or not ours.startswith(head):
-        return False
-    if not re.search(rb"(?<![\w'])" + re.escape(target.encode()) + rb"(?![\w'])", head[first:]):
-        return False  # not the target's statement: the declaration was misplaced
-    if len(ours) > end and ours[end] not in _BLANKS:
-        return False
-    return not _SCOPED.search(head) and not _UNDOING.search(ours[end:])
-
-
-def check_text(targets: Sequence[str]) -> tuple[str, dict[int, str]]:
-    """The third file, and the target each of its lines checks (1-based lines)."""
+def identity_text(targets: Sequence[TargetPlan]) -> tuple[str, dict[int, str]]:
+    """The identity file's declarations, and the target each of its lines checks."""
     out = [f"Require {ORIGINAL_MODULE} {LOCAL_MODULE}."]
     lines: dict[int, str] = {}
-    for i, target in enumerate(targets, 1):
-        out.append(
-            f"Definition fb_identity_{i} : "
-            f"ltac:(let T := type of @{ORIGINAL_MODULE}.{target} in exact T)."
-        )
-        lines[len(out)] = target
-        out.append(f"Proof. exact_no_check (@{LOCAL_MODULE}.{target}). Defined.")
-        lines[len(out)] = target
+    for i, plan in enumerate(targets, 1):
+        out.append(f"Definition fb_identity_{i} : ltac:({_statement(plan)}).")
+        lines[len(out)] = plan.name
+        out.append(f"Proof. {_body(plan)}. Defined.")
+        lines[len(out)] = plan.name
     return "\n".join(out) + "\n", lines
 
 
-def _mismatches(
-    outcome: ProcessOutcome, text: str, lines: dict[int, str], targets: Sequence[str]
-) -> dict[str, str]:
+def _statement(plan: TargetPlan) -> str:
+    """Ltac that builds the original's type of the target (for a `body` plan: the equation
+    `Candidate.d = <Original.d unfolded once>`), value holes replaced."""
+    if plan.body:
+        ltac = f"let T := eval cbv delta [{ORIGINAL_MODULE}.{plan.name}] in (@{ORIGINAL_MODULE}.{plan.name}) in "
+    else:
+        ltac = f"let T := type of @{ORIGINAL_MODULE}.{plan.name} in "
+    if plan.values:  # all at once: a later value's type may mention an earlier one
+        olds = ", ".join(f"(@{ORIGINAL_MODULE}.{v})" for v in plan.values)
+        news = " ".join(f"(@{LOCAL_MODULE}.{v})" for v in plan.values)
+        holes = " _" * len(plan.values)
+        ltac += (
+            f"let T := eval pattern {olds} in T in "
+            f"let T := lazymatch T with ?F{holes} => constr:(F {news}) end in "
+            "let T := eval cbv beta in T in "
+        )
+    if plan.body:
+        return ltac + f"exact (@{LOCAL_MODULE}.{plan.name} = T)"
+    return ltac + "exact T"
+
+
+def _body(plan: TargetPlan) -> str:
+    if plan.body:
+        return "exact eq_refl"
+    exact = f"exact (@{LOCAL_MODULE}.{plan.name})"
+    if not plan.in_section:
+        return exact
+    return f"first [{exact} | intros; eapply (@{LOCAL_MODULE}.{plan.name}); eassumption]"
+
+
+def identity_run(
+    backend: CoqBackend,
+    work: Path,
+    targets: Sequence[TargetPlan],
+    names: Sequence[str],
+    timeout: float,
+) -> IdentityRun:
+    """Compile the identity file in `work` (which holds `Original.vo` and `Candidate.vo`):
+    each target's identity constant, its `Print Assumptions`, and `Locate` of `names`."""
+    text, lines = identity_text(targets)
+    subjects = {f"fb_identity_{i}": plan.name for i, plan in enumerate(targets, 1)}
+    return query_file(backend, work, CHECK_MODULE, text, lines, subjects, names, timeout)
+
+
+def query_file(
+    backend: CoqBackend,
+    work: Path,
+    module: str,
+    text: str,
+    lines: Mapping[int, str],
+    subjects: Mapping[str, str],
+    names: Sequence[str],
+    timeout: float,
+    own: tuple[str, ...] = _OWN,
+) -> IdentityRun:
+    """Compile `text` + `Print Assumptions` of each of `subjects` (constant -> the name the
+    answer is filed under) + `Locate` of `names`, as `<module>.v` in `work`. An error on one
+    of `lines` (line -> name) is that name's mismatch; any other error, an unanswered query
+    or an answer outside the grammar leaves the run `undecided`."""
+    queries = [Query("assumptions", c) for c in subjects]
+    queries += [Query("locate", n) for n in names]
+    script = QueryScript(queries, first_line=text.count("\n") + 1)
+    full = text + script.text
+    outcome = backend.compile(work, module, full, timeout)
+    run = IdentityRun(own=own)
     if outcome.status != CheckStatus.ok:
-        why = f"the identity check ended with {outcome.status.value}"
-        return {t: why for t in targets}
-    starts = [0] + [i + 1 for i, ch in enumerate(text.encode("utf-8")) if ch == 0x0A]
-    found: dict[str, str] = {}
-    for message in parse_messages(outcome.stderr, starts):
+        run.undecided = f"{module}.v ended with {outcome.status.value}"
+        return run
+    for message in parse_messages(outcome.stderr, SourceMap(full).line_starts):
         if message.severity != Severity.error:
             continue
-        target = lines.get(message.line or 0)
-        text_ = " ".join(message.text.split())[:400]
-        if target is None:  # e.g. `Require` failed: nothing was checked
-            return {t: f"the identity check failed: {text_}" for t in targets}
-        found.setdefault(target, text_)
-    if outcome.returncode and not found:
-        return {t: "the identity check failed without a message" for t in targets}
-    return found
+        said = " ".join(message.text.split())[:400]
+        name = lines.get(message.line or 0)
+        if name is None:
+            run.undecided = f"{module}.v failed outside a comparison: {said}"
+            return run
+        run.mismatches.setdefault(name, said)
+    if run.mismatches:
+        return run
+    if outcome.returncode:
+        run.undecided = f"{module}.v failed without a message"
+        return run
+    _, outputs = script.split(outcome.stdout)
+    for index, query in enumerate(queries):
+        if index not in outputs:
+            run.undecided = f"{module}.v did not answer `{query.command}`"
+            return run
+        if query.kind == "locate":
+            run.located[query.subject] = parse_locate(outputs[index], query.subject)
+            continue
+        name = subjects[query.subject]
+        try:
+            run.printed[name] = read_assumptions(outputs[index])
+        except UnreadableOutput as problem:
+            run.undecided = f"the axioms of `{name}` cannot be read: {problem}"
+            return run
+    return run
+
+
+def library_assumptions(
+    backend: CoqBackend,
+    folder: Path,
+    library: str,
+    declarations: Sequence[str],
+    timeout: float,
+) -> dict[str, list[str]]:
+    """The axioms each declaration of a compiled library rests on, by full path, read the
+    strict way (the public entry for other pipelines, e.g. APE answers).
+
+    `folder` (a sandbox work folder, `sandbox.work_dir`) holds `<library>.vo` and the `.vo`
+    files it needs; a query file there holds
+    only `Require <library>.` (nothing imported) and `Print Assumptions <library>.<d>` for
+    each declaration `d` (`t`, `M.t`). The library's own holes and postulates come back as
+    `<library>.<name>` (an `Admitted` theorem is an axiom of its library); library axioms
+    by their full path where `Locate` finds it. Raises `UnreadableOutput` with the reason
+    when coqc's output cannot be read or a declaration does not exist."""
+    text = f"Require {library}.\n"
+    subjects = {f"{library}.{d}": d for d in declarations}
+    names = list(LIBRARY_AXIOMS)
+    for _ in range(2):
+        run = query_file(
+            backend, folder, "FbAssumptions", text, {}, subjects, names, timeout, (library,)
+        )
+        if run.undecided is not None:
+            raise UnreadableOutput(run.undecided)
+        unknown = {p for ps in run.printed.values() for p in ps if run.path(p) is None}
+        if unknown <= set(names):
+            break
+        names = sorted(set(names) | unknown)
+    return {d: [run.path(p) or p for p in ps] for d, ps in run.printed.items()}
 
 
 def _failure(module: str, outcome: ProcessOutcome) -> str:
@@ -323,11 +428,3 @@ def _failure(module: str, outcome: ProcessOutcome) -> str:
         outcome.stderr.strip()[-300:],
     )
     return f"{module}.v: {' '.join(first.split())[:300]}"
-
-
-def as_diagnostic(target: str, why: str) -> Diagnostic:
-    return Diagnostic(
-        severity=Severity.error,
-        message=f"`{target}` does not prove the original statement: {why}",
-        kind="statement_changed",
-    )

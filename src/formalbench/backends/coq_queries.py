@@ -114,24 +114,58 @@ class QueryScript:
         return True, outputs
 
 
-def parse_assumptions(lines: list[str]) -> list[str]:
-    """The names `Print Assumptions` listed (in its own shortest form); [] when closed.
+# A Coq qualified identifier as printed: dot-separated identifiers, each a letter or `_`
+# then letters, digits, `_` and `'` (Unicode letters included, Unicode blanks never).
+QUALID = r"[^\W\d][\w']*(?:\.[^\W\d][\w']*)*"
+_ENTRY_LINE = re.compile(
+    rf"^(?P<name>{QUALID})(?: :(?: .*)?| is assumed to be (?:guarded|positive)\."
+    r"| relies on an unsafe hierarchy\.)$"
+)
+_AXIOMS_HEADER = "Axioms:"
 
-    Entries start at column 0 (`name : type`, `name` with the type on the next lines, or
-    `name is assumed to be guarded.` / `... positive.` / `... relies on an unsafe
-    hierarchy.` for checks that were switched off); continuation lines are indented or start
-    with `:`. Section headers (`Axioms:`, `Section Variables:`) are skipped.
-    """
+
+class UnreadableOutput(ValueError):
+    """What coqc printed for a query does not follow the grammar expected of it."""
+
+
+def read_assumptions(lines: list[str]) -> list[str]:
+    """The names `Print Assumptions` listed, read with a strict grammar; [] when closed.
+
+    The output is either the single line `Closed under the global context`, or the header
+    `Axioms:` followed by entries `qualid : type` (the name at column 0, then ` :`), whose
+    type may go on over lines that begin with a blank, or `qualid is assumed to be
+    guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` (a kernel check
+    switched off for it: an assumption like any other). Every other header (`Section
+    Variables:`, the lists of constants relying on switched-off kernel checks) and every
+    line that fits none of these raises `UnreadableOutput`: a line that cannot be read is
+    never skipped, since it could hide an assumption."""
+    body = [line for line in lines if line.strip()]
+    if body == [_CLOSED]:
+        return []
+    if not body or body[0] != _AXIOMS_HEADER:
+        first = body[0] if body else "(nothing)"
+        raise UnreadableOutput(
+            f"`Print Assumptions` printed {first[:120]!r} where `Axioms:` is due"
+        )
     names: list[str] = []
-    for line in lines:
-        if not line.strip() or line.strip() == _CLOSED or _HEADER.match(line):
-            continue
-        if line[0].isspace() or line.startswith(":"):
-            continue
-        name = line.split()[0]
-        if name not in names:
-            names.append(name)
+    for line in body[1:]:
+        if line[0].isspace() and names:
+            continue  # the type of the entry above, continued
+        entry = _ENTRY_LINE.match(line)
+        if entry is None:
+            raise UnreadableOutput(f"`Print Assumptions` printed an unreadable line {line[:120]!r}")
+        if entry["name"] not in names:
+            names.append(entry["name"])
     return names
+
+
+def parse_assumptions(lines: list[str]) -> list[str]:
+    """`read_assumptions` for the backend's own queries: an unreadable answer is reported
+    as an assumption nobody can resolve, so the check fails instead of passing unseen."""
+    try:
+        return read_assumptions(lines)
+    except UnreadableOutput as problem:
+        return [f"<unreadable: {problem}>"]
 
 
 @dataclass(frozen=True)

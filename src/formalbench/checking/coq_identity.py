@@ -14,20 +14,31 @@ its first target, its text up to the end of the last one (closed at top level) i
 *context*: the candidate must contain exactly that text (commands it adds before it, such as
 a `Require`, stay before it), and both sides are compiled on
 top of it as one library. A context that ends inside a section or module still open at the
-first target cannot be cut out; such a task keeps the text layer's verdict alone (see
-`context_of`, which raises `Unsplittable`), as does a task with a value to construct (a
-`Definition` hole: `_value_holes`).
+first target cannot be cut out (`context_of` raises `Unsplittable`): both sides are then
+compiled whole, the original's inductives renamed side to side (`plans`), and a mismatch is
+`undecided`, never left to a text rule.
+
+Axioms are read in the identity file too (`axiom_findings`), by full path: one source of
+truth for "same statement" and "rests on no disallowed axiom".
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_identity import CONTEXT_MODULE, CoqIdentity
+from formalbench.backends.coq_identity import (
+    CONTEXT_MODULE,
+    ORIGINAL_MODULE,
+    CoqIdentity,
+    TargetPlan,
+)
 from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.decls import COQ_CLOSERS, Decl
 from formalbench.checking.holes import hole_decls
+from formalbench.checking.shadowing import introduced_names
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.lexer import words
 from formalbench.core.records import CheckResult, Finding, Language, Reason
 
@@ -38,6 +49,16 @@ _GLOBAL_OUTSIDE_SECTIONS = words("Variable Variables Hypothesis Hypotheses Conte
 # Commands of the context that `Require Import FbContext` does not carry into the rest (an
 # `Import` is not re-exported, a `Local Open Scope` ends with the file): they are run again,
 # as the original has them, at the top of both split files.
+_UNFOLDING = words("Definition Fixpoint CoFixpoint Function")
+_NOMINAL = words("Inductive CoInductive Variant")
+_ELIMINATORS = ("_ind", "_rect", "_rec", "_sind")
+
+
+def _eliminator(name: str) -> bool:
+    return name.endswith(_ELIMINATORS)
+
+
+_POSTULATES = words("Axiom Axioms Parameter Parameters Conjecture")
 _REPLAYED = words("Require From Import Export Open Close Set Unset Delimit Bind")
 
 
@@ -76,106 +97,268 @@ def context_of(original: str) -> tuple[str, str] | None:
     return original[:cut], "".join(r + "\n" for r in replay[:kept])
 
 
-_PLAIN = ("", "")  # marker: this task keeps the text layer's verdict alone
+class Undecided(Exception):
+    """The kernel route cannot decide this task; the message says why."""
 
 
-def _value_holes(original: str) -> bool:
-    """Whether a target is a value to construct (`Definition f : T. Admitted.`): a later
-    statement about `f` speaks of `Original.f` on one side and of the candidate's `f` on the
-    other, so comparing the two types would refuse every answer; such tasks (evaluation,
-    algorithm) keep the text layer's comparison and the construction checks."""
+def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
+    """How each target of the original is compared in the identity file (see
+    `backends.coq_identity`): inside a section or not, and the value holes before it.
+
+    `unshared` (the task's inductives could not be compiled apart, `Unsplittable`): each
+    `Inductive`/`Variant`/`CoInductive` of the original before a target is renamed too, with
+    its constructors (`Original.I` -> `Candidate.I` in later types), and its `I_ind` is
+    compared like a target: the recursor's type lists every constructor with its type, in
+    order, so equal recursors (after the renaming) mean the same inductive up to its name.
+    Definitions after such a declaration are compared by their bodies, as after a value."""
     decls, holes = hole_decls(original, Language.coq)
-    return any(decls[i].kind != "Theorem" for i in holes)
+    scopes: list[str] = []
+    values: list[str] = []
+    out: list[TargetPlan] = []
+    last = max((i for i in holes if decls[i].name), default=-1)
+    for d in decls[: last + 1]:  # what comes after the last target cannot matter to it
+        if d.index in holes and d.name:
+            if "Functor" in scopes:
+                raise Undecided(
+                    f"the target `{d.name}` is inside a functor or a module type: it is a "
+                    "field of a signature, not a constant of the compiled library, so the "
+                    "identity file has no constant to compare"
+                )
+            in_section = "Section" in scopes
+            out.append(TargetPlan(d.name, in_section, tuple(values)))
+            if d.kind != "Theorem":
+                if in_section:
+                    raise Undecided(
+                        f"the value hole `{d.name}` is inside a section, where the original's "
+                        "admitted value takes every section variable and the candidate's only "
+                        "those it uses; statements about it cannot be compared"
+                    )
+                values.append(d.name)
+        elif values and d.name and d.kind in _UNFOLDING and "Functor" not in scopes:
+            # a definition after a value hole may unfold to it: compared by its body
+            out.append(TargetPlan(d.name, False, tuple(values), body=True))
+            values.append(d.name)
+        elif values and d.name and d.kind == "Theorem" and not scopes:
+            # a proved lemma after one: a later body may use it; compared by its type
+            out.append(TargetPlan(d.name, False, tuple(values)))
+            values.append(d.name)
+        elif unshared and d.name and d.kind in _NOMINAL and "Functor" not in scopes:
+            names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
+            values.extend(names)
+            out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
+        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+            scopes.append(_scope_kind(d))
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return out
+
+
+def _sealed(original: str) -> set[str]:
+    """Targets inside a module with an opaque signature (`Module M : T.`)."""
+    decls, holes = hole_decls(original, Language.coq)
+    scopes: list[bool] = []
+    found: set[str] = set()
+    for d in decls:
+        if d.index in holes and d.name and any(scopes):
+            found.add(d.name)
+        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+            scopes.append(d.kind == "Module" and any(t.text == ":" for t in d.tokens))
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return found
+
+
+def _scope_kind(d: Decl) -> str:
+    """`Section`, `Module`, or `Functor` for a module type or a module with parameters."""
+    texts = [t.text for t in d.tokens[d.head :]]
+    if d.kind == "Module" and (texts[1:2] == ["Type"] or "(" in texts):
+        return "Functor"
+    return d.kind
+
+
+def _all_targets(original: str) -> list[str]:
+    decls, holes = hole_decls(original, Language.coq)
+    return [d.name for d in decls if d.index in holes and d.name]
+
+
+def closed(original: str) -> str:
+    """The original as it is compiled: a last target left open (`Proof.` and the end of the
+    file, as some public datasets ship tasks) gets its `Admitted.`; coqc would otherwise
+    refuse the file for its pending proof, which says nothing about any candidate."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = decls[-1] if decls else None
+    if last is None or last.index not in holes:
+        return original
+    ends = [i for i, t in enumerate(last.tokens[:-1]) if t.text == "."]
+    closer = last.tokens[ends[-1] + 1].text if ends else ""
+    if closer in COQ_CLOSERS or last.tokens[-1].text != ".":
+        return original
+    return original.rstrip() + "\nAdmitted.\n"
 
 
 class KernelIdentity:
-    """Runs the kernel identity check for a Coq backend and turns it into findings."""
+    """Runs the identity file for a Coq backend and turns what it decides into findings."""
 
     def __init__(self, backend: CoqBackend) -> None:
         self.identity = CoqIdentity(backend)
         self.backend = backend
-        # how many candidates' identity the statement prefix showed / the third file checked
-        self.fast_paths = 0
-        self.kernel_checks = 0
-        self.fast = True  # False: always the third file (the bench measures both)
+        self.kernel_checks = 0  # how many candidates reached the identity file
 
     def check(
-        self, original: str, candidate: str, targets: Sequence[str], timeout: float | None
-    ) -> tuple[CheckResult, CheckResult | None, list[Finding]]:
-        """(the candidate's check as the verifier reads it, the check of its split form when
-        the task has a shared context, the identity findings)."""
+        self,
+        original: str,
+        candidate: str,
+        targets: Sequence[str],
+        timeout: float | None,
+        policy: VerifierPolicy,
+    ) -> tuple[CheckResult, list[Finding]]:
+        """(the candidate's own compile as the verifier reads it, the findings of the
+        identity file: changed statements, disallowed axioms, or why it cannot decide)."""
+        original = closed(original)
+        unshared: Unsplittable | None = None
+        every = set(_all_targets(original))
         try:
-            split = context_of(original)
-        except Unsplittable:
-            split = _PLAIN
-        if split is _PLAIN or _value_holes(original):
-            return self.backend.check(candidate, targets=targets, timeout=timeout), None, []
+            try:
+                split = context_of(original)
+            except Unsplittable as why:  # compared unshared; a mismatch is then undecided
+                split, unshared = None, why
+            plan = [
+                p
+                for p in plans(original, unshared is not None)
+                if p.name in targets or p.name not in every
+            ]
+        except Undecided as off_route:
+            result = self.backend.check(candidate, timeout=timeout)
+            return result, [_undecided(off_route)]
         context, replay = split if split is not None else (None, "")
+        prefix = ""
         if context is not None and context in candidate:
             # commands the candidate put before the shared text stay before it in its file
             at = candidate.index(context)
             candidate, prefix = candidate[at:], candidate[:at]
-        else:
-            prefix = ""
         if context is not None and not candidate.startswith(context):
-            whole = self.backend.check(candidate, targets=targets, timeout=timeout)
-            return whole, None, [_context_changed(context)]
+            whole = self.backend.check(prefix + candidate, timeout=timeout)
+            return whole, [_context_changed(context)]
         report = self.identity.check(
             original,
             candidate,
-            targets,
+            plan,
             context=context,
             replay=replay,
             prefix=prefix,
             timeout=timeout,
-            starts=_starts(original) if self.fast else None,
         )
-        self.fast_paths += report.fast
         self.kernel_checks += report.checked
+        bodies = {p.name for p in plan if p.body}
+        findings = [
+            _mismatch(target, why, target in bodies) for target, why in report.mismatches.items()
+        ]
+        if unshared is not None and findings:
+            # the statement may speak of a nominal type of each side's own: not decidable
+            findings = [_undecided(unshared, f.message) for f in findings]
+        sealed = _sealed(original)
         findings = [
             Finding(
-                reason=Reason.statement_changed,
-                subject=target,
-                message=f"`{target}` does not prove the original statement (kernel check): {why}"[
-                    :500
-                ],
+                reason=Reason.undecided,
+                subject=f.subject,
+                message=f"undecided: `{f.subject}` is inside a module sealed by a signature "
+                "(`Module M : T`), whose definitions are opaque on each side, so two files "
+                f"cannot share them: {f.message}"[:500],
             )
-            for target, why in report.mismatches.items()
+            if f.subject in sealed and f.reason == Reason.statement_changed
+            else f
+            for f in findings
         ]
+        if report.undecided is not None:
+            kind = "environment: " if report.environment else ""
+            findings.append(
+                Finding(reason=Reason.undecided, message=f"{kind}{report.undecided}"[:500])
+            )
+        report.axioms = {t: a for t, a in report.axioms.items() if t in every}
+        findings += axiom_findings(report.axioms, original, policy)
+        result = report.candidate.model_copy(update={"axioms": report.axioms})
         if context is None:
-            return report.candidate, None, findings
-        if not report.candidate.compiled:
-            first = report.candidate.errors[:1]
-            why = first[0].message if first else report.candidate.status.value
+            return result, findings
+        if not result.compiled:
+            first = result.errors[:1]
+            said = first[0].message if first else result.status.value
             findings.append(
                 Finding(
                     reason=Reason.statement_changed,
                     subject="context",
                     message="the candidate does not compile on top of the task's shared "
-                    f"context, so its statements cannot be compared: {why}"[:500],
+                    f"context, so its statements cannot be compared: {said}"[:500],
                 )
             )
         # the verdict's diagnostics and lines are those of the file as the candidate wrote it
-        whole = self.backend.check(prefix + candidate, targets=targets, timeout=timeout)
-        return whole, _renamed(report.candidate), findings
+        whole = self.backend.check(prefix + candidate, timeout=timeout)
+        return whole.model_copy(update={"axioms": report.axioms}), findings
 
 
-def _renamed(result: CheckResult) -> CheckResult:
-    """Axioms of the split compile, the shared context's named as the file's own (so the
-    rule for task-declared postulates applies to them as to `Candidate.p`)."""
-    prefix = f"{CONTEXT_MODULE}."
-    axioms = {
-        t: [LOCAL_MODULE + a[len(CONTEXT_MODULE) :] if a.startswith(prefix) else a for a in names]
-        for t, names in result.axioms.items()
-    }
-    return result.model_copy(update={"axioms": axioms})
+def _mismatch(target: str, why: str, body: bool) -> Finding:
+    """The identity file refused a target: no such constant in the candidate's library
+    (`missing_target`), or another statement (`statement_changed`); or a definition the
+    statements unfold is not the original's (`statement_changed`)."""
+    if body:
+        message = f"definition `{target}` is not the original's (kernel check): {why}"
+        return Finding(reason=Reason.statement_changed, subject=target, message=message[:500])
+    if f"{LOCAL_MODULE}.{target} was not found" in why:
+        message = f"target `{target}` is not a top-level constant of the candidate: {why}"
+        return Finding(reason=Reason.missing_target, subject=target, message=message[:500])
+    message = f"`{target}` does not prove the original statement (kernel check): {why}"
+    return Finding(reason=Reason.statement_changed, subject=target, message=message[:500])
 
 
-def _starts(original: str) -> dict[str, int]:
-    """Where each target's declaration starts in the original (for the fast path, which
-    checks it against coqc's own sentence spans of the original)."""
+def given_postulates(original: str) -> set[str]:
+    """Full paths of the postulates the original itself declares outside its holes (a
+    `Parameter` the task states): `Original.p` in the identity file."""
     decls, holes = hole_decls(original, Language.coq)
-    return {name: decls[i].start for i in holes if (name := decls[i].name)}
+    return {
+        f"{ORIGINAL_MODULE}.{d.name}"
+        for d in decls
+        if d.name and d.kind in _POSTULATES and d.index not in holes
+    }
+
+
+def axiom_findings(
+    axioms: Mapping[str, Sequence[str]], original: str, policy: VerifierPolicy
+) -> list[Finding]:
+    """Which axioms of the identity constants are refused, by full path: anything of the
+    candidate's own library (`Candidate.*`, whatever it is named); of the original's, only
+    what the original postulates outside its holes; the shared context's (`FbContext.*`,
+    the task's own text verbatim) always allowed; a library axiom as the policy says."""
+    given = given_postulates(original) if axioms else set()
+    findings = []
+    for target, names in axioms.items():
+        for name in names:
+            head = name.split(".", 1)[0]
+            if head == CONTEXT_MODULE or name in given:
+                continue
+            if head not in (LOCAL_MODULE, ORIGINAL_MODULE) and (
+                policy.allow_library_axioms or name in (policy.allowed_axioms or [])
+            ):
+                continue
+            findings.append(
+                Finding(
+                    reason=Reason.disallowed_axiom,
+                    subject=name,
+                    message=f"`{target}` depends on the axiom `{name}`",
+                )
+            )
+    return findings
+
+
+def _undecided(why: Exception, kernel: str = "") -> Finding:
+    if isinstance(why, Unsplittable):
+        message = (
+            f"the task's inductives or postulates before `{why}` are inside a section or "
+            "module still open there, so both sides have their own copy; renamed "
+            "side to side, the statements still differ (a `match` on such a type cannot "
+            f"be renamed, and no text rule decides in the kernel's place): {kernel}"
+        )
+    else:
+        message = str(why)
+    return Finding(reason=Reason.undecided, message=f"undecided: {message}"[:500])
 
 
 def _context_changed(context: str) -> Finding:

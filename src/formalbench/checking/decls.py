@@ -57,6 +57,7 @@ LEAN_VALUE_KINDS = frozenset({"def", "abbrev", "opaque", "instance"})
 COQ_VALUE_KINDS = frozenset({"Definition", "Fixpoint", "CoFixpoint", "Let", "Function", "Instance"})
 _COQ_PREFIXES = words("Local Global Polymorphic Monomorphic Program Private #")
 _COQ_BULLETS = words("- + * { }")
+_MODULE_WORDS = words("Import Export Type")
 _COQ_TOP_LEVEL = (
     COQ_THEOREMS
     | COQ_DEFINITIONS
@@ -320,7 +321,9 @@ def _split_coq(tokens: list[Token]) -> list[Decl]:
             if nxt.kind == "ident" and kw != "Goal":
                 name = ".".join([s for k, s in scopes if k == "Module"] + [nxt.text])
         if kw in ("Module", "Section") and not has_body and h + 1 < len(sent):
-            scopes.append((kw, sent[h + 1].text))
+            # `Module Import M`, `Module Export M`, `Module Type T`: the name is the next word
+            at = h + 2 if kw == "Module" and sent[h + 1].text in _MODULE_WORDS else h + 1
+            scopes.append((kw, sent[min(at, len(sent) - 1)].text))
         elif kw == "End" and scopes:
             scopes.pop()
         body_start = len(sent) - 1 if sent[-1].kind == "end" else len(sent)

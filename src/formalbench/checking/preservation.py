@@ -296,9 +296,10 @@ def preservation_findings(
     """Findings about changed or missing statements, and the candidate commands that match
     an unchanged hole-free command of the original (exempt from the forbidden-construct scan).
     `holes` holds the indices of the original declarations that contain a hole.
-    `kernel_checked` (Coq, when `coq_identity` runs): what a context command or a shadowing
-    helper does to a statement is decided by the kernel, so those refusals are left to it,
-    and after the targets only commands that could touch the backend's queries are refused."""
+    `kernel_checked` (Coq, when `coq_identity` runs): the identity file decides statements
+    and axioms by full paths, outside the candidate's scope, so no text rule here refuses
+    anything (a renamed binder, another definitional form of a value hole, a notation after
+    the target are all the kernel's to judge); only `unchanged` is computed."""
     kernel = kernel_checked and language == Language.coq
     findings: list[Finding] = []
     targets = [d for d in original if d.index in holes]
@@ -403,8 +404,6 @@ def preservation_findings(
             if not later or end < later[0]:
                 continue  # its section or namespace closes before the next target
         before = next((_label(matched[i]) for i in target_positions if i > c.index), None)
-        if kernel and (before is not None or _query_safe(c)):
-            continue
         refused.add(c.index)
         head = c.tokens[c.head]
         if before is not None:
@@ -422,19 +421,9 @@ def preservation_findings(
                 message=f"adds {_label(c)} {why}",
             )
         )
-    if not kernel:
-        findings += shadow_findings(candidate, matched, holes, language, skip=refused)
+    if kernel:  # a command the original itself has, anywhere outside its holes, is its own
+        given = {tuple(normalized(r, language)) for r in original if r.index not in holes}
+        copied = {c.index for c in candidate if tuple(normalized(c, language)) in given}
+        return [], unchanged | copied
+    findings += shadow_findings(candidate, matched, holes, language, skip=refused)
     return findings, unchanged
-
-
-_QUERY_SAFE = words("Open Close Delimit Bind Variable Variables Context Hypothesis Hypotheses")
-
-
-def _query_safe(decl: Decl) -> bool:
-    """A Coq command after the targets that cannot change how `Print Assumptions` /
-    `Locate` of a name parse or print: scope commands, section variables, and
-    `Set Default Goal Selector` (it only changes how tactic scripts focus goals)."""
-    texts = [t.text for t in decl.tokens[decl.head :]]
-    if decl.kind == "Set":
-        return texts[1:4] == ["Default", "Goal", "Selector"]
-    return decl.kind in _QUERY_SAFE

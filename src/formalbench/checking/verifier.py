@@ -116,7 +116,7 @@ class StrictVerifier:
 
             self.coq_identity = kernel_identity_for(backend, self.language)
         if self.coq_identity is not None:
-            self._rules["identity"] = "kernel"
+            self._rules["identity"] = "identity-file-1"  # identity and axioms, one file
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
@@ -190,9 +190,15 @@ class StrictVerifier:
         }
 
     def assistant_findings(
-        self, result: CheckResult, targets: Sequence[str], original: str = ""
+        self,
+        result: CheckResult,
+        targets: Sequence[str],
+        original: str = "",
+        *,
+        axioms: bool = True,
     ) -> list[Finding]:
-        """Findings from one run of the assistant over the candidate."""
+        """Findings from one run of the assistant over the candidate; `axioms=False` where
+        the axioms are read elsewhere (Coq: in the identity file, `coq_identity`)."""
         findings: list[Finding] = []
         if result.status in _STATUS_REASONS:
             detail = f": {result.detail}" if result.detail else ""
@@ -235,7 +241,7 @@ class StrictVerifier:
                     message="the assistant reports an unfinished proof (hole)",
                 )
             )
-        if result.errors:
+        if result.errors or not axioms:
             return findings  # a text that does not compile has no axioms to read
         return findings + self._axiom_findings(result, targets, original)
 
@@ -410,12 +416,12 @@ class StrictVerifier:
         if self.coq_identity is None:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
             return result, self.assistant_findings(result, targets, original)
-        result, split, identity = self.coq_identity.check(original, candidate, targets, timeout)
-        findings = self.assistant_findings(result, targets, original)
-        if split is not None and split.compiled and result.compiled:
-            findings += self._axiom_findings(split, targets, original)
+        result, identity = self.coq_identity.check(
+            original, candidate, targets, timeout, self.policy
+        )
+        findings = self.assistant_findings(result, targets, original, axioms=False)
         kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
-        if kind in CONSTRUCTION_KINDS and result.compiled and not findings:
+        if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
             # value-level checks load only when a construction compiled (start-up of `check`)
             from formalbench.checking.value_check import value_findings
 

@@ -48,6 +48,7 @@ class Reason(StrEnum):
     out_of_memory = "out_of_memory"
     backend_crash = "backend_crash"
     environment = "environment"  # a library the file requires cannot be loaded here
+    undecided = "undecided"  # the assistant's route cannot decide this task (message: why)
 
 
 class CheckStatus(StrEnum):
