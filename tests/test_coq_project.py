@@ -186,7 +186,15 @@ def test_the_sandbox_sees_project_folders_read_only(
 def test_compare_takes_coq_project_for_coq_only(tmp_path: Path) -> None:
     source = tmp_path / "a.lean"
     source.write_text("theorem t : True := sorry\n", encoding="utf-8")
-    args = ["compare", str(source), str(source), "--backend", "lean", "--coq-project", str(tmp_path)]
+    args = [
+        "compare",
+        str(source),
+        str(source),
+        "--backend",
+        "lean",
+        "--coq-project",
+        str(tmp_path),
+    ]
     done = runner.invoke(app, args)
     assert done.exit_code == 2 and "--coq-project is for --backend coq" in done.output
 
