@@ -29,6 +29,7 @@ class ErrorCategory(StrEnum):
     non_constructive = "non_constructive"
     backend_crash = "backend_crash"
     environment = "environment"  # a library the task needs is not installed here
+    undecided = "undecided"  # the verifier's route cannot decide this task's shape
     model_error = "model_error"
     other = "other"
 

@@ -26,8 +26,11 @@ chosen by this precedence, first match wins:
    `incomplete_output`, since whatever failed later is a consequence;
 3. no code was extracted: `format_error` when the raw output holds declarations outside a
    code block (AMBER's "not wrapped in a markdown block"), else `incomplete_output`;
-4. the assistant did not finish: `timeout`, `out_of_memory`, `backend_crash` (verdict
-   reasons); its diagnostics are partial, so they are not trusted to say more;
+4. the task could not be judged here or the assistant did not finish: `environment` (a
+   library the file requires cannot be loaded), `undecided` (the verifier's kernel route
+   cannot decide the task's shape, e.g. a target inside a functor), `timeout`,
+   `out_of_memory`, `backend_crash` (verdict reasons); its diagnostics are partial, so they
+   are not trusted to say more;
 5. integrity violations found by the verifier: `statement_changed`, `non_constructive`,
    `disallowed_axiom`, `forbidden_construct` (holes such as `sorry`/`Admitted` and the
    axiom `sorryAx` are not violations but `incomplete_output`, ranked at 7);
@@ -91,6 +94,8 @@ _REASON_CATEGORY = {
     Reason.timeout: C.timeout,
     Reason.out_of_memory: C.out_of_memory,
     Reason.backend_crash: C.backend_crash,
+    Reason.environment: C.environment,
+    Reason.undecided: C.undecided,
     Reason.statement_changed: C.statement_changed,
     Reason.non_constructive: C.non_constructive,
     Reason.disallowed_axiom: C.disallowed_axiom,
@@ -125,7 +130,13 @@ def classify(attempt: Attempt) -> Classification:
             found.append((C.incomplete_output, "no code extracted from the model output"))
 
     if verdict is not None:
-        for reason in (Reason.timeout, Reason.out_of_memory, Reason.backend_crash):
+        for reason in (
+            Reason.environment,
+            Reason.undecided,
+            Reason.timeout,
+            Reason.out_of_memory,
+            Reason.backend_crash,
+        ):
             if reason in verdict.reasons:
                 found.append((_REASON_CATEGORY[reason], _finding_text(verdict, reason)))
         hole_texts: list[str] = []
