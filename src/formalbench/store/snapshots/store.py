@@ -237,6 +237,7 @@ class SnapshotStore:
                     raise
                 _claim(tmp, target)
         except FileExistsError:
+            _wait_until_written(target)  # the winner may be between its claim and its replace
             if self._load(snapshot_id).entries() == sorted(entries):
                 return False
             raise InputError(
@@ -560,6 +561,19 @@ def _claim(tmp: Path, target: Path) -> None:
     os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
     os.replace(tmp, target)
     tmp.touch()  # the caller unlinks it
+
+
+def _wait_until_written(target: Path, seconds: float = 10.0) -> None:
+    """Wait while `target` is the empty name `_claim` creates before its atomic replace (an
+    instant, unless the winner died there: then the load after this reports it unreadable)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if target.stat().st_size > 0:
+                return
+        except FileNotFoundError:
+            return
+        time.sleep(0.02)
 
 
 def _remove(path: Path) -> None:
