@@ -135,22 +135,11 @@ existing_path = _path_check(folder=False, either=True)
 
 def read_text(path: Path | str, role: str) -> str:
     """The UTF-8 text of an input file, or an InputError in the same words as `check`'s
-    (`role 'path': no such file`, `... is empty`, ...)."""
-    p = Path(path)
-    label = f"{role} {str(path)!r}"
-    problem = path_problem(p)
+    (`role 'path': no such file`, `... is empty`, ...): the shared path check, then
+    `pipelines.pairs.read_source`."""
+    from formalbench.pipelines.pairs import read_source
+
+    problem = path_problem(Path(path))
     if problem is not None:
-        raise InputError(f"{label}: {problem}")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{label}: cannot be read ({exc.strerror or exc})") from None
-    if b"\x00" in data:
-        raise InputError(f"{label}: is a binary file, not text")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{label}: is not valid UTF-8 (bad byte at offset {exc.start})") from None
-    if not text.strip():
-        raise InputError(f"{label}: is empty")
-    return text.removeprefix("\ufeff")
+        raise InputError(f"{role} {str(path)!r}: {problem}")
+    return read_source(path, role)
