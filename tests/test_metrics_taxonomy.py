@@ -320,6 +320,16 @@ def test_assistant_not_finishing():
     assert classify(crash).primary == C.backend_crash
 
 
+def test_verdicts_the_prover_is_not_judged_by_are_apart():
+    """`environment` (the file's libraries cannot be loaded) and `undecided` (the kernel route
+    cannot decide the task's shape) outrank what the partial diagnostics say."""
+    missing = failed(reasons=[Reason.environment], diagnostics=[err("unsolved goals")])
+    assert classify(missing).primary == C.environment
+    functor = failed(reasons=[Reason.undecided, Reason.statement_changed])
+    assert classify(functor).primary == C.undecided
+    assert C.statement_changed in classify(functor).labels
+
+
 def test_integrity_violations_outrank_compile_errors():
     result = classify(
         failed(

@@ -38,6 +38,7 @@ AMBER_OF: dict[ErrorCategory, str] = {
     C.format_error: "format",
     C.backend_crash: NOT_ATTRIBUTED,
     C.environment: NOT_ATTRIBUTED,
+    C.undecided: NOT_ATTRIBUTED,  # the verifier could not judge: not the prover's error
     C.model_error: NOT_ATTRIBUTED,
     C.other: NOT_ATTRIBUTED,
 }
