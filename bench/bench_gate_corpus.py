@@ -19,15 +19,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from formalbench.core.gate import unsafe_commands
-from formalbench.core.records import Language
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
+from formalbench.core.gate import unsafe_commands  # noqa: E402
+from formalbench.core.records import Language  # noqa: E402
+from tests.shared_data import DATA, FIXTURES  # noqa: E402 (the one place data is found)
+
 FIELDS = ("formal", "header", "formal_statement", "statement", "proof", "code", "lean4_file")
 
 
 def _roots() -> list[Path]:
-    roots = [SHARED / "data", SHARED / "fixtures"]
+    roots = [DATA, FIXTURES]  # absent without the public data: only coqc's sources are read
     if shutil.which("coqc"):
         where = Path(
             subprocess.run(["coqc", "-where"], capture_output=True, text=True).stdout.strip()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,7 +38,10 @@ from formalbench.core.gate import gate_findings
 from formalbench.core.records import Finding, Language
 
 ROOT = Path(__file__).resolve().parents[1]
-BUNDLE = ROOT / ".." / "shared" / "data" / "git-histories" / "batteries.bundle"
+sys.path.insert(0, str(ROOT))
+from tests.shared_data import DATA  # noqa: E402 (the one place the public data is found)
+
+BUNDLE = DATA / "git-histories" / "batteries.bundle"
 FIXTURES = ROOT / "tests" / "fixtures" / "lean_real_files"
 LEAN = Language.lean
 # Rules that refuse a genuine library file on purpose (docs/decisions.md): a file that uses
@@ -119,6 +123,8 @@ def main() -> None:
     batteries = args.batteries
     tmp = None
     if batteries is None and not args.no_batteries:
+        if not BUNDLE.is_file():
+            sys.exit(f"{BUNDLE}: no batteries history (give --batteries DIR or --no-batteries)")
         tmp = tempfile.TemporaryDirectory(prefix="fb-batteries-")
         batteries = Path(tmp.name) / "batteries"
         subprocess.run(["git", "clone", "-q", str(BUNDLE), str(batteries)], check=True)
