@@ -51,6 +51,10 @@ COQ_DEFINITIONS = words(
     "Definition Fixpoint CoFixpoint Let Function Instance Inductive CoInductive Variant Record Structure Class Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables Context Ltac Module"
 )
 COQ_CLOSERS = words("Qed Defined Admitted Abort Save")
+# Declarations that postulate instead of define: what a file adds to the axioms it rests on.
+COQ_POSTULATES = words(
+    "Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables"
+)
 # Declarations that define a value (a construction task's answer): the construction rules
 # read them, and a filled Coq value hole ends with `Defined.` so that its value stays visible.
 LEAN_VALUE_KINDS = frozenset({"def", "abbrev", "opaque", "instance"})

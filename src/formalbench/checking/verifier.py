@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
-from formalbench.checking.decls import Decl, split_decls
+from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
@@ -50,7 +50,6 @@ from formalbench.checking.preservation import preservation_findings
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.gate import GATE_VERSION, OVERSIZED, gate_findings
-from formalbench.core.lexer import words
 from formalbench.core.records import (
     CheckResult,
     CheckStatus,
@@ -69,9 +68,6 @@ if TYPE_CHECKING:
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm, TaskKind.transformation})
 COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
-_POSTULATES = words(
-    "Axiom Axioms Parameter Parameters Hypothesis Hypotheses Conjecture Variable Variables"
-)
 _STATUS_REASONS = {
     CheckStatus.timeout: Reason.timeout,
     CheckStatus.out_of_memory: Reason.out_of_memory,
@@ -186,7 +182,7 @@ class StrictVerifier:
         return {
             COQ_LOCAL_PREFIX + d.name
             for d in orig
-            if d.name and d.kind in _POSTULATES and d.index not in holes
+            if d.name and d.kind in COQ_POSTULATES and d.index not in holes
         }
 
     def assistant_findings(

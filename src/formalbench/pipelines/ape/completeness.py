@@ -37,26 +37,13 @@ from formalbench.backends.coq_output import is_time_line
 from formalbench.backends.coq_queries import LOCAL_MODULE, parse_assumptions
 from formalbench.backends.coq_source import declared_names
 from formalbench.backends.sandbox import work_dir
-from formalbench.checking.decls import Decl, split_decls
+from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Language, Reason
 
 QUERY_MODULE = "FbApeView"
 LOCAL = LOCAL_MODULE + "."
-_POSTULATES = frozenset(
-    [
-        "Axiom",
-        "Axioms",
-        "Parameter",
-        "Parameters",
-        "Hypothesis",
-        "Hypotheses",
-        "Conjecture",
-        "Variable",
-        "Variables",
-        "Context",
-    ]
-)
+_POSTULATES = COQ_POSTULATES | {"Context"}  # a top-level Context postulates too
 _HOLE_WORDS = frozenset({"Admitted", "admit", "give_up", "Admit"})
 
 
