@@ -67,7 +67,7 @@ class CoqProject:
         return digest.hexdigest()[:12]
 
 
-def _words(text: str, where: str) -> list[str]:
+def project_words(text: str, where: str) -> list[str]:
     """coq_makefile's reading: blanks split, `#` starts a comment, `"…"` is one word."""
     words: list[str] = []
     i, n = 0, len(text)
@@ -156,7 +156,7 @@ def read_coq_project(folder: str | Path) -> CoqProject:
         text = project_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: cannot read ({exc})") from None
-    words = _words(text, where)
+    words = project_words(text, where)
     args: list[str] = []
     extra: list[str] = []
     folders: list[Path] = []

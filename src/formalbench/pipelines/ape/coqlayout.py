@@ -24,6 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formalbench.backends.coq_project import project_words
+from formalbench.core.errors import InputError
+
 Reader = Callable[[str], str | None]  # repository-relative path -> text, None if absent
 
 
@@ -131,8 +134,8 @@ def tree_layout(root: Path) -> CoqLayout | None:
 def _project_file(text: str, origin: str) -> CoqLayout:
     """`_CoqProject` / `Make`: the coq_makefile argument format."""
     try:
-        words = shlex.split(text, comments=True)
-    except ValueError:  # an unbalanced quote: read it word by word
+        words = project_words(text, origin)  # coq_makefile's own reading of the format
+    except InputError:  # an unbalanced quote: read it word by word
         words = text.split()
     dirs: list[LoadDir] = []
     files: list[str] = []
