@@ -163,21 +163,38 @@ COQ_ORIGINAL = (
 )
 
 
-def coq_axioms(axioms: list[str], **policy: object):
-    result = CheckResult(backend="coq", axioms={"t": axioms})
-    backend = RecordedBackend(result, Language.coq)
+def test_a_coq_backend_without_coqc_cannot_accept() -> None:
+    """A Coq verdict is decided by the identity file or not at all: a backend that is not a
+    coqc backend (here one that answers every check "compiled, no axioms", the shape an
+    appended `Print Assumptions` redirected by a notation gives) gets `undecided`, in both
+    entry points, and is never asked to check the candidate in its own scope."""
+    clean = CheckResult(backend="coq", axioms={"t": []})
+    backend = RecordedBackend(clean, Language.coq)
+    verifier = StrictVerifier(backend)
     candidate = COQ_ORIGINAL.replace("Admitted.", "intros n. rewrite f_spec. auto. Qed.")
-    return StrictVerifier(backend, VerifierPolicy(**policy)).verify(COQ_ORIGINAL, candidate)
+    for verdict in (
+        verifier.verify(COQ_ORIGINAL, candidate),
+        asyncio.run(verifier.averify(COQ_ORIGINAL, candidate)),
+    ):
+        assert not verdict.passed and verdict.reasons == [Reason.undecided]
+        assert "cannot run Coq's identity file" in verdict.findings[0].message
+    assert backend.calls == []
 
 
-def test_coq_local_axiom_rule() -> None:
-    # Recorded axioms, not coqc: a candidate that declares an axiom is refused by the text
-    # layer before any compile, so only a given result reaches this rule on its own.
-    local = coq_axioms(["Candidate.helper"])
-    assert (
-        local.reasons == [Reason.disallowed_axiom]
-        and local.findings[0].subject == "Candidate.helper"
-    )
+class LostWorker(RecordedBackend):
+    """A backend whose worker dies under every call made on the assistant's side."""
+
+    def on_assistant(self, work, *args):  # noqa: ANN001, ANN002, ANN201
+        from formalbench.backends.base import WorkerLost
+
+        raise WorkerLost("the worker died")
+
+
+def test_a_worker_lost_under_a_coq_check_is_a_backend_crash() -> None:
+    backend = LostWorker(CheckResult(backend="coq"), Language.coq)
+    candidate = COQ_ORIGINAL.replace("Admitted.", "intros n. rewrite f_spec. auto. Qed.")
+    verdict = StrictVerifier(backend).verify(COQ_ORIGINAL, candidate)
+    assert verdict.reasons == [Reason.backend_crash] and "the worker died" in str(verdict)
 
 
 coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc (Debian package coq)")

@@ -22,11 +22,13 @@ import functools
 import os
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from pydantic import Field
 
+from formalbench.core.errors import BackendError
 from formalbench.core.gate import refusal
 from formalbench.core.records import (
     CheckResult,
@@ -37,6 +39,13 @@ from formalbench.core.records import (
     Record,
     Verdict,
 )
+
+T = TypeVar("T")
+
+
+class WorkerLost(BackendError):
+    """The process that held the assistant died under a call (e.g. a Ray actor): the call
+    has no answer, which a verdict records as a crash of the backend, not of the text."""
 
 
 class CheckRequest(Record):
@@ -146,6 +155,16 @@ class Backend(ABC):
     @abstractmethod
     def version(self) -> str:
         """A string naming the assistant and library versions (part of every cache key)."""
+
+    def on_assistant(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(assistant, *args)` in the process where this backend's proof assistant
+        runs, `assistant` being the backend object there: this backend itself here; for a
+        backend that runs its checks elsewhere (`ray_backend.RayBackend`), the backend that a
+        worker owns, on that worker. A check that needs several runs of the assistant and
+        the files they leave behind (Coq's identity file, `checking/coq_identity.py`) runs
+        as one such call, so its files stay on one machine. `work` must be a module-level
+        function (it is sent by reference) and its arguments and result picklable."""
+        return work(self, *args)
 
     def preflight(self, timeout: float = 10.0) -> None:
         """Raise one clear error now if this backend cannot check anything (before a run).

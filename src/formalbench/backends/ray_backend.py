@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from formalbench.backends.base import Backend
+from formalbench.backends.base import Backend, WorkerLost
 from formalbench.core.errors import BackendError, FormalbenchError, InputError
 from formalbench.core.records import CheckResult, CheckStatus, Language
 
@@ -59,7 +59,7 @@ def _ray(joining: bool = False) -> Any:
     return ray
 
 
-class RayWorkerError(BackendError):
+class RayWorkerError(WorkerLost):
     """Ray could not run a call on a worker (it died, or Ray itself failed)."""
 
 
@@ -265,6 +265,10 @@ class _CheckWorker:
     def check(self, source: str, targets: list[str], timeout: float | None) -> CheckResult:
         return self.backend.check(source, targets=targets, timeout=timeout)
 
+    def on_assistant(self, work: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """`work(backend, *args)` here, where this worker's backend and its files are."""
+        return work(self.backend, *args)
+
     def version(self) -> str:
         return self.backend.version()
 
@@ -322,19 +326,36 @@ class RayBackend(Backend):
         if self._actors:
             self._call(lambda: _ray().get(self._actors[0].preflight.remote(timeout)))
 
-    def check(
-        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
-    ) -> CheckResult:
-        actor = self._idle.get()  # an idle actor; blocks while every actor is busy
+    def _take(self) -> Any:
+        """An idle actor; blocks while every actor is busy."""
+        actor = self._idle.get()
         if actor is None:  # closed: pass the mark on to the next waiting caller
             self._idle.put(None)
             raise RayWorkerError(f"backend {self.name} is closed")
+        return actor
+
+    def check(
+        self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
+    ) -> CheckResult:
+        actor = self._take()
         try:
             return self._call(
                 lambda: _ray().get(actor.check.remote(source, list(targets), timeout))
             )
         except RayWorkerError as exc:  # the worker died under this check: a result, not a stop
             return CheckResult(backend=self.name, status=CheckStatus.crash, detail=str(exc))
+        finally:
+            self._idle.put(actor)
+
+    def on_assistant(self, work: Callable[..., T], *args: Any) -> T:
+        """`work(backend, *args)` on an idle actor, with the backend that actor owns (see
+        `Backend.on_assistant`): the Coq verifier's identity route runs there whole, since
+        its three compiles share files (`Original.vo`, `Candidate.vo`) that must be on one
+        machine. A worker that dies under it raises RayWorkerError (a `WorkerLost`)."""
+        actor = self._take()
+        try:
+            result: T = self._call(lambda: _ray().get(actor.on_assistant.remote(work, args)))
+            return result
         finally:
             self._idle.put(actor)
 

@@ -12,30 +12,35 @@ assistant's reasons (an evaluation that wants the full error taxonomy of each at
 except for a candidate with a command that reaches outside the throw-away directory
 (`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
 
-Coq with a real coqc backend: whether each target still states what the original states, in
-the original's context, is decided by the kernel (`coq_identity`): the text layer stays a
-cheap pre-filter, and leaves to the kernel what context commands and shadowing helpers do.
+Coq with a backend: every verdict is decided by the identity file (`coq_identity`): whether
+each target still states what the original states, in the original's context, and which
+axioms it rests on, both by full kernel names in a file where nothing of the candidate's
+scope is active. The identity route needs its files (the compiled original, `Candidate.vo`)
+on one machine, so it runs whole where the assistant runs (`Backend.on_assistant`: here,
+or on the Ray actor that owns the coqc backend with `--executor ray`). A backend that
+cannot run it (no coqc behind it) gets `undecided`, never a verdict read from queries
+appended in the candidate's own scope, which a notation or abbreviation can redirect.
+The text layer stays a cheap pre-filter, and leaves to the kernel what context commands and
+shadowing helpers do.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
-Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
-axiom named `Candidate.*` is declared in the checked file itself (an `Axiom`, or a theorem
-closed by `Admitted`) and is refused, except one that the original declares in its hole-free
-part (a `Parameter`/`Axiom` the task states, as in miniF2F-Coq `amc12a_2016_p3`); library
-axioms are allowed while `policy.allow_library_axioms`, otherwise only those listed in
-`policy.allowed_axioms`. A target whose axioms the assistant did not report cannot be
-checked and fails (disallowed_axiom), since axioms are read from the assistant, never text.
+Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused); a target
+whose axioms the assistant did not report cannot be checked and fails (disallowed_axiom),
+since axioms are read from the assistant, never text. Coq's axiom rule is applied in the
+identity file (`coq_identity.axiom_findings`).
 """
 
 from __future__ import annotations
 
+import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from formalbench.backends.base import Backend
-from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.backends.base import Backend, WorkerLost
 from formalbench.checking.construction import construction_findings, task_kind
-from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
+from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
@@ -67,13 +72,60 @@ if TYPE_CHECKING:
     from formalbench.store.verdict_cache import VerdictCache
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm, TaskKind.transformation})
-COQ_LOCAL_PREFIX = f"{LOCAL_MODULE}."  # what the Coq backend calls the checked file
 _STATUS_REASONS = {
     CheckStatus.timeout: Reason.timeout,
     CheckStatus.out_of_memory: Reason.out_of_memory,
     CheckStatus.crash: Reason.backend_crash,
     CheckStatus.refused: Reason.forbidden_construct,
 }
+
+
+def compile_findings(result: CheckResult, policy: VerifierPolicy) -> list[Finding]:
+    """What one run of the assistant over the candidate says against it: how the run
+    ended, its errors, its warnings (when the policy forbids them), its holes."""
+    findings: list[Finding] = []
+    if result.status in _STATUS_REASONS:
+        detail = f": {result.detail}" if result.detail else ""
+        findings.append(
+            Finding(
+                reason=_STATUS_REASONS[result.status],
+                message=f"the assistant ended with {result.status.value}{detail}"[:500],
+            )
+        )
+        return findings
+    for d in result.errors:
+        # Backends tag "the target is not in the file" errors and libraries that cannot
+        # be loaded here (environment); neither is a compile error of the candidate.
+        tagged = d.kind in (Reason.missing_target.value, Reason.environment.value)
+        findings.append(
+            Finding(
+                reason=Reason(d.kind or "") if tagged else Reason.compile_error,
+                message=d.message[:500],
+                line=d.line,
+                column=d.column,
+            )
+        )
+    if policy.forbid_warnings:
+        for d in result.warnings:
+            findings.append(
+                Finding(
+                    reason=Reason.compile_warning,
+                    message=d.message[:500],
+                    line=d.line,
+                    column=d.column,
+                )
+            )
+    for hole in result.holes:
+        findings.append(
+            Finding(
+                reason=Reason.forbidden_construct,
+                subject="sorry",
+                line=hole.line,
+                column=hole.column,
+                message="the assistant reports an unfinished proof (hole)",
+            )
+        )
+    return findings
 
 
 class StrictVerifier:
@@ -104,14 +156,10 @@ class StrictVerifier:
             # the effective list, so a kept verdict never outlives a longer default list
             "forbidden": self.policy.forbidden_for(self.language),
         }
-        # Coq with real coqc: statement identity is decided by the kernel (`coq_identity`)
-        # (imported only with a backend: `check --static-only` starts without coqc's modules)
-        self.coq_identity: KernelIdentity | None = None
-        if backend is not None:
-            from formalbench.checking.coq_identity import kernel_identity_for
-
-            self.coq_identity = kernel_identity_for(backend, self.language)
-        if self.coq_identity is not None:
+        # Coq with a backend: identity and axioms are decided by the identity file, run where
+        # the assistant runs (`coq_layer`); there is no other route to a Coq verdict.
+        self.coq_kernel = self.language == Language.coq and backend is not None
+        if self.coq_kernel:
             self._rules["identity"] = "identity-file-1"  # identity and axioms, one file
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
@@ -154,7 +202,7 @@ class StrictVerifier:
         `constructions`: the task's construction names (default: its open value definitions)."""
         orig, cand, holes = self._parse(original, candidate)
         findings, unchanged = preservation_findings(
-            orig, cand, self.language, holes, kernel_checked=self.coq_identity is not None
+            orig, cand, self.language, holes, kernel_checked=self.coq_kernel
         )
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
@@ -176,15 +224,6 @@ class StrictVerifier:
         return findings
 
     # --- assistant layer ------------------------------------------------------------------
-    def _original_axioms(self, original: str) -> set[str]:
-        """Coq names the original itself postulates outside its targets (allowed as given)."""
-        orig, _, holes = self._parse(original, "")
-        return {
-            COQ_LOCAL_PREFIX + d.name
-            for d in orig
-            if d.name and d.kind in COQ_POSTULATES and d.index not in holes
-        }
-
     def assistant_findings(
         self,
         result: CheckResult,
@@ -194,59 +233,19 @@ class StrictVerifier:
         axioms: bool = True,
     ) -> list[Finding]:
         """Findings from one run of the assistant over the candidate; `axioms=False` where
-        the axioms are read elsewhere (Coq: in the identity file, `coq_identity`)."""
-        findings: list[Finding] = []
-        if result.status in _STATUS_REASONS:
-            detail = f": {result.detail}" if result.detail else ""
-            findings.append(
-                Finding(
-                    reason=_STATUS_REASONS[result.status],
-                    message=f"the assistant ended with {result.status.value}{detail}"[:500],
-                )
-            )
-            return findings
-        for d in result.errors:
-            # Backends tag "the target is not in the file" errors and libraries that cannot
-            # be loaded here (environment); neither is a compile error of the candidate.
-            tagged = d.kind in (Reason.missing_target.value, Reason.environment.value)
-            findings.append(
-                Finding(
-                    reason=Reason(d.kind or "") if tagged else Reason.compile_error,
-                    message=d.message[:500],
-                    line=d.line,
-                    column=d.column,
-                )
-            )
-        if self.policy.forbid_warnings:
-            for d in result.warnings:
-                findings.append(
-                    Finding(
-                        reason=Reason.compile_warning,
-                        message=d.message[:500],
-                        line=d.line,
-                        column=d.column,
-                    )
-                )
-        for hole in result.holes:
-            findings.append(
-                Finding(
-                    reason=Reason.forbidden_construct,
-                    subject="sorry",
-                    line=hole.line,
-                    column=hole.column,
-                    message="the assistant reports an unfinished proof (hole)",
-                )
-            )
-        if result.errors or not axioms:
+        the axioms are read elsewhere. Coq's axioms are never read here (only in the
+        identity file, `coq_identity`), whatever `axioms` says."""
+        findings = compile_findings(result, self.policy)
+        if result.status in _STATUS_REASONS or result.errors:
             return findings  # a text that does not compile has no axioms to read
-        return findings + self._axiom_findings(result, targets, original)
+        if not axioms or self.language == Language.coq:
+            return findings
+        return findings + self._axiom_findings(result, targets)
 
-    def _axiom_findings(
-        self, result: CheckResult, targets: Sequence[str], original: str
-    ) -> list[Finding]:
+    def _axiom_findings(self, result: CheckResult, targets: Sequence[str]) -> list[Finding]:
+        """Lean: each target's axioms, as the backend reported them, against the policy."""
         findings: list[Finding] = []
-        allowed = self.policy.allowed_axioms_for(self.language)
-        given = self._original_axioms(original) if self.language == Language.coq else set()
+        allowed = self.policy.allowed_axioms_for(self.language) or []
         for target in targets:
             axioms = result.axioms.get(target)
             if axioms is None:
@@ -259,7 +258,7 @@ class StrictVerifier:
                 )
                 continue
             for ax in axioms:
-                if self._axiom_ok(ax, allowed, given):
+                if ax in allowed:
                     continue
                 findings.append(
                     Finding(
@@ -269,15 +268,6 @@ class StrictVerifier:
                     )
                 )
         return findings
-
-    def _axiom_ok(self, axiom: str, allowed: list[str] | None, given: set[str]) -> bool:
-        if self.language == Language.lean:
-            return allowed is not None and axiom in allowed
-        if axiom.startswith(COQ_LOCAL_PREFIX):
-            return axiom in given
-        if self.policy.allow_library_axioms:
-            return True
-        return axiom in (self.policy.allowed_axioms or [])
 
     # --- verdicts -------------------------------------------------------------------------
     def _verdict(self, findings: list[Finding], result: CheckResult | None, t0: float) -> Verdict:
@@ -366,7 +356,7 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            if self.coq_identity is not None:
+            if self.coq_kernel:
                 result, more = self.assistant_layer(original, candidate, targets, timeout, kind)
                 findings += more
             else:
@@ -405,26 +395,24 @@ class StrictVerifier:
         targets: list[str],
         timeout: float | None,
         kind: TaskKind | None = None,
-    ) -> tuple[CheckResult, list[Finding]]:
-        """The assistant's check of the candidate and its findings (blocking); a construction
-        that compiled gets the value-level check (`value_check`, one more run of coqc)."""
+    ) -> tuple[CheckResult | None, list[Finding]]:
+        """The assistant's check of the candidate and its findings (blocking). Coq: the
+        identity route, run whole where the assistant runs (`Backend.on_assistant`; a worker
+        lost under it is a crash of the backend); None for the result where the backend
+        could not run it (then the findings say `undecided`, and why)."""
         assert self.backend is not None
-        if self.coq_identity is None:
+        if self.language != Language.coq:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
             return result, self.assistant_findings(result, targets, original)
-        result, identity = self.coq_identity.check(
-            original, candidate, targets, timeout, self.policy
-        )
-        findings = self.assistant_findings(result, targets, original, axioms=False)
-        kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
-        if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
-            # value-level checks load only when a construction compiled (start-up of `check`)
-            from formalbench.checking.value_check import value_findings
-
-            findings += value_findings(
-                self.coq_identity.backend, original, candidate, self.policy, timeout
+        try:
+            return self.backend.on_assistant(
+                coq_layer, original, candidate, targets, timeout, kind, self.policy
             )
-        return result, findings + identity
+        except WorkerLost as lost:
+            crash = CheckResult(
+                backend=self.backend.name, status=CheckStatus.crash, detail=str(lost)
+            )
+            return crash, compile_findings(crash, self.policy)
 
     async def averify(
         self,
@@ -467,7 +455,7 @@ class StrictVerifier:
         result = None
         if targets is not None:
             assert self.backend is not None
-            if self.coq_identity is not None:
+            if self.coq_kernel:
                 import asyncio  # loaded lazily, as in `averify`
 
                 loop = asyncio.get_running_loop()
@@ -497,3 +485,47 @@ class StrictVerifier:
                         timeout,
                     )
         return self._verdict(findings, result, t0)
+
+
+_kernels: weakref.WeakKeyDictionary[Backend, KernelIdentity] = weakref.WeakKeyDictionary()
+_kernels_guard = threading.Lock()
+
+
+def coq_layer(
+    assistant: Backend,
+    original: str,
+    candidate: str,
+    targets: list[str],
+    timeout: float | None,
+    kind: TaskKind | None,
+    policy: VerifierPolicy,
+) -> tuple[CheckResult | None, list[Finding]]:
+    """The Coq assistant layer, run where the assistant runs (`Backend.on_assistant`: in
+    this process, or on the Ray actor that owns `assistant`): the candidate compiled alone,
+    the identity file deciding identity and axioms (`coq_identity`), and for a construction
+    that compiled, the value-level check. A backend that is not a coqc backend cannot run
+    the identity file: `undecided`, and no result, rather than any other route."""
+    from formalbench.checking.coq_identity import kernel_identity_for
+
+    with _kernels_guard:  # one per backend object: its original builds are locked together
+        kernel: KernelIdentity | None = _kernels.get(assistant)
+        if kernel is None:
+            kernel = kernel_identity_for(assistant, Language.coq)
+            if kernel is not None:
+                _kernels[assistant] = kernel
+    if kernel is None:
+        message = (
+            f"undecided: backend `{assistant.name}` cannot run Coq's identity file (it is not "
+            "a coqc backend), and a Coq verdict is decided there or not at all: axioms read "
+            "by queries in the candidate's own scope can be redirected by its notations"
+        )
+        return None, [Finding(reason=Reason.undecided, message=message)]
+    result, identity = kernel.check(original, candidate, targets, timeout, policy)
+    findings = compile_findings(result, policy)
+    kind = task_kind(original, Language.coq) if kind is None else TaskKind(kind)
+    if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
+        # value-level checks load only when a construction compiled (start-up of `check`)
+        from formalbench.checking.value_check import value_findings
+
+        findings += value_findings(kernel.backend, original, candidate, policy, timeout)
+    return result, findings + identity
