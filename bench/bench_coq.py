@@ -1,7 +1,7 @@
 """Throughput of the Coq backend on the miniF2F-rocq statements, at 1 and 2 workers.
 
 Every statement is closed with `Admitted.` (a file that ends on an open `Proof.` gets one
-appended) and checked with its theorem as target, as the verifier would. Prints, per worker
+appended) and compiled alone, as the verifier compiles a candidate. Prints, per worker
 count: files, compiled, failed (first failure reasons grouped), wall time, checks/s; then the
 parallel efficiency (rate at 2) / (2 x rate at 1), and what a trivial coqc run costs, which
 bounds the rate whatever the pool does (each check pays coqc start-up and library loading).
@@ -15,7 +15,6 @@ rate does not double, the cores were busy with something else.
 from __future__ import annotations
 
 import argparse
-import re
 import resource
 import statistics
 import sys
@@ -27,7 +26,6 @@ from formalbench.backends.base import CheckRequest
 from formalbench.backends.coq import CoqBackend
 
 DEFAULT_DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "minif2f-coq"
-THEOREM = re.compile(r"^\s*(?:Theorem|Lemma)\s+([^\s:(]+)", re.M)
 
 
 def load(data: Path, limit: int | None) -> list[CheckRequest]:
@@ -39,8 +37,7 @@ def load(data: Path, limit: int | None) -> list[CheckRequest]:
         text = path.read_text(encoding="utf-8")
         if "Admitted" not in text:
             text = text.rstrip() + "\nAdmitted.\n"
-        name = THEOREM.search(text)
-        requests.append(CheckRequest(source=text, targets=[name.group(1)] if name else []))
+        requests.append(CheckRequest(source=text))
     return requests
 
 

@@ -26,8 +26,9 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 
@@ -42,6 +43,7 @@ from formalbench.pipelines.run_files import load_summary
 SHARED = Path(
     os.environ.get("FORMALBENCH_TEST_DATA") or Path(__file__).resolve().parents[1].parent / "shared"
 )
+T = TypeVar("T")
 ANSWER = "```coq\nProof.\n  reflexivity.\nQed.\n```"
 
 
@@ -156,6 +158,14 @@ class TimedBackend(Backend):
             self.spans.append(span)
             if abandoned():
                 self.wasted.append(span)
+
+    def on_assistant(self, work: Callable[..., T], *args: Any) -> T:
+        """The verifier's Coq layer (several compiles) on the real backend, one span."""
+        t0 = time.perf_counter()
+        try:
+            return self.inner.on_assistant(work, *args)
+        finally:
+            self.spans.append((t0, time.perf_counter()))
 
     def version(self) -> str:
         return self.inner.version()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -41,10 +42,11 @@ def test_missing_coqc_names_the_tool_and_how_to_install_it() -> None:
 
 
 @needs_coq
-def test_version_and_bad_target(coq: CoqBackend) -> None:
+def test_version_and_targets_refused(coq: CoqBackend) -> None:
     assert coq.version().startswith("coq 8.")
-    with pytest.raises(InputError, match="not a Coq identifier"):
-        coq.check("Check 1.", targets=["foo. Axiom bad : False"])
+    # axioms are never read in the candidate's scope (the identity file reads them)
+    with pytest.raises(InputError, match="reports no axioms"):
+        coq.check("Theorem foo : True. Proof. exact I. Qed.", targets=["foo"])
 
 
 @needs_coq
@@ -54,16 +56,15 @@ def test_a_proof_that_compiles_is_closed_with_no_holes(coq: CoqBackend) -> None:
         "Proof. intros n. induction n as [|n IH]; simpl; [reflexivity | rewrite IH; reflexivity].\n"
         "Qed.\n"
     )
-    result = coq.check(source, targets=["add_0"])
+    result = coq.check(source)
     assert result.status == CheckStatus.ok and result.compiled
-    assert result.diagnostics == [] and result.holes == []
-    assert result.axioms == {"add_0": []}
+    assert result.diagnostics == [] and result.holes == [] and result.axioms == {}
 
 
 @needs_coq
 def test_multi_line_error_with_exact_position(coq: CoqBackend) -> None:
     source = "Theorem foo : forall n : nat, n + 0 = n.\nProof.\n  intros n.\n  simpl.\n  reflexivity.\nQed."
-    error = only_error(coq.check(source, targets=["foo"]))
+    error = only_error(coq.check(source))
     assert (error.line, error.column, error.end_line, error.end_column) == (5, 2, 5, 13)
     assert error.message.splitlines() == [
         "In environment",
@@ -84,7 +85,7 @@ def test_a_range_that_runs_onto_the_next_line(coq: CoqBackend) -> None:
 def test_utf8_columns_count_characters_not_bytes(coq: CoqBackend) -> None:
     line = "Theorem t (h₀ : 0 < 1) (α : nat) : α = foo."
     source = "(* ≤ ∀ ℝ *)\n" + line + "\nProof. Admitted.\n"
-    error = only_error(coq.check(source, targets=["t"]))
+    error = only_error(coq.check(source))
     column = line.index("foo")
     assert column != len(line[:column].encode())  # the test means something
     assert (error.line, error.column, error.end_line, error.end_column) == (
@@ -101,7 +102,7 @@ def test_utf8_columns_count_characters_not_bytes(coq: CoqBackend) -> None:
 @needs_coq
 def test_real_minif2f_utf8_file_with_an_injected_error(coq: CoqBackend) -> None:
     source = (MINIF2F / "test" / "imo_1964_p2.v").read_text(encoding="utf-8")
-    assert coq.check(source, targets=["imo_1964_p2"]).compiled
+    assert coq.check(source).compiled
     broken = source.replace("3 * a * b * c", "3 * a * b * d")
     line_no, line = next((i + 1, t) for i, t in enumerate(broken.split("\n")) if "* d." in t)
     error = only_error(coq.check(broken))
@@ -112,13 +113,13 @@ def test_real_minif2f_utf8_file_with_an_injected_error(coq: CoqBackend) -> None:
 @needs_coq
 def test_minif2f_admitted_statement_and_open_proof(coq: CoqBackend) -> None:
     source = (MINIF2F / "test" / "aime_1983_p1.v").read_text(encoding="utf-8")
-    result = coq.check(source, targets=["aime_1983_p1"])
-    assert result.compiled and result.axioms == {"aime_1983_p1": ["Candidate.aime_1983_p1"]}
+    result = coq.check(source)
+    assert result.compiled
     (hole,) = result.holes
     assert source.split("\n")[hole.line - 1][hole.column : hole.end_column] == "Admitted."
     open_proof = (MINIF2F / "test" / "aime_1983_p3.v").read_text(encoding="utf-8")
-    result = coq.check(open_proof, targets=["aime_1983_p3"])
-    assert "unfinished proof" in only_error(result).message and within_source(result, open_proof)
+    result = coq.check(open_proof)
+    assert "pending proofs" in only_error(result).message and within_source(result, open_proof)
 
 
 @needs_coq
@@ -127,7 +128,7 @@ def test_timeout_is_cut_within_its_limit(coq: CoqBackend) -> None:
         "Require Import PArith.\n"
         "Definition x := Eval vm_compute in Pos.iter negb true 1000000000000%positive.\n"
     )
-    result = coq.check(source, targets=["x"], timeout=1.5)
+    result = coq.check(source, timeout=1.5)
     assert result.status == CheckStatus.timeout and not result.compiled
     assert 1.5 <= result.elapsed < 4.0
 
@@ -152,14 +153,13 @@ def test_out_of_memory_under_a_small_cap_and_stack_overflow() -> None:
 
 
 @needs_coq
-def test_library_axiom_is_fully_qualified(coq: CoqBackend) -> None:
-    source = "Require Import Classical.\nTheorem em (P : Prop) : P \\/ ~ P.\nProof. apply classic. Qed.\n"
-    result = coq.check(source, targets=["em"])
-    assert result.compiled and result.axioms == {"em": ["Coq.Logic.Classical_Prop.classic"]}
+def test_axioms_by_full_path_in_a_file_that_only_requires_the_candidate(coq: CoqBackend) -> None:
+    """What the identity file does for the verifier (`library_assumptions`, same grammar):
+    the file's own postulates, holes and unguarded fixpoints are `Candidate.*` whatever they
+    are named, a library axiom comes back by its full path."""
+    from formalbench.backends.coq_identity import library_assumptions
+    from formalbench.backends.sandbox import work_dir
 
-
-@needs_coq
-def test_local_axioms_and_admitted_are_in_the_candidate_module(coq: CoqBackend) -> None:
     source = (
         "Require Import Classical.\n"
         "Axiom classic : forall n : nat, n = n.\n"  # shadows the library name on purpose
@@ -169,54 +169,26 @@ def test_local_axioms_and_admitted_are_in_the_candidate_module(coq: CoqBackend) 
         "Proof. pose proof (classic 0). pose proof adm. destruct M.inner. Qed.\n"
         "Theorem lib (P : Prop) : P \\/ ~ P. Proof. apply Classical_Prop.classic. Qed.\n"
         "Theorem part : 1 = 1 /\\ 2 = 2. Proof. split. (* admit *) admit. reflexivity. Admitted.\n"
+        "Unset Guard Checking.\nFixpoint loop (n : nat) : False := loop n.\nSet Guard Checking.\n"
+        "Theorem absurd : False. Proof. exact (loop 0). Qed.\n"
     )
-    result = coq.check(source, targets=["uses", "lib", "part"])
-    assert result.compiled, result.diagnostics
+    with work_dir("coq") as tmp:
+        result = coq.check(source, workdir=Path(tmp))
+        assert result.compiled, result.diagnostics
+        axioms = library_assumptions(
+            coq, Path(tmp), LOCAL_MODULE, ["uses", "lib", "part", "absurd"], 30
+        )
     local = f"{LOCAL_MODULE}."
-    assert sorted(result.axioms["uses"]) == [local + "M.inner", local + "adm", local + "classic"]
-    assert result.axioms["lib"] == ["Coq.Logic.Classical_Prop.classic"]
-    assert result.axioms["part"] == [local + "part"]
+    assert sorted(axioms["uses"]) == [local + "M.inner", local + "adm", local + "classic"]
+    assert axioms["lib"] == ["Coq.Logic.Classical_Prop.classic"]
+    assert axioms["part"] == [local + "part"] and axioms["absurd"] == [local + "loop"]
     lines = source.split("\n")
     holes = [lines[h.line - 1][h.column : h.end_column] for h in result.holes]
     assert holes == ["Admitted.", "admit", "Admitted."]
 
 
 @needs_coq
-def test_switched_off_guard_checking_is_reported_as_a_local_assumption(coq: CoqBackend) -> None:
-    source = (
-        "Unset Guard Checking.\nFixpoint loop (n : nat) : False := loop n.\nSet Guard Checking.\n"
-        "Theorem absurd : False. Proof. exact (loop 0). Qed.\n"
-    )
-    result = coq.check(source, targets=["absurd"])
-    assert result.axioms == {"absurd": ["Candidate.loop"]}
-
-
-@needs_coq
-def test_missing_target_is_an_error_naming_it_and_others_still_answer(coq: CoqBackend) -> None:
-    source = "Theorem foo : True. Proof. exact I. Qed.\nModule M. End M.\n"
-    for targets in (["nosuch", "foo"], ["M.foo", "foo"]):  # second: asked first, then rerun
-        result = coq.check(source, targets=targets)
-        missing = only_error(result)
-        assert targets[0] in missing.message and missing.line is None
-        assert missing.kind == "missing_target"
-        assert result.axioms == {"foo": []}
-
-
-@needs_coq
-def test_a_target_shadowed_by_another_object_is_refused(coq: CoqBackend) -> None:
-    shadowed = (
-        "Theorem foo : False. Admitted.\n"
-        "Module X. Theorem foo : True. Proof. exact I. Qed. End X.\nImport X.\n"
-    )
-    error = only_error(coq.check(shadowed, targets=["foo"]))
-    assert error.kind == "missing_target" and "Candidate.X.foo" in error.message
-    nested = "Module M. Theorem foo : True. Proof. exact I. Qed. End M.\n"
-    result = coq.check(nested, targets=["M.foo"])
-    assert result.compiled and result.axioms == {"M.foo": []}
-
-
-@needs_coq
-def test_appended_queries_never_leak_positions(coq: CoqBackend) -> None:
+def test_errors_at_the_end_of_the_file_stay_inside_it(coq: CoqBackend) -> None:
     sources = [
         "Theorem foo : True.\nProof.\n  exact I.\nQed",  # no final period
         "Theorem foo : True.\nProof.\n  exact I.\nQed. (* unterminated",
@@ -224,24 +196,24 @@ def test_appended_queries_never_leak_positions(coq: CoqBackend) -> None:
         "Section S. Variable v : nat.\nTheorem foo : v = v. reflexivity. Qed.\n",
     ]
     for source in sources:
-        result = coq.check(source, targets=["foo"])
+        result = coq.check(source)
         assert not result.compiled and within_source(result, source), result.diagnostics
-    no_period = coq.check(sources[0], targets=["foo"])
+    no_period = coq.check(sources[0])
     assert only_error(no_period).line == 4 and "'.' expected" in only_error(no_period).message
 
 
 @needs_coq
 def test_concurrent_checks_match_one_by_one(coq: CoqBackend) -> None:
     sources = [
-        ("Theorem a : 2 + 2 = 4. Proof. reflexivity. Qed.", ["a"]),
-        ("Theorem b : 2 + 2 = 5. Proof. reflexivity. Qed.", ["b"]),
-        ("Require Import Classical.\nTheorem c (P : Prop) : P \\/ ~ P. apply classic. Qed.", ["c"]),
-        ("Theorem d : True. Admitted.", ["d", "missing"]),
-        ("Lemma e : False.\nProof.\n  auto.\nQed.", ["e"]),
+        "Theorem a : 2 + 2 = 4. Proof. reflexivity. Qed.",
+        "Theorem b : 2 + 2 = 5. Proof. reflexivity. Qed.",
+        "Require Import Classical.\nTheorem c (P : Prop) : P \\/ ~ P. apply classic. Qed.",
+        "Theorem d : True. Admitted.\nLemma d' : True.",
+        "Lemma e : False.\nProof.\n  auto.\nQed.",
     ]
-    requests = [CheckRequest(source=s, targets=t) for s, t in sources]
+    requests = [CheckRequest(source=s) for s in sources]
     together = list(coq.check_many(requests))
-    alone = [coq.check(s, targets=t) for s, t in sources]
+    alone = [coq.check(s) for s in sources]
 
     def essence(r: CheckResult):
         return r.status, r.diagnostics, r.holes, r.axioms

@@ -37,18 +37,18 @@ def test_a_slow_check_does_not_block_the_checks_behind_it() -> None:
     finished: list[str] = []
     lock = threading.Lock()
 
-    def run(name: str, source: str, target: str) -> None:
-        result = backend.check(source, targets=[target], timeout=120)
+    def run(name: str, source: str) -> None:
+        result = backend.check(source, timeout=120)
         assert result.status == CheckStatus.ok, (name, result.detail)
         with lock:
             finished.append(name)
 
     try:
-        slow = threading.Thread(target=run, args=("slow", SLOW, "slow"))
+        slow = threading.Thread(target=run, args=("slow", SLOW))
         slow.start()
         # The quick checks go one after another from one caller: each needs the idle actor.
         for i in range(4):
-            run(f"quick{i}", QUICK.format(i=i), f"quick{i}")
+            run(f"quick{i}", QUICK.format(i=i))
         slow.join(timeout=300)
     finally:
         backend.close()
@@ -79,7 +79,7 @@ def test_close_stops_the_checks_in_flight() -> None:
     source = f"Lemma {marker} : True.\nProof. do 1000000000 idtac. exact I. Qed.\n"
     backend = RayBackend("coq", language=Language.coq, workers=1, timeout=600)
     results: list[CheckResult] = []
-    request = CheckRequest(source=source, targets=[marker], timeout=600)
+    request = CheckRequest(source=source, timeout=600)
     worker = threading.Thread(target=lambda: results.extend(backend.check_many([request])))
     worker.start()
     deadline = time.monotonic() + 300

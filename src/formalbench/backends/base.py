@@ -1,7 +1,7 @@
 """The one protocol every proof assistant is used through.
 
 A backend checks a whole source file (header included) and reports diagnostics, the holes
-the assistant saw, and the axioms each named target depends on. It never raises for a
+the assistant saw, and (Lean) the axioms each named target depends on. It never raises for a
 problem of the checked text or of the assistant process: a timeout, an out-of-memory kill or
 a crash comes back as a `CheckResult` with that status, so a long run goes on.
 
@@ -150,7 +150,8 @@ class Backend(ABC):
     def check(
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
     ) -> CheckResult:
-        """Check one complete source file; report axioms for each name in `targets`."""
+        """Check one complete source file; report axioms for each name in `targets` (Lean;
+        the Coq backend refuses `targets`: Coq axioms are read in the identity file)."""
 
     @abstractmethod
     def version(self) -> str:

@@ -4,10 +4,11 @@ Why per-file coqc and not a warm session: coqc is the reference compiler, its po
 are exact, and a fresh process per check makes timeouts, memory caps and crashes simple and
 isolated (one thread = one process = one throw-away directory, so checks are thread-safe).
 
-The backend appends queries after the source (see `coq_queries`): `Print Assumptions` for
-each target and `Locate` for the names it prints, so axioms come back fully qualified
-(`Candidate.foo` for anything the file itself assumes). If a name was not guessed in
-advance, or a target does not exist, coqc is run again with the queries still owed (rare).
+Nothing is appended to the source, and `targets` are refused: the axioms of a Coq target
+are never read in the candidate's own scope, where a notation, an abbreviation or an
+unterminated last sentence can make a query answer for something else. They are read in a
+file of ours that only `Require`s the compiled candidate (the verifier's identity file,
+`coq_identity`; `coq_identity.library_assumptions` for other pipelines).
 
 Status: `timeout` when the time limit hit; `out_of_memory` when coqc reports `out of
 memory` (under RLIMIT_AS the OCaml runtime aborts with "Fatal error: out of memory") or
@@ -43,21 +44,11 @@ from formalbench.backends.coq_output import (
     sentence_spans,
 )
 from formalbench.backends.coq_project import CoqProject, read_coq_project
-from formalbench.backends.coq_queries import (
-    LIBRARY_AXIOMS,
-    LOCAL_MODULE,
-    Pending,
-    Query,
-    QueryScript,
-    basename,
-)
+from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.coq_source import (
     SourceMap,
     blank_comments_and_strings,
-    declared_names,
     hole_spans,
-    is_qualid,
-    word_occurs,
 )
 from formalbench.backends.sandbox import (
     ProcessOutcome,
@@ -81,8 +72,6 @@ ENVIRONMENT_HINT = (
     "another coqc: give its Coq project with --coq-project DIR, the folder of its _CoqProject, "
     "or the task's `coq_project` field)"
 )
-
-MAX_RUNS = 3  # first run + at most two for queries that could not be answered in it
 
 INSTALL_HINT = "install it with `apt-get install coq libcoq-coquelicot`"
 
@@ -142,38 +131,17 @@ class CoqBackend(Backend):
         holds, and leave `Candidate.vo` behind; by default a throw-away directory."""
         if not isinstance(source, str):
             raise InputError(f"Coq source must be text, got {type(source).__name__}")
-        for target in targets:
-            if not isinstance(target, str) or not is_qualid(target):
-                raise InputError(
-                    f"target {target!r} is not a Coq identifier such as `foo` or `M.foo`"
-                )
+        if targets:
+            raise InputError(
+                "the Coq backend reports no axioms: a target's axioms are read by the "
+                "identity file (checking/coq_identity.py), never in the candidate's scope"
+            )
         limit = float(timeout if timeout is not None else self.timeout)
         started = time.perf_counter()
         body = source if not source or source.endswith("\n") else source + "\n"
-        source_map = SourceMap(source)
-        wanted = list(dict.fromkeys(targets))
-        guesses = [*LIBRARY_AXIOMS, *declared_names(source), *(basename(t) for t in wanted)]
-        pending = Pending(list(wanted), list(dict.fromkeys(guesses)) if wanted else [])
-        pending.late = {t for t in wanted if not word_occurs(source, basename(t))}
-
-        result = CheckResult(backend=self.name)
-        asked: list[Query] | None = None
-        for _ in range(MAX_RUNS):
-            queries = pending.queries()
-            if queries == asked:  # the last run answered nothing: do not repeat it
-                break
-            asked = queries
-            script = QueryScript(queries, first_line=body.count("\n") + 1)
-            text = body + script.text if queries else body
-            outcome = self._run(text, limit - (time.perf_counter() - started), workdir)
-            result = self._read(outcome, source_map, SourceMap(text), script, pending)
-            if result.status != CheckStatus.ok or result.errors or not pending.queries():
-                break
+        outcome = self._run(body, limit, workdir)
+        result = self._read(outcome, SourceMap(source), SourceMap(body))
         result.elapsed = time.perf_counter() - started
-        if result.status == CheckStatus.ok and not result.errors:
-            result.axioms, problems = pending.qualified(wanted)
-            result.diagnostics.extend(problems)
-        result.diagnostics.extend(pending.failed)
         return result
 
     def run(self, text: str, timeout: float) -> ProcessOutcome:
@@ -214,26 +182,17 @@ class CoqBackend(Backend):
         )
 
     def _read(
-        self,
-        outcome: ProcessOutcome,
-        source_map: SourceMap,
-        file_map: SourceMap,
-        script: QueryScript,
-        pending: Pending,
+        self, outcome: ProcessOutcome, source_map: SourceMap, file_map: SourceMap
     ) -> CheckResult:
-        """Turn one run into a result, and record in `pending` what its queries answered."""
+        """Turn one run into a result (`file_map`: the text coqc read, a newline added)."""
         messages = parse_messages(outcome.stderr, file_map.line_starts)
         status = outcome.status
         if status != CheckStatus.timeout and any(map(is_exhaustion, messages)):
             status = CheckStatus.out_of_memory
         result = CheckResult(backend=self.name, status=status, detail=_detail(outcome, status))
-        begun, outputs = script.split(outcome.stdout)
         for message in messages:
-            diagnostic = self._place(message, source_map, script, begun, pending)
-            if diagnostic is not None:
-                result.diagnostics.append(_tag_environment(diagnostic))
+            result.diagnostics.append(_tag_environment(self._place(message, source_map)))
         result.holes = _holes(outcome.stdout, source_map)
-        pending.answer(script.queries, outputs)
         if outcome.truncated:  # what was cut may hold an error or a hole: never a pass
             result.diagnostics.append(
                 Diagnostic(
@@ -244,15 +203,9 @@ class CoqBackend(Backend):
             )
         return result
 
-    def _place(
-        self,
-        message: CoqMessage,
-        source_map: SourceMap,
-        script: QueryScript,
-        begun: bool,
-        pending: Pending,
-    ) -> Diagnostic | None:
-        """A diagnostic positioned in the source, or None for a failed query (recorded)."""
+    def _place(self, message: CoqMessage, source_map: SourceMap) -> Diagnostic:
+        """A diagnostic positioned in the source (at its end for a message past it, such as
+        coqc's end-of-file checks)."""
         if (
             message.start is None
             or message.line is None
@@ -267,32 +220,16 @@ class CoqBackend(Backend):
             end_line, end_column = source_map.position(
                 max(message.start, message.end or message.start)
             )
-            return Diagnostic(
-                severity=message.severity,
-                message=message.text,
-                line=line,
-                column=column,
-                end_line=end_line,
-                end_column=end_column,
-                kind=message.tag,
-            )
-        index = script.query_lines.get(message.line)
-        if begun and index is not None and message.severity == Severity.error:
-            pending.fail(script.queries[index], message.text)
-            return None
-        if begun and message.severity == Severity.warning:
-            return None
-        line, column = source_map.last_position()
-        text = message.text
-        if message.line == script.guard_line and "has not failed" in text:
-            text = "the source ends inside an unfinished proof (no Qed, Defined or Admitted)"
+        else:
+            line, column = source_map.last_position()
+            end_line, end_column = line, column
         return Diagnostic(
             severity=message.severity,
-            message=text,
+            message=message.text,
             line=line,
             column=column,
-            end_line=line,
-            end_column=column,
+            end_line=end_line,
+            end_column=end_column,
             kind=message.tag,
         )
 

@@ -1,18 +1,18 @@
-"""The commands the backend appends after a source, and how their output is read back.
+"""The queries appended to files of ours, and how their output is read back.
 
-For every target the backend asks `Print Assumptions <target>.`; Coq 8.16 prints each
-assumption by its *shortest* name in the file's final context (`classic`, `adm`,
-`Classical_Prop.classic`, `M.inner`), which does not say whether it is local or where it
-lives. `Locate <basename>.` run at the same point lists every object with that basename by
-its fully qualified path, each with its shortest name there (the query itself, or the
-"shorter name ... is X" note), so matching the shortest name printed by `Print
-Assumptions` gives the qualified path, e.g. `Candidate.adm` or
-`Coq.Logic.Classical_Prop.classic`.
+The files are ours, never the candidate's: the identity file (`coq_identity`) and the query
+files of `library_assumptions` and APE (`pipelines/ape/completeness.py`) only `Require` the
+compiled candidate, so nothing of its scope (notations, abbreviations, `Import`s) is active
+where the queries run. `Print Assumptions` prints each assumption by its shortest name in
+that file's context (`classic`, `Candidate.adm`, `Classical_Prop.classic`), which does not say
+where it lives; `Locate <basename>.` run at the same point lists every object with that
+basename by its fully qualified path, each with its shortest name there (the query itself,
+or the "shorter name ... is X" note), so matching the shortest name printed by `Print
+Assumptions` gives the qualified path, e.g. `Coq.Logic.Classical_Prop.classic`.
 
 Each query is bracketed by `Locate fb_<nonce>_q<i>.`, which prints `No object of basename
-fb_<nonce>_q<i>`: a marker the checked text cannot forge because the nonce is fresh per run.
-`Fail Show.` comes first: it fails exactly when the source ends inside an open proof, which
-coqc itself would only report after our queries (and not at all if one of them failed).
+fb_<nonce>_q<i>`: a marker no required library can forge because the nonce is fresh per run.
+`Fail Show.` comes first: it fails exactly when the text ends inside an open proof.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import secrets
 from dataclasses import dataclass, field
 
 from formalbench.backends.coq_output import is_time_line
-from formalbench.core.records import Diagnostic, Severity
 
 # Axioms of the Coq standard library, Located up front so that the usual cases
 # (classical logic, the axioms behind Reals) need a single run of coqc.
@@ -205,95 +204,3 @@ def resolve(printed: str, located: list[Located]) -> str | None:
 
 def basename(name: str) -> str:
     return name.rsplit(".", 1)[-1]
-
-
-@dataclass
-class Pending:
-    """What the queries of one check still owe across runs of coqc, and what they answered."""
-
-    targets: list[str]
-    names: list[str]
-    late: set[str] = field(default_factory=set)  # targets the source text never mentions
-    axioms: dict[str, list[str]] = field(default_factory=dict)  # target -> printed names
-    located: dict[str, list[Located]] = field(default_factory=dict)  # basename -> objects
-    failed: list[Diagnostic] = field(default_factory=list)  # one per missing target
-    missing: set[str] = field(default_factory=set)
-
-    def queries(self) -> list[Query]:
-        """Targets the text names, then Locates, then the others: a missing target stops
-        coqc, and the ones the text never mentions are the likely missing ones."""
-        first = [Query("assumptions", t) for t in self.targets if t not in self.late]
-        last = [Query("assumptions", t) for t in self.targets if t in self.late]
-        return first + [Query("locate", n) for n in self.names] + last
-
-    def answer(self, queries: list[Query], outputs: dict[int, list[str]]) -> None:
-        """Record the queries that ran to their end; ask next for the names still unknown."""
-        for index, query in enumerate(queries):
-            if index not in outputs:
-                continue
-            if query.kind == "assumptions":
-                self.axioms[query.subject] = parse_assumptions(outputs[index])
-                self.targets.remove(query.subject)
-            else:
-                self.located[query.subject] = parse_locate(outputs[index], query.subject)
-                self.names.remove(query.subject)
-        wanted = {basename(p) for names in self.axioms.values() for p in names}
-        self.names = sorted(set(self.names) | (wanted - set(self.located)))
-
-    def fail(self, query: Query, message: str) -> None:
-        """A query coqc refused: a target that does not exist, or a name it cannot Locate."""
-        if query.kind == "assumptions":
-            self.targets.remove(query.subject)
-            self.missing.add(query.subject)
-            self.failed.append(
-                Diagnostic(
-                    severity=Severity.error,
-                    message=f"target `{query.subject}` not found: {message}",
-                    kind="missing_target",
-                )
-            )
-        else:
-            self.names.remove(query.subject)
-            self.located[query.subject] = []
-
-    def qualified(self, targets: list[str]) -> tuple[dict[str, list[str]], list[Diagnostic]]:
-        """Each answered target's axioms by qualified path, and errors for what is unknown:
-        an assumption that cannot be resolved fails the check rather than pass unseen."""
-        axioms: dict[str, list[str]] = {}
-        problems: list[Diagnostic] = []
-        for target in targets:
-            if target not in self.axioms:
-                if target not in self.missing:
-                    problems.append(_error(f"could not read the assumptions of `{target}`"))
-                continue
-            problem = self._denotes_own(target)
-            if problem:
-                problems.append(problem)
-            axioms[target] = []
-            for printed in self.axioms[target]:
-                path = resolve(printed, self.located.get(basename(printed), []))
-                if path is None:
-                    problems.append(_error(f"could not resolve `{printed}`, used by `{target}`"))
-                axioms[target].append(path or printed)
-        return axioms, problems
-
-    def _denotes_own(self, target: str) -> Diagnostic | None:
-        """An error unless `target` names the file's own `Candidate.<target>`: a candidate must
-        not satisfy the check with another object of that name (e.g. an imported module's)."""
-        located = [o for o in self.located.get(basename(target), []) if o.kind not in _NOT_TERMS]
-        exact = [o.path for o in located if o.shortest == target]
-        suffix = [o.path for o in located if o.path.endswith("." + target)]
-        paths = exact or (suffix if len(suffix) == 1 else [])
-        own = f"{LOCAL_MODULE}.{target}"
-        if paths and paths[0] == own:
-            return None
-        meaning = f"`{paths[0]}`" if paths else "an object coqc could not locate"
-        return Diagnostic(
-            severity=Severity.error,
-            message=f"target `{target}` denotes {meaning}, not the file's own `{own}`",
-            kind="missing_target",
-        )
-
-
-def _error(message: str) -> Diagnostic:
-    return Diagnostic(severity=Severity.error, message=message)

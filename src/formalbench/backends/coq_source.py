@@ -144,11 +144,6 @@ def is_ident(word: str) -> bool:
     )
 
 
-def is_qualid(name: str) -> bool:
-    """Whether `name` is a possibly qualified identifier such as `M.foo`."""
-    return all(is_ident(part) for part in name.split("."))
-
-
 _DECLARATION = re.compile(
     r"(?<![\w'.])(?:Theorem|Lemma|Fact|Remark|Corollary|Proposition|Property|Example|"
     r"Definition|Fixpoint|CoFixpoint|Axioms?|Conjectures?|Parameters?|Hypothes[ie]s|"
@@ -172,12 +167,6 @@ def declared_names(text: str) -> list[str]:
             if is_ident(word):
                 names[word] = None
     return list(names)
-
-
-def word_occurs(text: str, word: str) -> bool:
-    """Whether `word` occurs in `text` as a whole identifier."""
-    pattern = r"(?<![\w'])" + re.escape(word) + r"(?![\w'])"
-    return re.search(pattern, text) is not None
 
 
 _HOLE_TACTIC = re.compile(rb"(?<![\w'.])(admit|give_up)(?![\w'])")
