@@ -468,3 +468,11 @@ def test_verdicts_of_the_real_verifier_on_coq():
             assert classify(attempt).primary == category, (proof, verdict)
     finally:
         backend.close()
+
+
+def test_every_category_has_a_report_title():
+    # an undecided attempt once made `report` fail with a KeyError
+    from formalbench.metrics.messages import ErrorCategory
+    from formalbench.reporting.fmt import CATEGORY_TITLES
+
+    assert set(CATEGORY_TITLES) == set(ErrorCategory)

@@ -19,6 +19,7 @@ CATEGORY_TITLES = {
     ErrorCategory.non_constructive: "non-constructive",
     ErrorCategory.backend_crash: "assistant crashed",
     ErrorCategory.environment: "library missing here (environment)",
+    ErrorCategory.undecided: "undecided by the verifier",
     ErrorCategory.model_error: "model / harness error",
     ErrorCategory.other: "other",
 }
