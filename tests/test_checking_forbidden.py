@@ -160,16 +160,15 @@ def test_coq_kernel_switches_are_always_refused(command: str, subject: str) -> N
 def test_coq_commands_that_reach_the_file_system_are_always_refused(
     command: str, subject: str
 ) -> None:
-    lenient = VerifierPolicy(forbidden=[])  # a policy cannot open these
+    """The gate's refusal (core/gate.py), in every verdict: a policy cannot open these."""
+    lenient = VerifierPolicy(forbidden=[])
     for where in ("before", "in the proof"):
         if where == "before":
             candidate = command + "\nTheorem t : forall n : nat, n + 0 = n.\nProof. auto. Qed.\n"
         else:
             candidate = f"Theorem t : forall n : nat, n + 0 = n.\nProof.\n{command}\nauto. Qed.\n"
-        found = StrictVerifier(None, lenient, language=COQ).static_findings(COQ_ORIGINAL, candidate)
+        found = StrictVerifier(None, lenient, language=COQ).verify(COQ_ORIGINAL, candidate).findings
         assert subject in {f.subject for f in found if f.reason == Reason.forbidden_construct}
-    harmless = "Theorem t : forall n : nat, n + 0 = n.\nProof. Cd. Print Universes. auto. Qed.\n"
-    assert coq_findings(harmless) == []  # printing the directory or the graph writes nothing
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ When the text layer already fails the candidate, the assistant is not run by def
 compile costs seconds to minutes and cannot turn a failure into a pass. The verdict then
 lists every reason the text layer found; pass `compile_always=True` to also get the
 assistant's reasons (an evaluation that wants the full error taxonomy of each attempt),
-except for a candidate with a command that reaches outside the throw-away directory
-(`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
+except for a candidate the gate refuses (`core/gate.py`), which is never run.
 
 Coq with a real coqc backend: whether each target still states what the original states, in
 the original's context, is decided by the kernel (`coq_identity`): the text layer stays a
@@ -36,7 +35,7 @@ from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
-from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
+from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
 from formalbench.checking.lean_identity import (
@@ -299,9 +298,6 @@ class StrictVerifier:
     def _compile_needed(self, findings: list[Finding]) -> bool:
         if self.backend is None:
             return False
-        if any(f.reason == Reason.forbidden_construct and f.subject in UNSAFE_TO_RUN
-               for f in findings):  # fmt: skip
-            return False  # it would write or load files outside the sandbox's directory
         return not findings or self.compile_always
 
     def _text_stage(
