@@ -37,7 +37,7 @@ from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
+from formalbench.checking.lean_hostile import hostile_findings
 from formalbench.checking.lean_identity import (
     LeanIdentity,
     achecked,
@@ -158,7 +158,7 @@ class StrictVerifier:
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         if self.language == Language.lean:
-            findings += odd_blank_findings(candidate) + hostile_findings(cand, forbidden, unchanged)
+            findings += hostile_findings(cand, forbidden, unchanged)
         kind = self.task_kind(original) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS:
             policy = self.policy
