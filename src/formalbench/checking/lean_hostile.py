@@ -68,7 +68,7 @@ def hostile_findings(
         if d.index in exempt:
             continue
         for k, tok in enumerate(d.tokens):
-            if k == d.head and context_changing(d, Language.lean):
+            if k == d.head and context_changing(d):
                 continue  # a `#eval` / `macro` command: statement preservation judges it
             inner = _braced_code(tok) if tok.kind == "string" and "{" in tok.text else []
             for t in [tok, *inner]:

@@ -12,8 +12,8 @@ assistant's reasons (an evaluation that wants the full error taxonomy of each at
 except for a candidate the gate refuses (`core/gate.py`), which is never run.
 
 Coq with a real coqc backend: whether each target still states what the original states, in
-the original's context, is decided by the kernel (`coq_identity`): the text layer stays a
-cheap pre-filter, and leaves to the kernel what context commands and shadowing helpers do.
+the original's context, is decided by the kernel (`coq_identity`); no text rule compares Coq
+statements (`preservation`), with or without coqc.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
@@ -152,9 +152,7 @@ class StrictVerifier:
         `kind` None reads it off the original (`task_kind`); a given kind is obeyed.
         `constructions`: the task's construction names (default: its open value definitions)."""
         orig, cand, holes = self._parse(original, candidate)
-        findings, unchanged = preservation_findings(
-            orig, cand, self.language, holes, kernel_checked=self.coq_identity is not None
-        )
+        findings, unchanged = preservation_findings(orig, cand, self.language, holes)
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         if self.language == Language.lean:
