@@ -30,7 +30,6 @@ from formalbench.core.lexer import plain_name, words
 from formalbench.core.records import Finding, Language, Reason
 
 _COQ_INDUCTIVES = words("Inductive CoInductive Variant")
-_COQ_RECORDS = words("Record Structure Class")
 _COQ_ELIMINATORS = ("_ind", "_rec", "_rect", "_sind")
 
 
@@ -45,8 +44,6 @@ def _suffixes(name: str) -> set[str]:
 
 def introduced_names(decl: Decl, language: Language) -> list[str]:
     """The global names `decl` declares (fully qualified as far as the text shows)."""
-    if language == Language.coq and decl.kind == "Ltac":
-        return []  # tactic names live apart from terms
     names = [_clean(decl.name)] if decl.name else []
     if language == Language.coq:
         names += _coq_extra_names(decl)
@@ -54,63 +51,42 @@ def introduced_names(decl: Decl, language: Language) -> list[str]:
 
 
 def _coq_extra_names(decl: Decl) -> list[str]:
-    """Coq names a command introduces besides its own: constructors, record fields and
-    constructors (`Build_R`), mutual `with` names, the `_ind`/`_rec`/`_rect`/`_sind`
-    eliminators, `Scheme` names."""
+    """The names a Coq inductive introduces besides its own (what the identity plans rename
+    side to side): its constructors, the types of a mutual `with`, and the eliminators
+    `_ind`/`_rec`/`_rect`/`_sind` of each type. Other commands: none."""
+    if decl.kind not in _COQ_INDUCTIVES:
+        return []
     sent = decl.tokens
     for j, tok in enumerate(sent):
         if tok.kind == "end":
             sent = sent[:j]
             break
-    kind, head = decl.kind, decl.head
     module = decl.name.rsplit(".", 1)[0] + "." if decl.name and "." in decl.name else ""
     types = [decl.name] if decl.name else []
     found: list[str] = []
-    if kind == "Scheme" and head + 1 < len(sent) and sent[head + 1].kind == "ident":
-        found.append(module + sent[head + 1].text)
     depth = 0
     matches = 0  # `match`es at depth 0 still waiting for their `with`
     match_with = -1  # index of the last `with` that belonged to a `match`
-    fields_at = -1  # depth of the `{ ... }` holding a record's fields, -1 outside it
-    for i in range(head + 1, len(sent)):
+    for i in range(decl.head + 1, len(sent)):
         tok, prev = sent[i], sent[i - 1].text
-        if tok.text in OPEN_BRACKETS:
-            if kind in _COQ_RECORDS and depth == 0 and tok.text == "{":
-                before = [t.text for t in sent[max(head, i - 2) : i]]
-                if before[-1:] == [":="] or (len(before) == 2 and before[0] == ":="):
-                    fields_at = depth + 1
-            depth += 1
-            continue
-        if tok.text in CLOSE_BRACKETS:
-            depth = max(0, depth - 1)
-            if depth < fields_at:
-                fields_at = -1
+        if tok.text in OPEN_BRACKETS or tok.text in CLOSE_BRACKETS:
+            depth = depth + 1 if tok.text in OPEN_BRACKETS else max(0, depth - 1)
             continue
         if depth == 0 and tok.text == "match":
             matches += 1
         elif depth == 0 and tok.text == "with" and matches:
             matches, match_with = matches - 1, i
             continue
-        if tok.kind != "ident":
+        if tok.kind != "ident" or depth:
             continue
-        if depth == 0 and prev == "with" and match_with != i - 1:
+        if prev == "with" and match_with != i - 1:
             found.append(module + tok.text)
             types.append(module + tok.text)
-        elif _constructor_or_field(kind, depth, fields_at, prev):
+        elif prev in ("|", ":="):
             found.append(module + tok.text)
-    if kind in _COQ_INDUCTIVES | _COQ_RECORDS:
-        for name in types:
-            found += [name + suffix for suffix in _COQ_ELIMINATORS]
-        if kind in _COQ_RECORDS and decl.name:
-            found.append(module + "Build_" + decl.name.rsplit(".", 1)[-1])
+    for name in types:
+        found += [name + suffix for suffix in _COQ_ELIMINATORS]
     return found
-
-
-def _constructor_or_field(kind: str, depth: int, fields_at: int, prev: str) -> bool:
-    """An identifier right after `:=`/`|` of an inductive or record, or opening a field."""
-    if depth == 0 and prev in ("|", ":="):
-        return kind in _COQ_INDUCTIVES | _COQ_RECORDS
-    return depth == fields_at and prev in ("{", ";")
 
 
 def _used(decl: Decl, target: bool) -> set[str]:

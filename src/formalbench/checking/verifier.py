@@ -16,13 +16,11 @@ the original's context, is decided by the kernel (`coq_identity`); no text rule 
 statements (`preservation`), with or without coqc.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
-Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). A Coq
-axiom named `Candidate.*` is declared in the checked file itself (an `Axiom`, or a theorem
-closed by `Admitted`) and is refused, except one that the original declares in its hole-free
-part (a `Parameter`/`Axiom` the task states, as in miniF2F-Coq `amc12a_2016_p3`); library
-axioms are allowed while `policy.allow_library_axioms`, otherwise only those listed in
-`policy.allowed_axioms`. A target whose axioms the assistant did not report cannot be
-checked and fails (disallowed_axiom), since axioms are read from the assistant, never text.
+Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused). Coq axioms
+are read in the identity file by kernel names (`coq_identity.axiom_findings`: the task's own
+postulates are `Original.p`/`FbContext.p` there); a Coq backend without it refuses every
+`Candidate.*` axiom. A target whose axioms the assistant did not report cannot be checked and
+fails (disallowed_axiom), since axioms are read from the assistant, never text.
 """
 
 from __future__ import annotations
@@ -34,7 +32,7 @@ from typing import TYPE_CHECKING
 from formalbench.backends.base import Backend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.construction import construction_findings, task_kind
-from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
+from formalbench.checking.decls import Decl, split_decls
 from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.lean_hostile import hostile_findings
@@ -173,20 +171,10 @@ class StrictVerifier:
         return findings
 
     # --- assistant layer ------------------------------------------------------------------
-    def _original_axioms(self, original: str) -> set[str]:
-        """Coq names the original itself postulates outside its targets (allowed as given)."""
-        orig, _, holes = self._parse(original, "")
-        return {
-            COQ_LOCAL_PREFIX + d.name
-            for d in orig
-            if d.name and d.kind in COQ_POSTULATES and d.index not in holes
-        }
-
     def assistant_findings(
         self,
         result: CheckResult,
         targets: Sequence[str],
-        original: str = "",
         *,
         axioms: bool = True,
     ) -> list[Finding]:
@@ -236,14 +224,11 @@ class StrictVerifier:
             )
         if result.errors or not axioms:
             return findings  # a text that does not compile has no axioms to read
-        return findings + self._axiom_findings(result, targets, original)
+        return findings + self._axiom_findings(result, targets)
 
-    def _axiom_findings(
-        self, result: CheckResult, targets: Sequence[str], original: str
-    ) -> list[Finding]:
+    def _axiom_findings(self, result: CheckResult, targets: Sequence[str]) -> list[Finding]:
         findings: list[Finding] = []
         allowed = self.policy.allowed_axioms_for(self.language)
-        given = self._original_axioms(original) if self.language == Language.coq else set()
         for target in targets:
             axioms = result.axioms.get(target)
             if axioms is None:
@@ -256,7 +241,7 @@ class StrictVerifier:
                 )
                 continue
             for ax in axioms:
-                if self._axiom_ok(ax, allowed, given):
+                if self._axiom_ok(ax, allowed):
                     continue
                 findings.append(
                     Finding(
@@ -267,11 +252,11 @@ class StrictVerifier:
                 )
         return findings
 
-    def _axiom_ok(self, axiom: str, allowed: list[str] | None, given: set[str]) -> bool:
+    def _axiom_ok(self, axiom: str, allowed: list[str] | None) -> bool:
         if self.language == Language.lean:
             return allowed is not None and axiom in allowed
         if axiom.startswith(COQ_LOCAL_PREFIX):
-            return axiom in given
+            return False  # declared in the checked file (the identity file tells the task's)
         if self.policy.allow_library_axioms:
             return True
         return axiom in (self.policy.allowed_axioms or [])
@@ -369,7 +354,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets, original) + same
+                findings += self.assistant_findings(result, targets) + same
                 if self._lean_values_due(original, kind, result, findings):
                     from formalbench.checking.lean_value_check import lean_value_findings
 
@@ -405,11 +390,11 @@ class StrictVerifier:
         assert self.backend is not None
         if self.coq_identity is None:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
-            return result, self.assistant_findings(result, targets, original)
+            return result, self.assistant_findings(result, targets)
         result, identity = self.coq_identity.check(
             original, candidate, targets, timeout, self.policy
         )
-        findings = self.assistant_findings(result, targets, original, axioms=False)
+        findings = self.assistant_findings(result, targets, axioms=False)
         kind = task_kind(original, self.language) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
             # value-level checks load only when a construction compiled (start-up of `check`)
@@ -476,7 +461,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets, original) + same
+                findings += self.assistant_findings(result, targets) + same
                 if self._lean_values_due(original, kind, result, findings):
                     import asyncio  # loaded lazily, as in `averify`
 
