@@ -266,23 +266,6 @@ def test_value_level_list_names_real_tasks():
     assert ids >= VALUE_LEVEL and len(ids - VALUE_LEVEL) >= 6
 
 
-def test_choice_after_a_require_inside_the_value_is_still_read():
-    """A `Require` inside a definition's proof splits it for the declaration splitter; the
-    construction check reads the value whole again."""
-    task = next(t for t in _tasks(COQ_SET) if t.id == "amber_eval_midpoint")
-    honest = solution_file(COQ_SET, task).read_text(encoding="utf-8")
-    sneaky = honest.replace(
-        "Definition answer (a b : R) : R := (a + b) / 2.",
-        "Definition answer (a b : R) : R.\nProof.\nFrom Coq Require Import ClassicalEpsilon.\n"
-        "exact (epsilon (inhabits 0) (fun m => forall y, f a b m <= f a b y)).\nDefined.",
-    )
-    assert sneaky != honest
-    verifier = StrictVerifier(None, language=Language.coq)
-    found = verifier.static_findings(task.source_text, sneaky, task.kind, task.constructions)
-    assert [f.reason for f in found] == [Reason.non_constructive]
-    assert verifier.static_findings(task.source_text, honest, task.kind, task.constructions) == []
-
-
 def test_whole_answers_fill_coq_values_transparently():
     """An answer `Definition answer … := v.` fills the task's `Definition answer … . Admitted.`
     as `exact (v).` closed by `Defined.`, so the theorem can unfold the value."""

@@ -97,7 +97,8 @@ def test_value_taking_the_property_as_a_parameter_changes_the_statement() -> Non
 
 
 @needs_shared
-def test_coq_definition_chosen_by_epsilon() -> None:
+def test_coq_definition_filled_transparently() -> None:
+    """A Coq value's choice is the value check's (tests/test_checking_value_check.py)."""
     original = (
         "Require Import Classical.\nDefinition answer : nat.\nAdmitted.\n"
         "Theorem answer_spec : answer = 3.\nProof.\nAdmitted.\n"
@@ -106,9 +107,6 @@ def test_coq_definition_chosen_by_epsilon() -> None:
     # the value closes with Defined (transparent: the theorem may unfold it), the proof with Qed
     assert "exact 3.\nDefined." in honest and honest.count("Qed.") == 1
     assert check(honest, original=original, language=COQ) == []
-    sneaky = honest.replace("exact 3.", "exact (epsilon (inhabits 0) (fun n => n = 3)).")
-    found = check(sneaky, original=original, language=COQ)
-    assert [f.reason for f in found] == [Reason.non_constructive]
 
 
 def answer_task(value: str, header: str = "") -> tuple[str, str]:

@@ -113,12 +113,13 @@ def test_plain_strings_and_comments_do_not_count() -> None:
 
 @pytest.mark.parametrize("blank", ["\u00a0", "\u2003", "\u3000", "\u2028", "\x0b"])
 def test_blanks_lean_does_not_know_are_refused(blank: str) -> None:
-    candidate = SOLVED.replace("  omega", f"  omega{blank}")
-    got = findings(candidate)
+    """By the gate (core/hidden_chars.py), which every verdict runs first."""
+    verifier = StrictVerifier(None, language=LEAN)
+    got = verifier.verify(ORIGINAL, SOLVED.replace("  omega", f"  omega{blank}")).findings
     assert [f.reason for f in got] == [Reason.forbidden_construct]
     assert f"U+{ord(blank):04X}" in got[0].message
     inside_string = SOLVED.replace("  omega", f'  have _s : String := "a{blank}b"\n  omega')
-    assert findings(inside_string) == []
+    assert verifier.verify(ORIGINAL, inside_string).findings == []
 
 
 def test_a_dangling_in_prefix_at_the_end_is_refused() -> None:

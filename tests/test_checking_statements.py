@@ -9,7 +9,7 @@ import pytest
 from formalbench.checking.holes import fill_holes
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Finding, Language, Reason
-from tests.shared_data import ROOT, SHARED, needs_shared, read_or_empty
+from tests.shared_data import ROOT, SHARED, needs_shared
 
 pytestmark = needs_shared  # the statements compared here are real benchmark files
 
@@ -142,81 +142,20 @@ def test_putnam_solution_signature_is_kept_and_noncomputable_may_be_added() -> N
 @pytest.mark.parametrize(
     "name", ["aime_1983_p1", "mathd_numbertheory_764", "induction_sumkexp3eqsumksq"]
 )
-def test_coq_real_files_pass_unchanged_and_fail_changed(name: str) -> None:
+def test_coq_real_files_pass_unchanged(name: str) -> None:
+    """Coq statements are the identity file's to judge (test_coq_identity_attacks.py,
+    test_verifier_coq_targets.py); the text layer finds nothing in a genuine answer."""
     original = (DATA / "minif2f-coq" / "test" / f"{name}.v").read_text()
     candidate = fill_holes(original, COQ, ["intros.\nlia."])
     assert findings(original, candidate, COQ) == []
     reflowed = "(* solved *)\nRequire Import Lia.\n" + candidate.replace("\n  ", "\n    ")
     assert findings(original, reflowed, COQ) == []
-    renamed = candidate.replace(f"Theorem {name}", f"Lemma {name}_")
-    assert reasons(original, renamed, COQ) == {Reason.missing_target}
 
 
-def test_coq_changed_preceding_definition_and_added_notation() -> None:
-    original = (DATA / "minif2f-coq" / "test" / "mathd_numbertheory_764.v").read_text()
-    candidate = fill_holes(original, COQ, ["intros.\nlia."])
-    changed = candidate.replace("(n ^ (p - 2)) mod p", "(n ^ (p - 1)) mod p")
-    (f,) = findings(original, changed, COQ)
-    assert f.subject == "inverse" and "[2]" in f.message and "[1]" in f.message
-    at = candidate.index("Theorem")
-    for command in ('Notation "x + y" := (x * y).', "Local Open Scope Z_scope.",
-                    "Arguments inverse : simpl never.", "Set Implicit Arguments."):  # fmt: skip
-        noted = candidate[:at] + command + "\n" + candidate[at:]
-        assert reasons(original, noted, COQ) == {Reason.statement_changed}, command
-    helper = candidate[:at] + "Ltac crush := lia.\nLemma h : 1 = 1.\nProof. reflexivity. Qed.\n"
-    assert findings(original, helper + candidate[at:], COQ) == []
-
-
-def test_coq_let_in_statement_is_part_of_the_statement() -> None:
-    original = (DATA / "minif2f-coq" / "test" / "amc12b_2020_p21.v").read_text()
-    candidate = fill_holes(original, COQ, ["split.\nadmit.\nadmit."])
-    got = findings(original, candidate, COQ)
-    assert {f.reason for f in got} == {Reason.forbidden_construct}  # only the admits
-    changed = candidate.replace("(0 < n)%nat", "(1 < n)%nat")
-    assert Reason.statement_changed in {f.reason for f in findings(original, changed, COQ)}
-
-
-COQ_495 = read_or_empty(DATA / "minif2f-coq" / "test" / "mathd_numbertheory_495.v")
-COQ_739 = read_or_empty(DATA / "minif2f-coq" / "valid" / "mathd_numbertheory_739.v")
-
-
-def before_target(original: str, added: str, language: Language = COQ) -> str:
-    proof = "intros. lia." if language == COQ else "simp"
-    candidate = fill_holes(original, language, [proof])
-    at = candidate.index("Theorem" if language == COQ else "theorem")
+def before_target(original: str, added: str) -> str:
+    candidate = fill_holes(original, LEAN, ["simp"])
+    at = candidate.index("theorem")
     return candidate[:at] + added + "\n" + candidate[at:]
-
-
-@pytest.mark.parametrize(
-    "task, added, name",
-    [
-        ("495", "Module Nat.\nDefinition lcm (a b : nat) := 200.\nEnd Nat.", "Nat.lcm"),
-        ("739", "Definition fact (n : nat) := 0.", "fact"),
-        ("739", "Section S.\nFixpoint fact (n : nat) := 0.\nEnd S.", "fact"),
-        ("739", "Inductive t := fact : nat -> t.", "fact"),  # a constructor
-        ("739", "Record r := mk { fact : nat -> nat }.", "fact"),  # a field
-        ("739", "Fixpoint f (n : nat) := 0 with fact (n : nat) := 0.", "fact"),  # mutual
-        ("495", "Module M.\nDefinition gcd (a b : nat) := 6.\nEnd M.\nModule Nat := M.", "Nat"),
-    ],
-)
-def test_coq_added_names_that_capture_a_statement_name_fail(
-    task: str, added: str, name: str
-) -> None:
-    original = {"495": COQ_495, "739": COQ_739}[task]
-    (f,) = findings(original, before_target(original, added), COQ)
-    assert f.reason == Reason.statement_changed and f.subject == name, f
-    assert "can change what the statement means" in f.message
-
-
-def test_coq_helpers_with_other_names_or_after_the_target_pass() -> None:
-    helpers = (
-        "Definition my_fact (n : nat) := 0.\nInductive t := c : nat -> t.\n"
-        "Module Nat2.\nDefinition lcm (a b : nat) := 200.\nEnd Nat2.\n"
-        "Ltac fact := lia.\nFixpoint g (n : nat) : nat := match n with O => 0 | S k => g k end."
-    )
-    assert findings(COQ_739, before_target(COQ_739, helpers), COQ) == []
-    after = fill_holes(COQ_739, COQ, ["reflexivity."]) + "\nDefinition fact (n : nat) := 0.\n"
-    assert findings(COQ_739, after, COQ) == []
 
 
 LEAN_495 = minif2f("mathd_numbertheory_495")  # uses Nat.gcd, Nat.lcm; opens Real Nat ...
@@ -232,7 +171,7 @@ LEAN_495 = minif2f("mathd_numbertheory_495")  # uses Nat.gcd, Nat.lcm; opens Rea
     ],
 )
 def test_lean_added_names_that_capture_a_statement_name_fail(added: str, name: str) -> None:
-    (f,) = findings(LEAN_495, before_target(LEAN_495, added, LEAN))
+    (f,) = findings(LEAN_495, before_target(LEAN_495, added))
     assert f.reason == Reason.statement_changed, f
     assert name is None or f.subject == name
 
@@ -249,16 +188,3 @@ def test_lean_name_in_a_namespace_captures_the_root_name_of_a_target_in_it() -> 
     assert (f.reason, f.subject) == (Reason.statement_changed, "Foo.bar")
     helper = candidate.replace("namespace Foo\n", "namespace Foo\n\ndef baz : ℕ := 2\n")
     assert findings(original, helper) == []
-
-
-def test_names_inside_a_kept_proof_are_not_statement_names() -> None:
-    original = (
-        "Lemma aux : forall n : nat, n + 0 = n.\nProof. intros k. lia. Qed.\n"
-        "Theorem t : forall n : nat, n = n + 0.\nProof.\nAdmitted.\n"
-    )
-    candidate = "Require Import Lia.\n" + fill_holes(original, COQ, ["intros. lia."])
-    assert findings(original, candidate, COQ) == []
-    helper = candidate.replace("Lemma aux", "Definition k := 0.\nLemma aux")
-    assert findings(original, helper, COQ) == []  # `k` is only bound in aux's proof
-    shadow = candidate.replace("Lemma aux", "Definition n := 0.\nLemma aux")
-    assert [f.subject for f in findings(original, shadow, COQ)] == ["n"]  # n is in aux's type

@@ -111,6 +111,10 @@ def test_the_verifier_refuses_what_only_the_value_shows_and_passes_an_honest_ans
     assert verdict.reasons == [Reason.non_constructive], verdict.findings
     honest = HEAD + "Definition answer : R := 2 * 3.\n" + SPEC
     assert verifier.verify(ORIGINAL, honest).passed
+    # a value built by tactics, a `Require` inside its proof (no Coq text rule reads choices)
+    tactic = HEAD + "Definition answer : R.\nProof.\nRequire Import Epsilon.\n"
+    tactic += "exact (epsilon (inhabits 0) (fun m => m = 2)).\nDefined.\n" + SPEC
+    assert verifier.verify(ORIGINAL, tactic).reasons == [Reason.non_constructive]
 
 
 def test_a_choice_in_a_constant_the_text_never_names_is_found_in_a_second_round(

@@ -48,7 +48,8 @@ def test_failure_exit_code_and_findings(tmp_path: Path) -> None:
     assert table.exit_code == 1 and "FAILED" in table.stdout and "[+ 0]" in table.stdout
 
 
-def test_weakened_coq_example_fails_before_compiling() -> None:
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
+def test_weakened_coq_example_is_refused_by_the_kernel() -> None:
     result = run(
         str(CHECK / "candidate_weakened.v"), "--against", str(CHECK / "original.v"), "--json"
     )
@@ -173,7 +174,8 @@ def test_pairs_static_only_one_result_per_line_in_order(tmp_path: Path) -> None:
     assert [r["line"] for r in rows] == [1, 2, 3, 5, 6, 7, 8]
     by_id = {r["id"]: r for r in rows}
     assert by_id["good"]["passed"] is True and by_id["good"]["static_only"] is True
-    assert by_id["weak"]["reasons"] == ["statement_changed"]
+    # text checks judge no Coq statement (the identity file does, with coqc: see below)
+    assert by_id["weak"]["passed"] is True and by_id["weak"]["static_only"] is True
     assert by_id["7"]["passed"] is True and by_id["7"]["targets"] == ["x"]
     assert "not a JSON object" in by_id["line 3"]["error"]
     assert by_id["missing"]["error"] == f"candidate '{tmp_path / 'nothere.v'}': no such file"
@@ -186,7 +188,7 @@ def test_pairs_text_output_and_usage_errors(tmp_path: Path) -> None:
     pairs = write_pairs(tmp_path, PAIR_LINES[:2] + ['{"candidate_text": "x", "original": "o.v"}'])
     text = run("--pairs", str(pairs), "--static-only")
     assert text.exit_code == 1
-    assert text.stdout.splitlines()[:2] == ["PASSED good", "FAILED weak: statement_changed"]
+    assert text.stdout.splitlines()[:2] == ["PASSED good", "PASSED weak"]
     assert (
         text.stdout.splitlines()[2] == f"ERROR  line 3: original '{tmp_path / 'o.v'}': no such file"
     )

@@ -53,16 +53,12 @@ def test_a_helper_that_shadows_a_statement_name_compiles_but_the_kernel_refuses_
     assert not any(d.severity == Severity.error for d in verdict.diagnostics), verdict.findings
     assert verdict.reasons == [Reason.statement_changed], verdict.findings
     assert any("kernel check" in f.message for f in verdict.findings), verdict.findings
-    # the text layer alone refuses it too (the cheap pre-filter when there is no coqc)
-    static = StrictVerifier(None, language=Language.coq).verify(original, candidate)
-    assert static.reasons == [Reason.statement_changed]
 
 
 @needs_shared
 def test_a_shadowing_helper_whose_proof_still_proves_the_statement_passes() -> None:
     """`fact := 0` makes the candidate prove `0 mod 10 = 0`, which the kernel converts to
-    the original `fact 9 mod 10 = 0`: a real proof of the task, so it passes (the text
-    layer alone refuses it, erring towards refusal)."""
+    the original `fact 9 mod 10 = 0`: a real proof of the task, so it passes."""
     original = (MINIF2F / "valid/mathd_numbertheory_739.v").read_text()
     candidate = fill_holes(original, Language.coq, ["reflexivity."])
     at = candidate.index("Theorem")
@@ -70,8 +66,6 @@ def test_a_shadowing_helper_whose_proof_still_proves_the_statement_passes() -> N
     with CoqBackend(workers=1, timeout=60) as backend:
         verdict = StrictVerifier(backend).verify(original, candidate)
     assert verdict.passed, verdict.findings
-    static = StrictVerifier(None, language=Language.coq).verify(original, candidate)
-    assert static.reasons == [Reason.statement_changed]
 
 
 def test_extraction_is_refused_and_never_run(tmp_path: Path) -> None:

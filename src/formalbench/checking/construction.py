@@ -7,9 +7,12 @@ would make such a task trivial, and each is refused here:
 * leaving the value open (a hole in its body) -> forbidden_construct;
 * changing its signature, e.g. taking the property as an extra parameter -> statement_changed,
   reported by statement preservation, which compares the signature token by token;
-* picking the value by choice on an existence proof -> non_constructive (see `choice_hits`).
-  Helper definitions the candidate adds and the value refers to are followed, so the choice
-  cannot hide one call away;
+* picking the value by choice on an existence proof -> non_constructive (see `choice_hits`;
+  Lean only). Helper definitions the candidate adds and the value refers to are followed, so
+  the choice cannot hide one call away. A Coq value's choice is the assistant's to find: with
+  coqc, `value_check` walks the elaborated value (`Print` with every notation off, names
+  resolved by `Locate`), which sees a choice behind a notation or a `Require`d helper and
+  does not take the file's own `choose` for one, as a token rule would;
 * a word of `policy.construction_forbidden` (default `partial`: a `partial def` is opaque to
   the kernel) on the value or a helper it uses -> forbidden_construct.
 
@@ -138,19 +141,11 @@ def choice_hits(
     tactic (`choose f hf using h`); and the dot form `e.choose` when nothing is applied to it
     (`Nat.choose` and `Finset.choose` always take arguments, `Exists.choose` takes none) or when
     its receiver is bound with an `∃` type in the declaration (a function-valued choice
-    `h.choose x`). Coq has no dot notation and no binomial `choose` in its standard library:
-    there the constant, its last name or any qualified name ending in it counts."""
+    `h.choose x`). Coq: none (the value check's, see the module docstring)."""
     consts = list(constants)
     toks = d.tokens
     hits: list[tuple[Token, str]] = []
     if language == Language.coq:
-        for tok in toks[d.body_start :]:
-            text = tok.text
-            for const in consts if tok.kind == "ident" else ():
-                last = const.rsplit(".", 1)[-1]
-                if text in (const, last) or text.endswith(("." + const, "." + last)):
-                    hits.append((tok, const))
-                    break
         return hits
     spaces, aliases = _opened(candidate, d)
     for k in range(d.body_start, len(toks)):
@@ -230,8 +225,6 @@ def construction_findings(
     target type and problem of a transformation) or, when it gives none, each hole-bearing
     value definition of the original (see module doc)."""
     constants = list(choice_constants)
-    if language == Language.coq:
-        candidate = rejoin_proofs(candidate)
     forbidden_set = set(forbidden)
     refused = set(construction_forbidden)
     original_names = {d.name for d in original if d.name}
@@ -272,35 +265,6 @@ def construction_findings(
                     )
                 )
     return findings
-
-
-_COQ_ENDS = frozenset({"Qed", "Defined", "Admitted", "Abort", "Save"})
-
-
-def rejoin_proofs(decls: list[Decl]) -> list[Decl]:
-    """Coq declarations with their proofs whole again.
-
-    The splitter ends a declaration at any command that can also stand at the top level, so
-    `Definition answer : R. Proof. Require Import ClassicalEpsilon. exact (epsilon …). Defined.`
-    comes out as the definition, then nameless pieces; left so, the choice in the value would
-    never be read. A named declaration still in proof mode (no `:=`, no closing `Qed.` /
-    `Defined.`) takes the nameless pieces after it, up to and including its closing one."""
-    out: list[Decl] = []
-    for d in decls:
-        last = out[-1] if out else None
-        if last is not None and d.name is None and last.name is not None and _in_proof(last):
-            out[-1] = Decl(last.kind, last.name, last.tokens + d.tokens, last.head,
-                           last.body_start, last.index)  # fmt: skip
-            continue
-        out.append(d)
-    return out
-
-
-def _in_proof(d: Decl) -> bool:
-    texts = [t.text for t in d.tokens]
-    if ":=" in texts[d.head :]:
-        return False
-    return len(texts) < 2 or texts[-1] != "." or texts[-2] not in _COQ_ENDS
 
 
 def _finding(reason: Reason, subject: str, at: Token, message: str) -> Finding:

@@ -15,14 +15,12 @@ is part of the statement, not an escape taken by the prover.
 Coq's switches that turn a kernel check off (`Unset Guard Checking`, `Unset Positivity
 Checking`, `Unset Universe Checking`, the `bypass_check` attribute) are refused always, like
 Lean's `debug.skipKernelTC` in the default list: with them a proof of False is accepted, and
-no task needs them. So are the Coq commands that reach the file system or load code outside
-the throw-away directory the backend compiles in: every form of `Extraction` (`Extraction
-"f.ml" x`, `Separate`/`Recursive Extraction`, `Extraction Library`, and `Require Extraction`
-with them, which writes nothing but serves only them), `Cd "dir"`, `Load`, `Redirect`,
-`Declare ML Module`, `Add ML Path`, `Add [Rec] LoadPath` and `Print Universes "file"`. A
-policy that edits the forbidden list must not be able to open these: they are a sandbox
-matter, not a matter of proof style. None of them is in the policy list, whose entries are
-single tokens; they are fixed here.
+no task needs them. A policy that edits the forbidden list cannot open them. With coqc this
+is an early refusal of what the identity file refuses too (a target that rests on such a
+definition has `X is assumed to be guarded.` / `positive.` / `relies on an unsafe
+hierarchy.` among its assumptions, `Candidate.X`, refused by kernel name); without coqc
+(`check --static-only`) it is the only check. Commands that reach the file system (`Load`,
+`Extraction`, `Cd` ...) are the gate's (`core/gate.py`), which runs before this layer.
 
 Names are compared without their «» quotes: Lean reads `«debug».skipKernelTC` and `«sorry»`
 as `debug.skipKernelTC` and `sorry`.
@@ -49,50 +47,15 @@ def _matches(text: str, plain: frozenset[str], exact: frozenset[str]) -> str | N
 
 
 _COQ_KERNEL_SWITCHES = frozenset({"Guard", "Positivity", "Universe"})
-_COQ_ALWAYS = {  # a word that is refused wherever it stands -> what the finding names
-    "bypass_check": "bypass_check",
-    "Extraction": "Extraction",
-    "Load": "Load",
-    "Redirect": "Redirect",
-    "LoadPath": "Add LoadPath",
-}
-
-
-# What the findings for commands that reach outside the throw-away directory are named: a
-# candidate with one is never given to the assistant, not even with `compile_always`.
-UNSAFE_TO_RUN = frozenset(
-    {
-        "Extraction",
-        "Load",
-        "Redirect",
-        "Add LoadPath",
-        "Cd",
-        "Declare ML Module",
-        "Add ML Path",
-        "Print Universes to a file",
-    }
-)
 
 
 def _coq_fixed(tokens: list[Token], i: int) -> str | None:
-    """The always-refused Coq construct that starts at token i, if any (see module doc)."""
-    text = tokens[i].text
-    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-    if text in _COQ_ALWAYS:
-        return _COQ_ALWAYS[text]
+    """The always-refused Coq kernel switch that starts at token i, if any (see module doc)."""
+    if tokens[i].text == "bypass_check":
+        return "bypass_check"
     after = [t.text for t in tokens[i + 1 : i + 3]]
-    if text == "Unset" and after[-1:] == ["Checking"] and after[0] in _COQ_KERNEL_SWITCHES:
-        return f"Unset {after[0]} Checking"
-    if text == "Cd" and nxt is not None and nxt.kind == "string":
-        return "Cd"
-    if text == "ML" and nxt is not None and nxt.text in ("Module", "Path"):
-        return "Declare ML Module" if nxt.text == "Module" else "Add ML Path"
-    if text == "Universes":  # `Print [Sorted] Universes [Subgraph (...)] "file".`
-        for tok in tokens[i + 1 :]:
-            if tok.kind == "end":
-                break
-            if tok.kind == "string":
-                return "Print Universes to a file"
+    if tokens[i].text == "Unset" and after[-1:] == ["Checking"]:
+        return f"Unset {after[0]} Checking" if after[0] in _COQ_KERNEL_SWITCHES else None
     return None
 
 

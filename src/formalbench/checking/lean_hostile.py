@@ -1,11 +1,10 @@
 """Lean text that our lexer and Lean would read differently, and code run while elaborating.
 
 The text layer is a pre-filter: where its reading of a candidate can differ from Lean's, the
-candidate is refused rather than judged on a reading Lean does not share. Three cases:
+candidate is refused rather than judged on a reading Lean does not share (a blank that
+Python takes for one and Lean does not, U+00A0, U+3000 ..., is refused by the gate,
+`core/hidden_chars.py`, before this layer). The cases here:
 
-* Whitespace. Python's `\\s` (and so our lexer) takes U+00A0, U+2003, U+3000 ... for blanks;
-  Lean's only blanks are space, tab, CR and LF. A candidate with another blank between its
-  tokens is refused: we could not say what Lean makes of it.
 * Interpolated strings. Lean reads `{...}` inside the strings of `s!`, `m!`, `f!`,
   `throwError`, `logInfo`, `dbg_trace`, `panic!` ... as code; the lexer knows only the `x!"..."`
   forms. The braces of every string are therefore read as code too, and the forbidden words
@@ -29,41 +28,11 @@ from formalbench.checking.preservation import context_changing
 from formalbench.core.lexer import Token, tokenize, words
 from formalbench.core.records import Finding, Language, Reason
 
-LEAN_BLANKS = frozenset(" \t\r\n")
 META_WORDS = words(
     "#eval #eval! run_tac run_cmd run_elab run_meta elab elab_rules macro macro_rules syntax declare_syntax_cat initialize builtin_initialize addDecl addAndCompile evalExpr IO.FS IO.Process IO.appPath System.FilePath"
 )
 _META_PREFIXES = ("IO.FS.", "IO.Process.", "Lean.Environment.addDecl", "Lean.addDecl")
-_ODD_BLANK = re.compile(r"[^\S \t\r\n]")  # a blank to Python that is none of Lean's
 _BRACES = re.compile(r"(?<!\\)\{([^{}\"]*)\}")
-
-
-def odd_blank_findings(text: str) -> list[Finding]:
-    """A finding for the first blank between tokens that Lean does not take for one."""
-    if not _ODD_BLANK.search(text):
-        return []  # the usual case: no lexing needed
-    tokens = tokenize(text, Language.lean, comments=True)
-    last = 0
-    for tok in [*tokens, None]:
-        gap_end = tok.offset if tok is not None else len(text)
-        for k in range(last, gap_end):
-            ch = text[k]
-            if ch not in LEAN_BLANKS and ch.isspace():
-                line = text.count("\n", 0, k) + 1
-                column = k - (text.rfind("\n", 0, k) + 1)
-                return [
-                    Finding(
-                        reason=Reason.forbidden_construct,
-                        subject=f"U+{ord(ch):04X}",
-                        line=line,
-                        column=column,
-                        message=f"character U+{ord(ch):04X} at line {line}, column {column}: "
-                        "Python reads it as a blank, Lean does not",
-                    )
-                ]
-        if tok is not None:
-            last = tok.end
-    return []
 
 
 def _meta_word(text: str) -> str | None:
@@ -99,7 +68,7 @@ def hostile_findings(
         if d.index in exempt:
             continue
         for k, tok in enumerate(d.tokens):
-            if k == d.head and context_changing(d, Language.lean):
+            if k == d.head and context_changing(d):
                 continue  # a `#eval` / `macro` command: statement preservation judges it
             inner = _braced_code(tok) if tok.kind == "string" and "{" in tok.text else []
             for t in [tok, *inner]:

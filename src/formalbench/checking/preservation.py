@@ -1,35 +1,41 @@
-"""Statement preservation: the candidate must prove the task's statement, not another one.
+"""Statement preservation (Lean): the candidate must prove the task's statement, not another one.
 
-Targets are the original's declarations that contain a hole. Every command of the original up
-to the last target must appear in the candidate, in the same order and unchanged: a target
-keeps its signature (name, binders, type; the proof is free), every other declaration and
-context command (`import`, `open`, `variable`, a preceding `def`, a Coq `Parameter` ...) is
-kept entirely. Commands are compared as normalised token streams: layout and comments do not
-count, nor do `noncomputable` and attribute lists, `lemma` vs `theorem` (Coq: `Lemma` vs
-`Theorem` ...), ASCII vs Unicode spellings of the same Lean notation (`->`/`→`, `fun`/`λ`,
-`=>`/`↦`, `<=`/`≤` ...), and `set_option` for resource limits or linters (`maxHeartbeats`,
-`maxRecDepth`, `linter.*` ...), which a candidate may add, drop or change anywhere.
+Coq has no text rule here: with coqc the identity file decides every target's statement and
+its context by kernel names (`checking/coq_identity.py`), and a text comparison refuses
+genuine proofs the kernel accepts (a renamed binder, a `Notation` after the target, a helper
+whose name a statement uses but whose proof still proves it), so it cannot be a pre-filter.
+For Coq this module only names the candidate commands copied verbatim from the original's
+hole-free part (anywhere: a section `Hypothesis` after the target is the task's own), which
+the forbidden-word scan exempts. Without coqc (`check --static-only`) a Coq statement is not
+judged at all.
+
+Lean: targets are the original's declarations that contain a hole. Every command of the
+original up to the last target must appear in the candidate, in the same order and
+unchanged: a target keeps its signature (name, binders, type; the proof is free), every other
+declaration and context command (`import`, `open`, `variable`, a preceding `def` ...) is kept
+entirely. Commands are compared as normalised token streams: layout and comments do not
+count, nor do `noncomputable` and attribute lists, `lemma` vs `theorem`, ASCII vs Unicode
+spellings of the same notation (`->`/`→`, `fun`/`λ`, `=>`/`↦`, `<=`/`≤` ...), and
+`set_option` for resource limits or linters (`maxHeartbeats`, `maxRecDepth`, `linter.*` ...),
+which a candidate may add, drop or change anywhere.
 
 Commands a candidate adds: new named declarations (helper lemmas and definitions) are allowed
 anywhere, unless one placed before a target takes a name the statement uses (`shadowing`).
 Commands that change how later text elaborates are refused anywhere: before a target
 (statement_changed) they can change what its statement means; after the last target
 (forbidden_construct) nothing needs them, and they could change how the queries a backend
-appends after the text (`#print axioms`, `Print Assumptions`) parse or print. They are Lean
+appends after the text (`#print axioms`, the identity queries) parse or print. They are
 `open`, `export`, `variable`, `include`, non-resource `set_option`, `notation`/`notation3`/
 `binder_predicate`/`infix`/`macro`/`syntax`/`elab`/`macro_rules`/`elab_rules`, `instance`,
 `attribute [instance ...]`, `local`/`scoped` commands, `run_cmd`, `#eval`, declarations
-tagged `@[instance]`, `@[macro]`, elaborator attributes...;
-Coq `Notation`/`Infix`/`Tactic Notation`, scope commands, `Arguments`, `Coercion`, `Instance`,
-`Set`/`Unset`, `Variable`/`Context`, plain `Import`/`Export`. Allowed because they cannot change
-what a statement means: Lean `import`s, `namespace`/`section`/`end` (a target moved into a
+tagged `@[instance]`, `@[macro]`, elaborator attributes... Allowed because they cannot change
+what a statement means: `import`s, `namespace`/`section`/`end` (a target moved into a
 namespace no longer has its name), `universe`, `open X in` / `set_option o v in` prefixes on a
-helper; Coq `Require [Import]` (candidates need `Lia`, `Lra`, ...), `Ltac`, `Hint`, `Section`.
-Lean scoping: a scoped command (`open`, `variable`, `include`, `omit`, `set_option`, and any
+helper. Scoping: a scoped command (`open`, `variable`, `include`, `omit`, `set_option`, and any
 `local`/`scoped` one) inside a `section`/`namespace` whose `end` comes before the next target
 (or, after the last target, that is closed at all) is allowed, since Lean drops it at `end`; a
 plain `instance`, `notation`, `attribute [instance]` or `macro` outlives `end` and stays
-refused. Also compared modulo what does not change a Lean statement: the names of a target's
+refused. Also compared modulo what does not change a statement: the names of a target's
 binders (`(h : P)` vs `(_h : P)`, renamed to their position), the module system's `public`,
 the order of an `open A B` list and of the imports (an original import must still be there).
 Where a Lean backend can run the identity check (checking/lean_identity.py), a changed target
@@ -50,10 +56,6 @@ _LEAN_SYNONYMS = {
     "->": "→", "<-": "←", "<->": "↔", "<=": "≤", ">=": "≥", "λ": "fun", "↦": "=>",
     "forall": "∀", "exists": "∃", "lemma": "theorem",
 }  # fmt: skip
-_COQ_SYNONYMS = {
-    k: "Theorem"
-    for k in ["Lemma", "Fact", "Remark", "Corollary", "Proposition", "Property", "Example"]
-}
 _IGNORED_MODIFIERS = words("noncomputable public")  # neither changes what is stated
 _HARMLESS_OPTIONS = words(
     "maxHeartbeats maxRecDepth synthInstance.maxHeartbeats synthInstance.maxSize diagnostics diagnostics.threshold profiler profiler.threshold exponentiation.threshold"
@@ -64,9 +66,6 @@ RISKY_ATTRIBUTES = words(
 )
 _LEAN_CONTEXT = words(
     "open export variable include omit set_option notation notation3 binder_predicate infix infixl infixr prefix postfix macro macro_rules syntax elab elab_rules declare_syntax_cat instance initialize builtin_initialize run_cmd run_elab run_meta unif_hint deriving #eval"
-)
-_COQ_CONTEXT = words(
-    "Notation Infix Reserved Tactic Open Close Delimit Bind Declare Arguments Coercion Instance Existing Canonical Set Unset Variable Variables Context Hypothesis Hypotheses Implicit Generalizable Import Export Include"
 )
 
 
@@ -85,14 +84,10 @@ def _harmless_name(name: str) -> bool:
     return name in _HARMLESS_OPTIONS or name.startswith(_HARMLESS_OPTION_PREFIXES)
 
 
-def normalized(
-    decl: Decl, language: Language, *, stop: int | None = None, alpha: bool = True
-) -> list[str]:
+def normalized(decl: Decl, *, stop: int | None = None, alpha: bool = True) -> list[str]:
     """The comparable token texts of `decl.tokens[:stop]` (see the module docstring); a
     signature (`stop` before the end) has its binder names renamed unless `alpha` is false."""
     toks = decl.tokens[: len(decl.tokens) if stop is None else stop]
-    if language == Language.coq:
-        return [_COQ_SYNONYMS.get(t.text, t.text) for t in toks]
     out: list[str] = []
     i, n = 0, len(toks)
     while i < n:
@@ -197,14 +192,8 @@ def attributes(decl: Decl) -> set[str]:
     }
 
 
-def context_changing(decl: Decl, language: Language) -> bool:
+def context_changing(decl: Decl) -> bool:
     """Whether `decl` changes how the text after it elaborates (see the module docstring)."""
-    if language == Language.coq:
-        if decl.kind == "Module":
-            return any(
-                t.text in ("Import", "Export") for t in decl.tokens[decl.head : decl.head + 2]
-            )
-        return decl.kind in _COQ_CONTEXT
     if decl.kind == "set_option":
         return not harmless_option(decl)
     if decl.kind == "attribute":
@@ -251,10 +240,10 @@ def _closing_ends(decls: list[Decl]) -> dict[int, int]:
     return out
 
 
-def _named_diff(r: Decl, c: Decl, is_target: bool, language: Language) -> str:
+def _named_diff(r: Decl, c: Decl, is_target: bool) -> str:
     """`token_diff` of two commands with their own binder names (easier to read)."""
-    want = normalized(r, language, stop=r.body_start if is_target else None, alpha=False)
-    got = normalized(c, language, stop=c.body_start if is_target else None, alpha=False)
+    want = normalized(r, stop=r.body_start if is_target else None, alpha=False)
+    got = normalized(c, stop=c.body_start if is_target else None, alpha=False)
     return token_diff(want, got)
 
 
@@ -286,21 +275,15 @@ def _label(decl: Decl) -> str:
 
 
 def preservation_findings(
-    original: list[Decl],
-    candidate: list[Decl],
-    language: Language,
-    holes: set[int],
-    *,
-    kernel_checked: bool = False,
+    original: list[Decl], candidate: list[Decl], language: Language, holes: set[int]
 ) -> tuple[list[Finding], set[int]]:
-    """Findings about changed or missing statements, and the candidate commands that match
-    an unchanged hole-free command of the original (exempt from the forbidden-construct scan).
-    `holes` holds the indices of the original declarations that contain a hole.
-    `kernel_checked` (Coq, when `coq_identity` runs): the identity file decides statements
-    and axioms by full paths, outside the candidate's scope, so no text rule here refuses
-    anything (a renamed binder, another definitional form of a value hole, a notation after
-    the target are all the kernel's to judge); only `unchanged` is computed."""
-    kernel = kernel_checked and language == Language.coq
+    """Findings about changed or missing statements (Lean), and the candidate commands that
+    match an unchanged hole-free command of the original (exempt from the forbidden-word
+    scan). `holes` holds the indices of the original declarations that contain a hole. Coq:
+    no findings (the kernel's to judge, see the module docstring), only the copies."""
+    if language == Language.coq:
+        given = {tuple(t.text for t in r.tokens) for r in original if r.index not in holes}
+        return [], {c.index for c in candidate if tuple(t.text for t in c.tokens) in given}
     findings: list[Finding] = []
     targets = [d for d in original if d.index in holes]
     if not targets:
@@ -314,11 +297,11 @@ def preservation_findings(
     unchanged: set[int] = set()
     pos = -1
     for r in original[: last + 1]:
-        if language == Language.lean and harmless_option(r):
+        if harmless_option(r):
             continue
         is_target = r.index in holes
         stop = r.body_start if is_target else None
-        want = normalized(r, language, stop=stop)
+        want = normalized(r, stop=stop)
         if r.name is not None:
             c = by_name.get(r.name)
             if c is None or c.index in matched:
@@ -339,7 +322,7 @@ def preservation_findings(
                     c
                     for c in pool
                     if c.index not in matched
-                    and normalized(c, language, stop=c.body_start if is_target else None) == want
+                    and normalized(c, stop=c.body_start if is_target else None) == want
                 ),
                 None,
             )
@@ -353,7 +336,7 @@ def preservation_findings(
                 )
                 continue
         matched[c.index] = r
-        got = normalized(c, language, stop=c.body_start if is_target else None)
+        got = normalized(c, stop=c.body_start if is_target else None)
         head = c.tokens[c.head]
         if got == want and not is_target:
             unchanged.add(c.index)
@@ -365,10 +348,10 @@ def preservation_findings(
                     subject=r.name,
                     line=head.line,
                     column=head.column,
-                    message=f"{part} of {_label(r)} changed: {_named_diff(r, c, is_target, language)}",
+                    message=f"{part} of {_label(r)} changed: {_named_diff(r, c, is_target)}",
                 )
             )
-        elif language == Language.lean and (attributes(c) - attributes(r)) & RISKY_ATTRIBUTES:
+        elif (attributes(c) - attributes(r)) & RISKY_ATTRIBUTES:
             findings.append(
                 Finding(
                     reason=Reason.statement_changed,
@@ -390,13 +373,13 @@ def preservation_findings(
             )
         pos = max(pos, c.index)
     target_positions = sorted(i for i, r in matched.items() if r.index in holes)
-    given = {tuple(normalized(r, language)) for r in original}
+    given = {tuple(normalized(r)) for r in original}
     refused: set[int] = set()
-    closes = _closing_ends(candidate) if language == Language.lean else {}
+    closes = _closing_ends(candidate)
     for c in candidate:
-        if c.index in matched or not context_changing(c, language):
+        if c.index in matched or not context_changing(c):
             continue
-        if tuple(normalized(c, language)) in given:
+        if tuple(normalized(c)) in given:
             continue  # the original has it too (after its last target)
         end = closes.get(c.index)
         if end is not None and scoped_command(c):
@@ -421,9 +404,5 @@ def preservation_findings(
                 message=f"adds {_label(c)} {why}",
             )
         )
-    if kernel:  # a command the original itself has, anywhere outside its holes, is its own
-        given = {tuple(normalized(r, language)) for r in original if r.index not in holes}
-        copied = {c.index for c in candidate if tuple(normalized(c, language)) in given}
-        return [], unchanged | copied
-    findings += shadow_findings(candidate, matched, holes, language, skip=refused)
+    findings += shadow_findings(candidate, matched, holes, skip=refused)
     return findings, unchanged

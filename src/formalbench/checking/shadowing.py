@@ -1,29 +1,24 @@
-"""Added declarations that can change what the task's statement means by taking its names.
+"""Added Lean declarations that can change what the task's statement means by taking its names.
 
 A candidate may add helper lemmas and definitions, but a name declared before a target can
-capture an identifier the statement (or a declaration it depends on) uses: Coq `Module Nat.
-Definition lcm a b := 200. End Nat.` makes `Nat.lcm` in the statement mean the new constant,
-and a plain `Definition fact (n : nat) := 0.` does the same to `fact`; in Lean `def Foo.bar`
-inside `namespace Foo` captures `bar` for a target in that namespace or under `open Foo`.
-Compiling cannot tell: the shadowed statement type-checks and is proved.
+capture an identifier the statement (or a declaration it depends on) uses: `def Foo.bar`
+inside `namespace Foo` captures `bar` for a target in that namespace or under `open Foo`, and
+a plain `def fact (n : ℕ) := 0` does the same to `fact`. Compiling cannot tell: the shadowed
+statement type-checks and is proved. (Coq has no such rule: its identity file compares the
+statements by kernel names, outside the candidate's scope; `introduced_names` still lists the
+names a Coq command declares, constructors and eliminators included, for its plans.)
 
 The rule is textual and errs towards refusing. An added declaration placed before the last
 target is refused (statement_changed) when any dotted suffix of a name it introduces equals an
 identifier of an original command that comes after it in the candidate, up to the last target
-(the signature of a target or theorem, the whole of any other command): `Nat.lcm`, `lcm` for `Nat.lcm`;
-`fact` for `fact`. A suffix is what Lean reaches through `namespace`/`open` and what Coq
-resolves as a partially qualified name, so every way the name can be reached is covered
-without modelling scopes. Names introduced are the declared name and, in Coq, where they are
-global too: constructors, record fields and constructors (`Build_R`), mutual `with` names,
-the `_ind`/`_rec`/`_rect`/`_sind` eliminators, `Scheme` names; a Coq module alias (`Module Nat
-:= M.`) captures every name it prefixes (`Nat.gcd`). Lean constructors and fields live in the
-type's namespace and are not reached without an `open`, which is refused anyway.
+(the signature of a target or theorem, the whole of any other command). A suffix is what Lean
+reaches through `namespace`/`open`, so every way the name can be reached is covered without
+modelling scopes. Lean constructors and fields live in the type's namespace and are not
+reached without an `open`, which is refused anyway.
 
 What it costs: a helper that happens to share a name with a bound variable of the statement
 (`def n := 5` before `theorem t (n : ℕ) ...`) is refused though a binder would win; renaming
-the helper is the fix, and the message says so. What it does not see: names a `Require
-Import` of another library brings in (the Coq backend reports what each target depends on
-only as axioms).
+the helper is the fix, and the message says so.
 """
 
 from __future__ import annotations
@@ -35,7 +30,6 @@ from formalbench.core.lexer import plain_name, words
 from formalbench.core.records import Finding, Language, Reason
 
 _COQ_INDUCTIVES = words("Inductive CoInductive Variant")
-_COQ_RECORDS = words("Record Structure Class")
 _COQ_ELIMINATORS = ("_ind", "_rec", "_rect", "_sind")
 
 
@@ -48,15 +42,8 @@ def _suffixes(name: str) -> set[str]:
     return {".".join(parts[i:]) for i in range(len(parts))}
 
 
-def _prefixes(name: str) -> set[str]:
-    parts = name.split(".")
-    return {".".join(parts[:i]) for i in range(1, len(parts))}
-
-
 def introduced_names(decl: Decl, language: Language) -> list[str]:
     """The global names `decl` declares (fully qualified as far as the text shows)."""
-    if language == Language.coq and decl.kind == "Ltac":
-        return []  # tactic names live apart from terms
     names = [_clean(decl.name)] if decl.name else []
     if language == Language.coq:
         names += _coq_extra_names(decl)
@@ -64,74 +51,48 @@ def introduced_names(decl: Decl, language: Language) -> list[str]:
 
 
 def _coq_extra_names(decl: Decl) -> list[str]:
-    """Coq names a command introduces besides its own: see the module docstring."""
+    """The names a Coq inductive introduces besides its own (what the identity plans rename
+    side to side): its constructors, the types of a mutual `with`, and the eliminators
+    `_ind`/`_rec`/`_rect`/`_sind` of each type. Other commands: none."""
+    if decl.kind not in _COQ_INDUCTIVES:
+        return []
     sent = decl.tokens
     for j, tok in enumerate(sent):
         if tok.kind == "end":
             sent = sent[:j]
             break
-    kind, head = decl.kind, decl.head
     module = decl.name.rsplit(".", 1)[0] + "." if decl.name and "." in decl.name else ""
     types = [decl.name] if decl.name else []
     found: list[str] = []
-    if kind == "Scheme" and head + 1 < len(sent) and sent[head + 1].kind == "ident":
-        found.append(module + sent[head + 1].text)
     depth = 0
     matches = 0  # `match`es at depth 0 still waiting for their `with`
     match_with = -1  # index of the last `with` that belonged to a `match`
-    fields_at = -1  # depth of the `{ ... }` holding a record's fields, -1 outside it
-    for i in range(head + 1, len(sent)):
+    for i in range(decl.head + 1, len(sent)):
         tok, prev = sent[i], sent[i - 1].text
-        if tok.text in OPEN_BRACKETS:
-            if kind in _COQ_RECORDS and depth == 0 and tok.text == "{":
-                before = [t.text for t in sent[max(head, i - 2) : i]]
-                if before[-1:] == [":="] or (len(before) == 2 and before[0] == ":="):
-                    fields_at = depth + 1
-            depth += 1
-            continue
-        if tok.text in CLOSE_BRACKETS:
-            depth = max(0, depth - 1)
-            if depth < fields_at:
-                fields_at = -1
+        if tok.text in OPEN_BRACKETS or tok.text in CLOSE_BRACKETS:
+            depth = depth + 1 if tok.text in OPEN_BRACKETS else max(0, depth - 1)
             continue
         if depth == 0 and tok.text == "match":
             matches += 1
         elif depth == 0 and tok.text == "with" and matches:
             matches, match_with = matches - 1, i
             continue
-        if tok.kind != "ident":
+        if tok.kind != "ident" or depth:
             continue
-        if depth == 0 and prev == "with" and match_with != i - 1:
+        if prev == "with" and match_with != i - 1:
             found.append(module + tok.text)
             types.append(module + tok.text)
-        elif _constructor_or_field(kind, depth, fields_at, prev):
+        elif prev in ("|", ":="):
             found.append(module + tok.text)
-    if kind in _COQ_INDUCTIVES | _COQ_RECORDS:
-        for name in types:
-            found += [name + suffix for suffix in _COQ_ELIMINATORS]
-        if kind in _COQ_RECORDS and decl.name:
-            found.append(module + "Build_" + decl.name.rsplit(".", 1)[-1])
+    for name in types:
+        found += [name + suffix for suffix in _COQ_ELIMINATORS]
     return found
-
-
-def _constructor_or_field(kind: str, depth: int, fields_at: int, prev: str) -> bool:
-    """An identifier right after `:=`/`|` of an inductive or record, or opening a field."""
-    if depth == 0 and prev in ("|", ":="):
-        return kind in _COQ_INDUCTIVES | _COQ_RECORDS
-    return depth == fields_at and prev in ("{", ";")
-
-
-def _module_alias(decl: Decl, language: Language) -> bool:
-    """A Coq `Module M := N.` (or a functor application): M stands for a whole module."""
-    if language != Language.coq or decl.kind != "Module":
-        return False
-    return any(t.text == ":=" for t in decl.tokens if t.kind != "end")
 
 
 def _used(decl: Decl, target: bool) -> set[str]:
     """The names a command of the original uses: a definition's in full, a theorem's (and a
     target's) in its signature only, since its proof cannot change what it states."""
-    proof_only = target or decl.kind in ("theorem", "Theorem")
+    proof_only = target or decl.kind == "theorem"
     toks = decl.tokens[: decl.body_start] if proof_only else decl.tokens
     return {_clean(t.text) for t in toks if t.kind == "ident"}
 
@@ -140,7 +101,6 @@ def shadow_findings(
     candidate: list[Decl],
     matched: dict[int, Decl],
     holes: Iterable[int],
-    language: Language,
     skip: Iterable[int] = (),
 ) -> list[Finding]:
     """statement_changed for each added command that takes a name used after it (see above).
@@ -154,13 +114,11 @@ def shadow_findings(
     if not targets:
         return []
     used = {r.index: _used(r, r.index in hole_set) for _, r in later}
-    prefixes = {k: set().union(*map(_prefixes, v)) if v else set() for k, v in used.items()}
     findings: list[Finding] = []
     for c in candidate:
         if c.index in matched or c.index in skipped or c.index > targets[-1]:
             continue
-        alias = _module_alias(c, language)
-        hit = _first_hit(c, language, alias, later, used, prefixes)
+        hit = _first_hit(c, later, used)
         if hit is None:
             continue
         name, word, r = hit
@@ -180,22 +138,15 @@ def shadow_findings(
 
 
 def _first_hit(
-    c: Decl,
-    language: Language,
-    alias: bool,
-    later: list[tuple[int, Decl]],
-    used: dict[int, set[str]],
-    prefixes: dict[int, set[str]],
+    c: Decl, later: list[tuple[int, Decl]], used: dict[int, set[str]]
 ) -> tuple[str, str, Decl] | None:
     """(introduced name, the original's word it captures, that original command) or None."""
-    for name in introduced_names(c, language):
+    for name in introduced_names(c, Language.lean):
         reach = _suffixes(name)
         for index, r in later:
             if index < c.index:
                 continue
             common = reach & used[r.index]
-            if alias:
-                common |= {p for p in prefixes[r.index] if p in reach}
             if common:
                 return name, min(common, key=len), r
     return None

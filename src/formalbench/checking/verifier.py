@@ -9,8 +9,7 @@ When the text layer already fails the candidate, the assistant is not run by def
 compile costs seconds to minutes and cannot turn a failure into a pass. The verdict then
 lists every reason the text layer found; pass `compile_always=True` to also get the
 assistant's reasons (an evaluation that wants the full error taxonomy of each attempt),
-except for a candidate with a command that reaches outside the throw-away directory
-(`forbidden.UNSAFE_TO_RUN`: Coq `Extraction`, `Load`, `Cd` ...), which is never run.
+except for a candidate the gate refuses (`core/gate.py`), which is never run.
 
 Coq with a backend: every verdict is decided by the identity file (`coq_identity`): whether
 each target still states what the original states, in the original's context, and which
@@ -20,8 +19,7 @@ on one machine, so it runs whole where the assistant runs (`Backend.on_assistant
 or on the Ray actor that owns the coqc backend with `--executor ray`). A backend that
 cannot run it (no coqc behind it) gets `undecided`, never a verdict read from queries
 appended in the candidate's own scope, which a notation or abbreviation can redirect.
-The text layer stays a cheap pre-filter, and leaves to the kernel what context commands and
-shadowing helpers do.
+No text rule compares Coq statements (`preservation`), with or without coqc.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused); a target
@@ -41,9 +39,9 @@ from typing import TYPE_CHECKING
 from formalbench.backends.base import Backend, WorkerLost
 from formalbench.checking.construction import construction_findings, task_kind
 from formalbench.checking.decls import Decl, split_decls
-from formalbench.checking.forbidden import UNSAFE_TO_RUN, forbidden_findings
+from formalbench.checking.forbidden import forbidden_findings
 from formalbench.checking.holes import hole_decls
-from formalbench.checking.lean_hostile import hostile_findings, odd_blank_findings
+from formalbench.checking.lean_hostile import hostile_findings
 from formalbench.checking.lean_identity import (
     LeanIdentity,
     achecked,
@@ -201,13 +199,11 @@ class StrictVerifier:
         `kind` None reads it off the original (`task_kind`); a given kind is obeyed.
         `constructions`: the task's construction names (default: its open value definitions)."""
         orig, cand, holes = self._parse(original, candidate)
-        findings, unchanged = preservation_findings(
-            orig, cand, self.language, holes, kernel_checked=self.coq_kernel
-        )
+        findings, unchanged = preservation_findings(orig, cand, self.language, holes)
         forbidden = self.policy.forbidden_for(self.language)
         findings += forbidden_findings(cand, forbidden, unchanged, self.language)
         if self.language == Language.lean:
-            findings += odd_blank_findings(candidate) + hostile_findings(cand, forbidden, unchanged)
+            findings += hostile_findings(cand, forbidden, unchanged)
         kind = self.task_kind(original) if kind is None else TaskKind(kind)
         if kind in CONSTRUCTION_KINDS:
             policy = self.policy
@@ -228,7 +224,6 @@ class StrictVerifier:
         self,
         result: CheckResult,
         targets: Sequence[str],
-        original: str = "",
         *,
         axioms: bool = True,
     ) -> list[Finding]:
@@ -289,9 +284,6 @@ class StrictVerifier:
     def _compile_needed(self, findings: list[Finding]) -> bool:
         if self.backend is None:
             return False
-        if any(f.reason == Reason.forbidden_construct and f.subject in UNSAFE_TO_RUN
-               for f in findings):  # fmt: skip
-            return False  # it would write or load files outside the sandbox's directory
         return not findings or self.compile_always
 
     def _text_stage(
@@ -365,7 +357,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets, original) + same
+                findings += self.assistant_findings(result, targets) + same
                 if self._lean_values_due(original, kind, result, findings):
                     from formalbench.checking.lean_value_check import lean_value_findings
 
@@ -403,7 +395,7 @@ class StrictVerifier:
         assert self.backend is not None
         if self.language != Language.coq:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
-            return result, self.assistant_findings(result, targets, original)
+            return result, self.assistant_findings(result, targets)
         try:
             return self.backend.on_assistant(
                 coq_layer, original, candidate, targets, timeout, kind, self.policy
@@ -470,7 +462,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets, original) + same
+                findings += self.assistant_findings(result, targets) + same
                 if self._lean_values_due(original, kind, result, findings):
                     import asyncio  # loaded lazily, as in `averify`
 
