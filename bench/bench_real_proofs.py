@@ -19,6 +19,7 @@ Times are coqc CPU (the children's, steadier on a shared machine) and wall.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
+    python bench/bench_real_proofs.py PROJECT/theories --coq-project PROJECT --skip 40 --limit 40
 """
 
 from __future__ import annotations
@@ -95,12 +96,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", type=Path, help="Coq sources (default: stdlib)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many files")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N files (runs in chunks)"
+    )
     parser.add_argument("--sample", type=int, default=None, help="a random sample of files")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     parser.add_argument("--tasks-per-file", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", type=Path, default=None, help="one JSON line per verdict")
+    parser.add_argument(
+        "--coq-project",
+        type=Path,
+        default=None,
+        help="the folder of the project's _CoqProject: its load path for every compile "
+        "(its libraries built beforehand, used read-only)",
+    )
     parser.add_argument(
         "--task-by-assistant",
         action="store_true",
@@ -116,8 +127,8 @@ def main() -> None:
         files = [p for p in files if p.stat().st_size <= args.max_bytes]
     if args.sample:
         files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
-    files = files[: args.limit]
-    backend = CoqBackend(timeout=args.timeout, workers=1)
+    files = files[args.skip :][: args.limit]
+    backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=args.coq_project)
     verifier = StrictVerifier(backend)
     # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
     lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
