@@ -127,7 +127,10 @@ def split_source(text: str, context: str | None, replay: str = "") -> str:
     import of the library does not carry over)."""
     if context is None:
         return text
-    return _CONTEXT_IMPORT + replay + text[len(context) :]
+    # imported once more after the replay: in the original the context's own names come
+    # after its imports and shadow theirs (SetoidClass.v's `equiv` over RelationClasses')
+    again = f"Import {CONTEXT_MODULE}.\n" if replay else ""
+    return _CONTEXT_IMPORT + replay + again + text[len(context) :]
 
 
 _cache_guard = threading.Lock()
@@ -210,6 +213,12 @@ class CoqIdentity:
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
+        if context is not None and build.folder is None:
+            # no shared context to compile the candidate on: its own compile, then why
+            report = IdentityReport(self.backend.check(prefix + candidate, timeout=limit))
+            report.undecided = f"the original does not compile here: {build.problem}"
+            report.environment = True
+            return report
         with work_dir("coq") as tmp:
             work = Path(tmp)
             if context is not None and build.folder is not None:

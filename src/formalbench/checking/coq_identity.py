@@ -59,7 +59,10 @@ def _eliminator(name: str) -> bool:
 
 
 _POSTULATES = words("Axiom Axioms Parameter Parameters Conjecture")
-_REPLAYED = words("Require From Import Export Open Close Set Unset Delimit Bind")
+# (`Generalizable Variables A` and `Implicit Types` end with the file too: SetoidClass.v)
+_REPLAYED = words(
+    "Require From Import Export Open Close Set Unset Delimit Bind Generalizable Implicit"
+)
 
 
 class Unsplittable(Exception):

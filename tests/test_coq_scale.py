@@ -1,0 +1,119 @@
+"""Refusal classes found by running the Coq verifier over real code at scale (issue 18).
+
+`bench/bench_real_proofs.py` over the standard library and coq-topology turned up genuine
+proofs refused for reasons that were the verifier's, not the proof's; each class is here
+in a few lines of real Coq (real coqc), plus the project file of coq-topology:
+
+- a `Program Instance` with no body (its fields become obligations, no proof opens) was read
+  as a proof left open, so every later command until the next declaration (`Local Open
+  Scope ...`) became part of it and the instance a second target (RelationClasses.v);
+- `Generalizable Variables` of the shared context, which ends with that file, was not
+  replayed after the context's import (SetoidClass.v);
+- the context's replayed `Require Import`s came after its own import, so a library name
+  shadowed the context's own (`equiv` of SetoidClass.v against RelationClasses');
+- where the original cannot be compiled on top of its shared context, the verdict said the
+  candidate changed the statement; it is `undecided` (environment), the original's problem.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_project import read_coq_project
+from formalbench.checking.holes import hole_decls
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.errors import InputError
+from formalbench.core.records import Language, Reason
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
+
+
+def test_a_program_instance_with_no_body_opens_no_proof() -> None:
+    text = "#[global] Program Instance i : C.\n\nLocal Open Scope list_scope.\n"
+    decls, holes = hole_decls(text, Language.coq)
+    assert [d.kind for d in decls] == ["Instance", "Open"]
+    assert not holes
+    # without `Program` the instance does open a proof, which `Admitted` leaves a hole
+    decls, holes = hole_decls("Instance i : C.\nProof. Admitted.\n", Language.coq)
+    assert holes == {0}
+
+
+def test_a_project_may_set_proof_style_options_only(tmp_path: Path) -> None:
+    (tmp_path / "theories").mkdir()
+    project = tmp_path / "_CoqProject"
+    project.write_text(
+        "-R theories Topology\n-arg -set -arg \"'Default Goal Selector=!'\"\n"
+    )  # coq-topology's own line
+    assert read_coq_project(tmp_path).args[-2:] == ("-set", "Default Goal Selector=!")
+    for bad in ("'Guard Checking=no'", "'Dump Arith=x'"):
+        project.write_text(f'-arg -set -arg "{bad}"\n')
+        with pytest.raises(InputError, match="only proof-style settings"):
+            read_coq_project(tmp_path)
+    project.write_text("-arg -unset -arg \"'Universe Checking'\"\n")
+    with pytest.raises(InputError, match="not passed"):
+        read_coq_project(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Iterator[StrictVerifier]:
+    with CoqBackend(workers=2, timeout=60) as backend:
+        yield StrictVerifier(backend)
+
+
+def task_of(real: str, statement: str) -> str:
+    """The real file with the proof after `statement` replaced by `Admitted.`."""
+    head, _, rest = real.partition(statement)
+    return head + statement + "\nAdmitted." + rest.split("Qed.", 1)[1]
+
+
+PROGRAM_INSTANCE = (
+    "Section S.\nContext {A : Type}.\n"
+    "Class Triv (R : A -> A -> Prop) : Prop := { triv : True }.\n"
+    "Lemma t : forall x : A, x = x.\nProof. reflexivity. Qed.\nEnd S.\n"
+    "Local Obligation Tactic := exact I.\n"
+    "#[global] Program Instance nat_triv : Triv (@eq nat).\n"
+    "Local Open Scope list_scope.\nDefinition l := 1 :: nil.\n"
+)
+CONTEXT_SETTINGS = (
+    "Require Import Coq.Lists.List.\nGeneralizable Variables A.\n"
+    "Class Box (A : Type) := { unbox : A }.\nDefinition map := 0.\n"
+    "Theorem t `{Box A} : map = 0 /\\ unbox = unbox.\nProof. split; reflexivity. Qed.\n"
+)
+
+
+@needs_coq
+@pytest.mark.parametrize(
+    ("real", "statement"),
+    [
+        (PROGRAM_INSTANCE, "Lemma t : forall x : A, x = x."),
+        (CONTEXT_SETTINGS, "Theorem t `{Box A} : map = 0 /\\ unbox = unbox."),
+    ],
+    ids=["program-instance-after-target", "generalizable-and-shadowing-context"],
+)
+def test_genuine_proofs_of_these_shapes_pass(
+    verifier: StrictVerifier, real: str, statement: str
+) -> None:
+    verdict = verifier.verify(task_of(real, statement), real)
+    assert verdict.passed, verdict.findings
+    # and the task text offered as its own proof is still refused
+    assert not verifier.verify(task_of(real, statement), task_of(real, statement)).passed
+
+
+@needs_coq
+def test_an_original_that_does_not_compile_split_is_undecided_not_changed(
+    verifier: StrictVerifier,
+) -> None:
+    # a local definition before the inductive is not imported with the shared context
+    real = (
+        "Local Definition d := 1.\nInductive c := A | B.\n"
+        "Theorem t : d = 1 /\\ A = A.\nProof. split; reflexivity. Qed.\n"
+    )
+    verdict = verifier.verify(task_of(real, "Theorem t : d = 1 /\\ A = A."), real)
+    assert not verdict.passed
+    assert {f.reason for f in verdict.findings} == {Reason.undecided}
+    assert "the original does not compile here" in verdict.findings[0].message
