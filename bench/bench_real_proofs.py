@@ -12,8 +12,9 @@ per task:
   must refuse it: `Candidate.t` is an axiom of its library).
 
 Printed at the end: accepted/refused counts by reason (first reason of each verdict) for
-both sets, with one example message per reason, and the cost of a check against `coqc` of
-the candidate alone: `pair` (the first check of a task, which also compiles the original)
+both sets (a genuine proof refused where the task text itself does not compile is counted
+apart: that task is broken, not the verifier), with one example message per reason, and
+the cost of a check against `coqc` of the candidate alone: `pair` (the first check of a task, which also compiles the original)
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
 Times are coqc CPU (the children's, steadier on a shared machine) and wall.
 
@@ -43,7 +44,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
-from formalbench.core.records import Language, Verdict
+from formalbench.core.records import Language, Reason, Verdict
 
 T = TypeVar("T")
 
@@ -136,6 +137,7 @@ def main() -> None:
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
     timed_tasks = 0
+    broken_tasks = 0
     compiled_files = 0
     out = args.out.open("w") if args.out else None
     scratch = Path(tempfile.mkdtemp(prefix="fb-real-proofs-"))
@@ -161,8 +163,14 @@ def main() -> None:
                     timed_tasks += 1
                 judge = lenient if args.task_by_assistant else verifier
                 own = judge.verify(task.original, task.original)
+                # the task text itself does not compile (an admitted section lemma takes every
+                # section variable, and a later proof applies it to fewer): no task at all
+                broken = any(f.reason == Reason.compile_error for f in own.findings)
+                broken_tasks += broken
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
+                    if broken and kind == "genuine" and not verdict.passed:
+                        reason += " (task text does not compile)"
                     counts[kind][reason] += 1
                     if verdict.findings:
                         examples.setdefault(
@@ -177,6 +185,7 @@ def main() -> None:
                                     "theorem": task.theorem,
                                     "candidate": kind,
                                     "verdict": reason,
+                                    "task_compiles": not broken,
                                     "findings": [f.message for f in verdict.findings],
                                 }
                             )
@@ -194,6 +203,7 @@ def main() -> None:
         if out:
             out.close()
     print(f"\nfiles: {len(files)} tried, {compiled_files} compile alone")
+    print(f"tasks whose text does not compile (refused as it must be): {broken_tasks}")
     for kind in ("genuine", "task"):
         total = sum(counts[kind].values())
         print(f"{kind} candidates ({total}):")
