@@ -20,6 +20,7 @@ Times are coqc CPU (the children's, steadier on a shared machine) and wall.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
+    python bench/bench_real_proofs.py DIR --retry results.jsonl  # the refused ones again
     python bench/bench_real_proofs.py PROJECT/theories --coq-project PROJECT --skip 40 --limit 40
 """
 
@@ -93,6 +94,17 @@ def first_reason(verdict: Verdict) -> str:
     return "accepted" if verdict.passed else verdict.reasons[0].value
 
 
+def refused_before(runs: list[Path]) -> set[tuple[str, str]]:
+    """(file, theorem) of every genuine proof refused in the JSONL files of earlier runs."""
+    refused = set()
+    for run in runs:
+        for line in run.read_text().splitlines():
+            row = json.loads(line)
+            if row["candidate"] == "genuine" and row["verdict"] != "accepted":
+                refused.add((row["file"], row["theorem"]))
+    return refused
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", type=Path, help="Coq sources (default: stdlib)")
@@ -106,6 +118,14 @@ def main() -> None:
     parser.add_argument("--tasks-per-file", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", type=Path, default=None, help="one JSON line per verdict")
+    parser.add_argument(
+        "--retry",
+        type=Path,
+        action="append",
+        default=[],
+        help="only the tasks whose genuine proof a JSONL of an earlier run (--out) records "
+        "as refused (repeatable): the same tasks judged again after a change",
+    )
     parser.add_argument(
         "--coq-project",
         type=Path,
@@ -124,6 +144,9 @@ def main() -> None:
     if not folder.is_dir():
         sys.exit(f"error: {folder} is not a folder")
     files = sorted(p for p in folder.rglob("*.v") if "Init" not in p.parts)
+    retry = refused_before(args.retry) if args.retry else None
+    if retry is not None:
+        files = [p for p in files if str(p.relative_to(folder)) in {f for f, _ in retry}]
     if args.max_bytes:
         files = [p for p in files if p.stat().st_size <= args.max_bytes]
     if args.sample:
@@ -151,6 +174,8 @@ def main() -> None:
                 continue
             compiled_files += 1
             tasks = tasks_of(str(path.relative_to(folder)), text)[: args.tasks_per_file]
+            if retry is not None:
+                tasks = [t for t in tasks if (t.file, t.theorem) in retry]
             for i, task in enumerate(tasks):
                 genuine, pair_cpu, _ = timed(verifier.verify, task.original, task.real)
                 if i == 0:  # one task per file is timed again, warm: what `eval` pays

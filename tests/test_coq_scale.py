@@ -12,7 +12,10 @@ in a few lines of real Coq (real coqc), plus the project file of coq-topology:
 - the context's replayed `Require Import`s came after its own import, so a library name
   shadowed the context's own (`equiv` of SetoidClass.v against RelationClasses');
 - where the original cannot be compiled on top of its shared context, the verdict said the
-  candidate changed the statement; it is `undecided` (environment), the original's problem.
+  candidate changed the statement; it is `undecided` (environment), the original's problem;
+- a statement that unfolds to a lemma the file proves before it with `Qed` (opaque: two
+  different constants on the two sides) was "changed" (ClassicalEpsilon.v's `epsilon`); the
+  whole text before the first target is now shared when the candidate keeps it.
 """
 
 from __future__ import annotations
@@ -79,6 +82,11 @@ PROGRAM_INSTANCE = (
     "#[global] Program Instance nat_triv : Triv (@eq nat).\n"
     "Local Open Scope list_scope.\nDefinition l := 1 :: nil.\n"
 )
+OPAQUE_BEFORE = (
+    "Lemma l : True.\nProof. exact I. Qed.\n"
+    "Definition d : nat := match l with I => 0 end.\n"
+    "Theorem t : d = d.\nProof. reflexivity. Qed.\n"
+)
 CONTEXT_SETTINGS = (
     "Require Import Coq.Lists.List.\nGeneralizable Variables A.\n"
     "Class Box (A : Type) := { unbox : A }.\nDefinition map := 0.\n"
@@ -92,8 +100,9 @@ CONTEXT_SETTINGS = (
     [
         (PROGRAM_INSTANCE, "Lemma t : forall x : A, x = x."),
         (CONTEXT_SETTINGS, "Theorem t `{Box A} : map = 0 /\\ unbox = unbox."),
+        (OPAQUE_BEFORE, "Theorem t : d = d."),
     ],
-    ids=["program-instance-after-target", "generalizable-and-shadowing-context"],
+    ids=["program-instance-after-target", "generalizable-and-shadowing-context", "opaque-before"],
 )
 def test_genuine_proofs_of_these_shapes_pass(
     verifier: StrictVerifier, real: str, statement: str
@@ -117,3 +126,14 @@ def test_an_original_that_does_not_compile_split_is_undecided_not_changed(
     assert not verdict.passed
     assert {f.reason for f in verdict.findings} == {Reason.undecided}
     assert "the original does not compile here" in verdict.findings[0].message
+
+
+@needs_coq
+def test_sharing_the_text_before_the_target_still_refuses_another_statement(
+    verifier: StrictVerifier,
+) -> None:
+    original = task_of(OPAQUE_BEFORE, "Theorem t : d = d.")
+    other = OPAQUE_BEFORE.replace("Theorem t : d = d.", "Theorem t : 0 = 0.")
+    verdict = verifier.verify(original, other)
+    assert not verdict.passed
+    assert Reason.statement_changed in verdict.reasons

@@ -100,6 +100,28 @@ def context_of(original: str) -> tuple[str, str] | None:
     return original[:cut], "".join(r + "\n" for r in replay[:kept])
 
 
+def wide_context(original: str) -> tuple[str, str] | None:
+    """The original's whole text before its first target, as `context_of` gives a context
+    (with the commands to replay), or None when that target is inside a section or module."""
+    decls, holes = hole_decls(original, Language.coq)
+    scopes = 0
+    replay: list[str] = []
+    end: int | None = None
+    for d in decls:
+        if d.index in holes:
+            if scopes or end is None:
+                return None
+            return original[:end], "".join(r + "\n" for r in replay)
+        if d.kind in _REPLAYED and not scopes:
+            replay.append(original[d.start : d.end])
+        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+            scopes += 1
+        elif d.kind == "End" and scopes:
+            scopes -= 1
+        end = d.end
+    return None
+
+
 class Undecided(Exception):
     """The kernel route cannot decide this task; the message says why."""
 
@@ -251,6 +273,18 @@ class KernelIdentity:
             prefix=prefix,
             timeout=timeout,
         )
+        wide = wide_context(original) if report.mismatches and unshared is None else None
+        if wide is not None and wide[0] != context and (prefix + candidate).startswith(wide[0]):
+            # a statement may unfold to lemmas the file proves before it (`Qed`: opaque, so
+            # `Original.l` and `Candidate.l` differ): where the candidate keeps the whole text
+            # before the first target, that text is shared instead, and the kernel decides again
+            again = self.identity.check(
+                original, prefix + candidate, plan, context=wide[0], replay=wide[1],
+                timeout=timeout,
+            )  # fmt: skip
+            if not again.mismatches and again.undecided is None and again.candidate.compiled:
+                report, (context, replay) = again, wide
+                candidate, prefix = prefix + candidate, ""
         self.kernel_checks += report.checked
         bodies = {p.name for p in plan if p.body}
         findings = [
