@@ -15,7 +15,9 @@ in a few lines of real Coq (real coqc), plus the project file of coq-topology:
   candidate changed the statement; it is `undecided` (environment), the original's problem;
 - a statement that unfolds to a lemma the file proves before it with `Qed` (opaque: two
   different constants on the two sides) was "changed" (ClassicalEpsilon.v's `epsilon`); the
-  whole text before the first target is now shared when the candidate keeps it.
+  whole text before the first target is now shared when the candidate keeps it;
+- a lemma proved by `Proof <term>.` was read as a proof left open, hence as a target
+  (inside a functor: the whole task `undecided`; EqdepFacts.v, Eqdep_dec.v).
 """
 
 from __future__ import annotations
@@ -44,6 +46,12 @@ def test_a_program_instance_with_no_body_opens_no_proof() -> None:
     # without `Program` the instance does open a proof, which `Admitted` leaves a hole
     decls, holes = hole_decls("Instance i : C.\nProof. Admitted.\n", Language.coq)
     assert holes == {0}
+
+
+def test_a_proof_given_as_a_term_is_no_hole() -> None:
+    text = "Lemma a : True.\nProof I.\nLemma b : True.\nProof using.\n"
+    decls, holes = hole_decls(text, Language.coq)
+    assert [decls[i].name for i in holes] == ["b"]
 
 
 def test_a_project_may_set_proof_style_options_only(tmp_path: Path) -> None:
@@ -87,6 +95,11 @@ OPAQUE_BEFORE = (
     "Definition d : nat := match l with I => 0 end.\n"
     "Theorem t : d = d.\nProof. reflexivity. Qed.\n"
 )
+PROOF_TERM_IN_FUNCTOR = (
+    "Lemma t : True.\nProof. exact I. Qed.\n"
+    "Module Type T.\nAxiom a : True.\nEnd T.\n"
+    "Module F (M : T).\nLemma b : True.\nProof M.a.\nEnd F.\n"
+)
 CONTEXT_SETTINGS = (
     "Require Import Coq.Lists.List.\nGeneralizable Variables A.\n"
     "Class Box (A : Type) := { unbox : A }.\nDefinition map := 0.\n"
@@ -101,8 +114,14 @@ CONTEXT_SETTINGS = (
         (PROGRAM_INSTANCE, "Lemma t : forall x : A, x = x."),
         (CONTEXT_SETTINGS, "Theorem t `{Box A} : map = 0 /\\ unbox = unbox."),
         (OPAQUE_BEFORE, "Theorem t : d = d."),
+        (PROOF_TERM_IN_FUNCTOR, "Lemma t : True."),
     ],
-    ids=["program-instance-after-target", "generalizable-and-shadowing-context", "opaque-before"],
+    ids=[
+        "program-instance-after-target",
+        "generalizable-and-shadowing-context",
+        "opaque-before",
+        "proof-term-in-functor",
+    ],
 )
 def test_genuine_proofs_of_these_shapes_pass(
     verifier: StrictVerifier, real: str, statement: str
