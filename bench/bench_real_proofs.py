@@ -216,6 +216,7 @@ def main() -> None:
                             )
                             + "\n"
                         )
+                        out.flush()  # a run stopped early still leaves every verdict
                 print(
                     f"{task.file} {task.theorem}: genuine {first_reason(genuine)}, "
                     f"task {first_reason(own)}",
