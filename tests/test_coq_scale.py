@@ -17,7 +17,10 @@ in a few lines of real Coq (real coqc), plus the project file of coq-topology:
   different constants on the two sides) was "changed" (ClassicalEpsilon.v's `epsilon`); the
   whole text before the first target is now shared when the candidate keeps it;
 - a lemma proved by `Proof <term>.` was read as a proof left open, hence as a target
-  (inside a functor: the whole task `undecided`; EqdepFacts.v, Eqdep_dec.v).
+  (inside a functor: the whole task `undecided`; EqdepFacts.v, Eqdep_dec.v);
+- the original was compiled whole, so a later proof that breaks once the target is admitted
+  (a section lemma then takes every section variable: Completeness.v of coq-topology)
+  made the task undecided; it is compiled up to its last target now.
 """
 
 from __future__ import annotations
@@ -100,6 +103,10 @@ PROOF_TERM_IN_FUNCTOR = (
     "Module Type T.\nAxiom a : True.\nEnd T.\n"
     "Module F (M : T).\nLemma b : True.\nProof M.a.\nEnd F.\n"
 )
+USED_LATER = (  # admitted, `t` takes `m` too, and the last line no longer compiles
+    "Section S.\nVariable n m : nat.\nHypothesis H : n = 1.\n"
+    "Lemma t : n = 1.\nProof. exact H. Qed.\nEnd S.\nCheck (t 1 eq_refl).\n"
+)
 CONTEXT_SETTINGS = (
     "Require Import Coq.Lists.List.\nGeneralizable Variables A.\n"
     "Class Box (A : Type) := { unbox : A }.\nDefinition map := 0.\n"
@@ -115,12 +122,14 @@ CONTEXT_SETTINGS = (
         (CONTEXT_SETTINGS, "Theorem t `{Box A} : map = 0 /\\ unbox = unbox."),
         (OPAQUE_BEFORE, "Theorem t : d = d."),
         (PROOF_TERM_IN_FUNCTOR, "Lemma t : True."),
+        (USED_LATER, "Lemma t : n = 1."),
     ],
     ids=[
         "program-instance-after-target",
         "generalizable-and-shadowing-context",
         "opaque-before",
         "proof-term-in-functor",
+        "section-lemma-used-after-the-target",
     ],
 )
 def test_genuine_proofs_of_these_shapes_pass(

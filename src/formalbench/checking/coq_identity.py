@@ -221,6 +221,28 @@ def closed(original: str) -> str:
     return original.rstrip() + "\nAdmitted.\n"
 
 
+def through_last_target(original: str) -> str:
+    """The original up to the end of its last target, its open sections and modules closed:
+    what comes after cannot change a target's elaborated type, and a later proof may break
+    once the context is a library of its own (NeighborhoodBases.v: a hypothesis named
+    `elements0` by `destruct` is `elements` where the record's projections are imported),
+    or once a section lemma is admitted (it then takes every section variable)."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = max((i for i in holes if decls[i].name), default=-1)
+    if last < 0 or last == len(decls) - 1:
+        return original
+    scopes: list[str] = []
+    for d in decls[:last]:
+        texts = [t.text for t in d.tokens[d.head :]]
+        if d.kind in ("Section", "Module") and ":=" not in texts and len(texts) > 1:
+            at = 2 if d.kind == "Module" and texts[1] in ("Import", "Export", "Type") else 1
+            scopes.append(texts[min(at, len(texts) - 1)])
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    closing = "".join(f"End {name}.\n" for name in reversed(scopes))
+    return original[: decls[last].end] + "\n" + closing
+
+
 class KernelIdentity:
     """Runs the identity file for a Coq backend and turns what it decides into findings."""
 
@@ -239,7 +261,7 @@ class KernelIdentity:
     ) -> tuple[CheckResult, list[Finding]]:
         """(the candidate's own compile as the verifier reads it, the findings of the
         identity file: changed statements, disallowed axioms, or why it cannot decide)."""
-        original = closed(original)
+        original = through_last_target(closed(original))
         unshared: Unsplittable | None = None
         every = set(_all_targets(original))
         try:
