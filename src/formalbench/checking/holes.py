@@ -180,7 +180,7 @@ def _coq_holes(d: Decl) -> list[HoleSite]:
     return [_site(last, None, "proof", d.name, "", opens=not steps)]
 
 
-def _proof_term(sent: Sequence[Token]) -> bool:
+def _proof_term(sent: list[Token]) -> bool:
     """`Proof <term>.`, not `Proof.`, `Proof using ...` or `Proof with ...`."""
     h = coq_head(sent)
     words_ = [t.text for t in sent[h:]]
