@@ -10,7 +10,10 @@ in a few lines of real Coq (real coqc), plus the project file of coq-topology:
 - `Generalizable Variables` of the shared context, which ends with that file, was not
   replayed after the context's import (SetoidClass.v);
 - the context's replayed `Require Import`s came after its own import, so a library name
-  shadowed the context's own (`equiv` of SetoidClass.v against RelationClasses');
+  shadowed the context's own (`equiv` of SetoidClass.v against RelationClasses'); the
+  context is imported again after the replay where the split does not compile otherwise
+  (not always: that re-imports what the context exports over a later import, as
+  coq-topology's Powerset_facts.v needs);
 - where the original cannot be compiled on top of its shared context, the verdict said the
   candidate changed the statement; it is `undecided` (environment), the original's problem;
 - a statement that unfolds to a lemma the file proves before it with `Qed` (opaque: two
@@ -107,6 +110,10 @@ USED_LATER = (  # admitted, `t` takes `m` too, and the last line no longer compi
     "Section S.\nVariable n m : nat.\nHypothesis H : n = 1.\n"
     "Lemma t : n = 1.\nProof. exact H. Qed.\nEnd S.\nCheck (t 1 eq_refl).\n"
 )
+LATER_IMPORT_WINS = (  # `Import N` after the context's exported List: `map` is `N.map`
+    "Require Export Coq.Lists.List.\nModule N.\nDefinition map := 0.\nEnd N.\nImport N.\n"
+    "Inductive c := A.\nTheorem t : map = 0.\nProof. reflexivity. Qed.\n"
+)
 CONTEXT_SETTINGS = (
     "Require Import Coq.Lists.List.\nGeneralizable Variables A.\n"
     "Class Box (A : Type) := { unbox : A }.\nDefinition map := 0.\n"
@@ -123,6 +130,7 @@ CONTEXT_SETTINGS = (
         (OPAQUE_BEFORE, "Theorem t : d = d."),
         (PROOF_TERM_IN_FUNCTOR, "Lemma t : True."),
         (USED_LATER, "Lemma t : n = 1."),
+        (LATER_IMPORT_WINS, "Theorem t : map = 0."),
     ],
     ids=[
         "program-instance-after-target",
@@ -130,6 +138,7 @@ CONTEXT_SETTINGS = (
         "opaque-before",
         "proof-term-in-functor",
         "section-lemma-used-after-the-target",
+        "replayed-import-over-context-exports",
     ],
 )
 def test_genuine_proofs_of_these_shapes_pass(

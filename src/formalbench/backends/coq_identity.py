@@ -127,10 +127,7 @@ def split_source(text: str, context: str | None, replay: str = "") -> str:
     import of the library does not carry over)."""
     if context is None:
         return text
-    # imported once more after the replay: in the original the context's own names come
-    # after its imports and shadow theirs (SetoidClass.v's `equiv` over RelationClasses')
-    again = f"Import {CONTEXT_MODULE}.\n" if replay else ""
-    return _CONTEXT_IMPORT + replay + again + text[len(context) :]
+    return _CONTEXT_IMPORT + replay + text[len(context) :]
 
 
 _cache_guard = threading.Lock()

@@ -295,6 +295,18 @@ class KernelIdentity:
             prefix=prefix,
             timeout=timeout,
         )
+        split_failed = report.environment or not report.candidate.compiled
+        if context is not None and split_failed and replay:
+            # the replayed imports shadow the context's own names (SetoidClass.v's `equiv`
+            # under RelationClasses'), where the original has them after: imported again.
+            # Not always: that also re-imports what the context exports, over a later import
+            # (coq-topology Powerset_facts.v imports RelationClasses after Sets on purpose)
+            again = self.identity.check(
+                original, candidate, plan, context=context,
+                replay=f"{replay}Import {CONTEXT_MODULE}.\n", prefix=prefix, timeout=timeout,
+            )  # fmt: skip
+            if again.undecided is None and again.candidate.compiled:
+                report, replay = again, f"{replay}Import {CONTEXT_MODULE}.\n"
         wide = wide_context(original) if report.mismatches and unshared is None else None
         if wide is not None and wide[0] != context and (prefix + candidate).startswith(wide[0]):
             # a statement may unfold to lemmas the file proves before it (`Qed`: opaque, so
