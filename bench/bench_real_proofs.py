@@ -12,13 +12,16 @@ per task:
   must refuse it: `Candidate.t` is an axiom of its library).
 
 Printed at the end: accepted/refused counts by reason (first reason of each verdict) for
-both sets, with one example message per reason, and the cost of a check against `coqc` of
-the candidate alone: `pair` (the first check of a task, which also compiles the original)
+both sets (a genuine proof refused where the task text itself does not compile is counted
+apart: that task is broken, not the verifier), with one example message per reason, and
+the cost of a check against `coqc` of the candidate alone: `pair` (the first check of a task, which also compiles the original)
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
 Times are coqc CPU (the children's, steadier on a shared machine) and wall.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
+    python bench/bench_real_proofs.py DIR --retry results.jsonl  # the refused ones again
+    python bench/bench_real_proofs.py PROJECT/theories --coq-project PROJECT --skip 40 --limit 40
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
-from formalbench.core.records import Language, Verdict
+from formalbench.core.records import Language, Reason, Verdict
 
 T = TypeVar("T")
 
@@ -91,16 +94,45 @@ def first_reason(verdict: Verdict) -> str:
     return "accepted" if verdict.passed else verdict.reasons[0].value
 
 
+def refused_before(runs: list[Path]) -> set[tuple[str, str]]:
+    """(file, theorem) of every genuine proof refused in the JSONL files of earlier runs."""
+    refused = set()
+    for run in runs:
+        for line in run.read_text().splitlines():
+            row = json.loads(line)
+            if row["candidate"] == "genuine" and row["verdict"] != "accepted":
+                refused.add((row["file"], row["theorem"]))
+    return refused
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", nargs="?", type=Path, help="Coq sources (default: stdlib)")
     parser.add_argument("--limit", type=int, default=None, help="at most this many files")
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out the first N files (runs in chunks)"
+    )
     parser.add_argument("--sample", type=int, default=None, help="a random sample of files")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     parser.add_argument("--tasks-per-file", type=int, default=None)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--out", type=Path, default=None, help="one JSON line per verdict")
+    parser.add_argument(
+        "--retry",
+        type=Path,
+        action="append",
+        default=[],
+        help="only the tasks whose genuine proof a JSONL of an earlier run (--out) records "
+        "as refused (repeatable): the same tasks judged again after a change",
+    )
+    parser.add_argument(
+        "--coq-project",
+        type=Path,
+        default=None,
+        help="the folder of the project's _CoqProject: its load path for every compile "
+        "(its libraries built beforehand, used read-only)",
+    )
     parser.add_argument(
         "--task-by-assistant",
         action="store_true",
@@ -112,12 +144,15 @@ def main() -> None:
     if not folder.is_dir():
         sys.exit(f"error: {folder} is not a folder")
     files = sorted(p for p in folder.rglob("*.v") if "Init" not in p.parts)
+    retry = refused_before(args.retry) if args.retry else None
+    if retry is not None:
+        files = [p for p in files if str(p.relative_to(folder)) in {f for f, _ in retry}]
     if args.max_bytes:
         files = [p for p in files if p.stat().st_size <= args.max_bytes]
     if args.sample:
         files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
-    files = files[: args.limit]
-    backend = CoqBackend(timeout=args.timeout, workers=1)
+    files = files[args.skip :][: args.limit]
+    backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=args.coq_project)
     verifier = StrictVerifier(backend)
     # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
     lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
@@ -125,6 +160,7 @@ def main() -> None:
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
     timed_tasks = 0
+    broken_tasks = 0
     compiled_files = 0
     out = args.out.open("w") if args.out else None
     scratch = Path(tempfile.mkdtemp(prefix="fb-real-proofs-"))
@@ -138,6 +174,8 @@ def main() -> None:
                 continue
             compiled_files += 1
             tasks = tasks_of(str(path.relative_to(folder)), text)[: args.tasks_per_file]
+            if retry is not None:
+                tasks = [t for t in tasks if (t.file, t.theorem) in retry]
             for i, task in enumerate(tasks):
                 genuine, pair_cpu, _ = timed(verifier.verify, task.original, task.real)
                 if i == 0:  # one task per file is timed again, warm: what `eval` pays
@@ -150,8 +188,14 @@ def main() -> None:
                     timed_tasks += 1
                 judge = lenient if args.task_by_assistant else verifier
                 own = judge.verify(task.original, task.original)
+                # the task text itself does not compile (an admitted section lemma takes every
+                # section variable, and a later proof applies it to fewer): no task at all
+                broken = any(f.reason == Reason.compile_error for f in own.findings)
+                broken_tasks += broken
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
+                    if broken and kind == "genuine" and not verdict.passed:
+                        reason += " (task text does not compile)"
                     counts[kind][reason] += 1
                     if verdict.findings:
                         examples.setdefault(
@@ -166,11 +210,13 @@ def main() -> None:
                                     "theorem": task.theorem,
                                     "candidate": kind,
                                     "verdict": reason,
+                                    "task_compiles": not broken,
                                     "findings": [f.message for f in verdict.findings],
                                 }
                             )
                             + "\n"
                         )
+                        out.flush()  # a run stopped early still leaves every verdict
                 print(
                     f"{task.file} {task.theorem}: genuine {first_reason(genuine)}, "
                     f"task {first_reason(own)}",
@@ -183,6 +229,7 @@ def main() -> None:
         if out:
             out.close()
     print(f"\nfiles: {len(files)} tried, {compiled_files} compile alone")
+    print(f"tasks whose text does not compile (refused as it must be): {broken_tasks}")
     for kind in ("genuine", "task"):
         total = sum(counts[kind].values())
         print(f"{kind} candidates ({total}):")

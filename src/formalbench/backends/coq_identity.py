@@ -210,6 +210,12 @@ class CoqIdentity:
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
+        if context is not None and build.folder is None:
+            # no shared context to compile the candidate on: its own compile, then why
+            report = IdentityReport(self.backend.check(prefix + candidate, timeout=limit))
+            report.undecided = f"the original does not compile here: {build.problem}"
+            report.environment = True
+            return report
         with work_dir("coq") as tmp:
             work = Path(tmp)
             if context is not None and build.folder is not None:

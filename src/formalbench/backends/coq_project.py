@@ -14,8 +14,10 @@ see `backends/sandbox.py`), so a check cannot rebuild or change them. A `.vo` th
 or was compiled by another coqc is coqc's error, reported as an environment problem.
 
 `-arg` words go to coqc as given, except the flags that would change what a verdict means or
-reach files: only `ALLOWED_ARGS` pass (`-type-in-type` makes every statement provable,
-`-set "Dump Arith=…"` or `-load-vernac-source f` would run around the gate). A line that
+reach files (`-type-in-type` makes every statement provable, `-set "Dump Arith=…"` or
+`-load-vernac-source f` would run around the gate): only `ALLOWED_ARGS` pass, and
+`-set`/`-unset` of a proof-style setting (`ALLOWED_SETTINGS`; coq-topology's `_CoqProject`
+sets `Default Goal Selector=!`). A line that
 coq_makefile would refuse, or that we do not pass on, is an InputError naming the file and
 the word: one line, exit 2 from the commands.
 """
@@ -44,6 +46,22 @@ ALLOWED_ARGS: dict[str, int] = {
     "-nois": 0,
     "-q": 0,
 }
+# Options a project may `-set`/`-unset` for all its files: proof-script style only (how goals
+# are selected and bullets checked, which arguments are implicit). Nothing here weakens the
+# kernel (`Guard Checking`, `Universe Checking`, ...) or writes files (`Dump Arith`); where
+# one changes how a statement elaborates, it does so for the original and candidate alike,
+# and the identity file compares what the kernel got.
+ALLOWED_SETTINGS = frozenset(
+    {
+        "Default Goal Selector",
+        "Bullet Behavior",
+        "Asymmetric Patterns",
+        "Implicit Arguments",
+        "Strict Implicit",
+        "Default Proof Using",
+        "Suggest Proof Using",
+    }
+)
 _BUILD_ONLY = {"-native-compiler": 1, "-docroot": 1, "-generate-meta-for-package": 1}
 _SOURCE_SUFFIXES = (".v", ".ml", ".mli", ".mlg", ".mllib", ".mlpack")
 
@@ -122,6 +140,17 @@ def _extra_args(words: list[str], where: str) -> list[str]:
     i = 0
     while i < len(words):
         flag = words[i]
+        if flag in ("-set", "-unset") and i + 1 < len(words):
+            setting = words[i + 1].split("=", 1)[0].strip()
+            if setting not in ALLOWED_SETTINGS or (flag == "-unset" and "=" in words[i + 1]):
+                allowed = ", ".join(sorted(ALLOWED_SETTINGS))
+                raise InputError(
+                    f"{where}: `-arg {flag}` is not passed to coqc by formalbench for "
+                    f"`{words[i + 1]}` (only proof-style settings are: {allowed})"
+                )
+            out += words[i : i + 2]
+            i += 2
+            continue
         if flag not in ALLOWED_ARGS:
             allowed = ", ".join(ALLOWED_ARGS)
             raise InputError(

@@ -59,7 +59,10 @@ def _eliminator(name: str) -> bool:
 
 
 _POSTULATES = words("Axiom Axioms Parameter Parameters Conjecture")
-_REPLAYED = words("Require From Import Export Open Close Set Unset Delimit Bind")
+# (`Generalizable Variables A` and `Implicit Types` end with the file too: SetoidClass.v)
+_REPLAYED = words(
+    "Require From Import Export Open Close Set Unset Delimit Bind Generalizable Implicit"
+)
 
 
 class Unsplittable(Exception):
@@ -95,6 +98,28 @@ def context_of(original: str) -> tuple[str, str] | None:
     if cut is None:
         return None
     return original[:cut], "".join(r + "\n" for r in replay[:kept])
+
+
+def wide_context(original: str) -> tuple[str, str] | None:
+    """The original's whole text before its first target, as `context_of` gives a context
+    (with the commands to replay), or None when that target is inside a section or module."""
+    decls, holes = hole_decls(original, Language.coq)
+    scopes = 0
+    replay: list[str] = []
+    end: int | None = None
+    for d in decls:
+        if d.index in holes:
+            if scopes or end is None:
+                return None
+            return original[:end], "".join(r + "\n" for r in replay)
+        if d.kind in _REPLAYED and not scopes:
+            replay.append(original[d.start : d.end])
+        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+            scopes += 1
+        elif d.kind == "End" and scopes:
+            scopes -= 1
+        end = d.end
+    return None
 
 
 class Undecided(Exception):
@@ -196,6 +221,28 @@ def closed(original: str) -> str:
     return original.rstrip() + "\nAdmitted.\n"
 
 
+def through_last_target(original: str) -> str:
+    """The original up to the end of its last target, its open sections and modules closed:
+    what comes after cannot change a target's elaborated type, and a later proof may break
+    once the context is a library of its own (NeighborhoodBases.v: a hypothesis named
+    `elements0` by `destruct` is `elements` where the record's projections are imported),
+    or once a section lemma is admitted (it then takes every section variable)."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = max((i for i in holes if decls[i].name), default=-1)
+    if last < 0 or last == len(decls) - 1:
+        return original
+    scopes: list[str] = []
+    for d in decls[:last]:
+        texts = [t.text for t in d.tokens[d.head :]]
+        if d.kind in ("Section", "Module") and ":=" not in texts and len(texts) > 1:
+            at = 2 if d.kind == "Module" and texts[1] in ("Import", "Export", "Type") else 1
+            scopes.append(texts[min(at, len(texts) - 1)])
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    closing = "".join(f"End {name}.\n" for name in reversed(scopes))
+    return original[: decls[last].end] + "\n" + closing
+
+
 class KernelIdentity:
     """Runs the identity file for a Coq backend and turns what it decides into findings."""
 
@@ -214,7 +261,7 @@ class KernelIdentity:
     ) -> tuple[CheckResult, list[Finding]]:
         """(the candidate's own compile as the verifier reads it, the findings of the
         identity file: changed statements, disallowed axioms, or why it cannot decide)."""
-        original = closed(original)
+        original = through_last_target(closed(original))
         unshared: Unsplittable | None = None
         every = set(_all_targets(original))
         try:
@@ -248,6 +295,30 @@ class KernelIdentity:
             prefix=prefix,
             timeout=timeout,
         )
+        split_failed = report.environment or not report.candidate.compiled
+        if context is not None and split_failed and replay:
+            # the replayed imports shadow the context's own names (SetoidClass.v's `equiv`
+            # under RelationClasses'), where the original has them after: imported again.
+            # Not always: that also re-imports what the context exports, over a later import
+            # (coq-topology Powerset_facts.v imports RelationClasses after Sets on purpose)
+            again = self.identity.check(
+                original, candidate, plan, context=context,
+                replay=f"{replay}Import {CONTEXT_MODULE}.\n", prefix=prefix, timeout=timeout,
+            )  # fmt: skip
+            if again.undecided is None and again.candidate.compiled:
+                report, replay = again, f"{replay}Import {CONTEXT_MODULE}.\n"
+        wide = wide_context(original) if report.mismatches and unshared is None else None
+        if wide is not None and wide[0] != context and (prefix + candidate).startswith(wide[0]):
+            # a statement may unfold to lemmas the file proves before it (`Qed`: opaque, so
+            # `Original.l` and `Candidate.l` differ): where the candidate keeps the whole text
+            # before the first target, that text is shared instead, and the kernel decides again
+            again = self.identity.check(
+                original, prefix + candidate, plan, context=wide[0], replay=wide[1],
+                timeout=timeout,
+            )  # fmt: skip
+            if not again.mismatches and again.undecided is None and again.candidate.compiled:
+                report, (context, replay) = again, wide
+                candidate, prefix = prefix + candidate, ""
         self.kernel_checks += report.checked
         bodies = {p.name for p in plan if p.body}
         findings = [

@@ -336,8 +336,13 @@ def _split_coq(tokens: list[Token]) -> list[Decl]:
         kind = "Theorem" if kw in COQ_THEOREMS and kw != "Goal" else kw
         decl = Decl(kind, name, list(sent), h, body_start)
         decls.append(decl)
+        # `Program Instance i : C.` (no body) opens no proof: its fields become obligations,
+        # and what follows (`Local Open Scope ...`) is a command of its own
+        programmed = any(t.text == "Program" for t in sent[:h])
         opens_proof = kw in COQ_THEOREMS or (
-            kw in ("Definition", "Fixpoint", "CoFixpoint", "Instance", "Let") and not has_body
+            kw in ("Definition", "Fixpoint", "CoFixpoint", "Instance", "Let")
+            and not has_body
+            and not programmed
         )
         if opens_proof and sent[-1].kind == "end":
             proof = decl

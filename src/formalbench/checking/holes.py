@@ -143,6 +143,8 @@ def _coq_holes(d: Decl) -> list[HoleSite]:
     theorem_like = d.kind == "Theorem" or (proof and statement[-1].kind == "end")
     if not theorem_like or statement[-1].kind != "end" or d.body_start < len(statement) - 1:
         return []
+    if proof and _proof_term(proof[-1]):
+        return []  # `Proof <term>.` gives the whole proof and closes it (EqdepFacts.v)
     out: list[HoleSite] = []
     closing = proof[-1] if proof and proof[-1][coq_head(proof[-1])].text in COQ_CLOSERS else None
     closer = closing[coq_head(closing)] if closing else None
@@ -176,6 +178,13 @@ def _coq_holes(d: Decl) -> list[HoleSite]:
         return [_site(steps[0][0], steps[0][-1].end, "proof", d.name, "Proof")]
     last = (steps[-1] if steps else statement)[-1]
     return [_site(last, None, "proof", d.name, "", opens=not steps)]
+
+
+def _proof_term(sent: list[Token]) -> bool:
+    """`Proof <term>.`, not `Proof.`, `Proof using ...` or `Proof with ...`."""
+    h = coq_head(sent)
+    words_ = [t.text for t in sent[h:]]
+    return words_[0] == "Proof" and len(words_) > 2 and words_[1] not in ("using", "with")
 
 
 # --- filling ------------------------------------------------------------------------------
