@@ -151,13 +151,13 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             scopes.append(kind)
             if d.kind == "Module":
                 modules.append(header_name(d))
-            instance: Instance | str | None = None
+            opened: Instance | str | None = None
             if kind == "Functor" and "Functor" not in scopes[:-1]:
                 try:
-                    instance = instance_of(d, ".".join(modules))
+                    opened = instance_of(d, ".".join(modules))
                 except Undecided as why:  # it matters only when a target lies inside
-                    instance = str(why)
-            instances.append(instance)
+                    opened = str(why)
+            instances.append(opened)
         elif d.kind == "End" and scopes:
             if scopes.pop() != "Section":
                 modules.pop()
@@ -186,18 +186,42 @@ def _instance_around(
     return instance
 
 
-def _sealed(original: str) -> set[str]:
-    """Targets inside a module with an opaque signature (`Module M : T.`)."""
+_SEALED = (
+    "is inside a module sealed by a signature (`Module M : T`), whose definitions are "
+    "opaque on each side, so two files cannot share them"
+)
+_OWN_FIELDS = (
+    "is inside a functor or module type that declares its own postulates or inductives "
+    "before it: each side's instance has its own copy of them, which conversion cannot "
+    "identify"
+)
+_INSTANCE_NEW = _ALWAYS_NEW | _GLOBAL_OUTSIDE_SECTIONS
+
+
+def _opaque_sides(original: str) -> dict[str, str]:
+    """Targets whose statement may speak of something each side has its own copy of (a
+    mismatch there is `undecided`), and why: inside a module with an opaque signature
+    (`Module M : T.`), or inside a functor or module type after a postulate or inductive
+    of its own (`Parameter p` of a module type is a field of each side's instance)."""
     decls, holes = hole_decls(original, Language.coq)
-    scopes: list[bool] = []
-    found: set[str] = set()
+    scopes: list[tuple[bool, bool]] = []  # (sealed, a functor or module type)
+    fields = False  # the current functor or module type declared its own
+    found: dict[str, str] = {}
     for d in decls:
-        if d.index in holes and d.name and any(scopes):
-            found.add(d.name)
+        inside = any(functor for _, functor in scopes)
+        if d.index in holes and d.name:
+            if any(sealed for sealed, _ in scopes):
+                found[d.name] = _SEALED
+            elif inside and fields:
+                found[d.name] = _OWN_FIELDS
+        elif inside and d.kind in _INSTANCE_NEW:
+            fields = True
         if _opens(d):
-            scopes.append(d.kind == "Module" and _opaque(d))
+            functor = d.kind == "Module" and _scope_kind(d) == "Functor"
+            scopes.append((d.kind == "Module" and _opaque(d), functor))
         elif d.kind == "End" and scopes:
             scopes.pop()
+            fields = fields and any(functor for _, functor in scopes)
     return found
 
 
@@ -333,16 +357,14 @@ class KernelIdentity:
         if unshared is not None and findings:
             # the statement may speak of a nominal type of each side's own: not decidable
             findings = [_undecided(unshared, f.message) for f in findings]
-        sealed = _sealed(original)
+        opaque = _opaque_sides(original)
         findings = [
             Finding(
                 reason=Reason.undecided,
                 subject=f.subject,
-                message=f"undecided: `{f.subject}` is inside a module sealed by a signature "
-                "(`Module M : T`), whose definitions are opaque on each side, so two files "
-                f"cannot share them: {f.message}"[:500],
+                message=f"undecided: `{f.subject}` {opaque[f.subject]}: {f.message}"[:500],
             )
-            if f.subject in sealed and f.reason == Reason.statement_changed
+            if f.subject in opaque and f.reason == Reason.statement_changed
             else f
             for f in findings
         ]
