@@ -30,7 +30,7 @@ from formalbench.backends.coq_identity import (
     TargetPlan,
     split_source,
 )
-from formalbench.backends.coq_queries import parse_locate
+from formalbench.backends.coq_queries import Located, parse_locate
 from formalbench.backends.sandbox import work_dir
 from formalbench.checking.decls import Decl
 from formalbench.core.records import CheckStatus
@@ -188,18 +188,28 @@ def _locate(
     answers = _answers(outcome.stdout, nonce, len(names))
     found: dict[str, str] = {}
     for i, name in enumerate(names):
-        located = [
-            o for o in parse_locate(answers.get(i, []), name) if o.kind in ("Module", "Module Type")
-        ]
-        if len(located) != 1:
+        located = _meant(name, parse_locate(answers.get(i, []), name))
+        if located is None:
             raise Undecided(
                 f"Coq does not locate the module type `{name}` of a functor parameter in the "
                 "original's scope before its header"
             )
-        found[name] = located[0].path
+        found[name] = located.path
     with _guard:
         _cache[key] = found
     return found
+
+
+def _meant(name: str, located: list[Located]) -> Located | None:
+    """Which of the modules `Locate Module name` lists (every one with that basename, each
+    with its shortest name there) `name` means: the one whose shortest name it is; else
+    (`name` is longer than needed) the only one whose shortest name ends it."""
+    modules = [o for o in located if o.kind in ("Module", "Module Type")]
+    exact = [o for o in modules if o.shortest == name]
+    if len(exact) == 1:
+        return exact[0]
+    within = [o for o in modules if name.endswith("." + o.shortest)]
+    return within[0] if not exact and len(within) == 1 else None
 
 
 def _answers(stdout: str, nonce: str, count: int) -> dict[int, list[str]]:
