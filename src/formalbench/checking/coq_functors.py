@@ -104,7 +104,7 @@ def _param_word(word: str, earlier: list[str], path: str) -> str:
     return word
 
 
-_cache: dict[str, dict[str, str]] = {}
+_cache: dict[str, dict[tuple[str, str], str]] = {}
 _guard = threading.Lock()
 
 
@@ -132,16 +132,34 @@ def resolved(
             out.append(plan)
             continue
         full = paths[plan.instance.header]
-        params = tuple(tuple(full.get(w, w) for w in param) for param in plan.instance.params)
+        params = tuple(
+            tuple(full.get(named, named[0]) for named in _roles(param))
+            for param in plan.instance.params
+        )
         out.append(
             dataclasses.replace(plan, instance=dataclasses.replace(plan.instance, params=params))
         )
     return out
 
 
-def _names(instance: Instance) -> list[str]:
+def _roles(param: tuple[str, ...]) -> list[tuple[str, str]]:
+    """Each word of a parameter type with what it names there: a module type at the head
+    of the type or of a `<+` part (`T`, `T <+ U`), a module as an argument (`T M`)."""
+    out = []
+    for i, word in enumerate(param):
+        before = param[i - 1] if i else "("
+        out.append((word, "Module Type" if before in ("(", "+") else "Module"))
+    return out
+
+
+def _names(instance: Instance) -> list[tuple[str, str]]:
     return sorted(
-        {w for p in instance.params for w in p if w not in _SYMBOLS and not w.startswith("#")}
+        {
+            (w, role)
+            for p in instance.params
+            for w, role in _roles(p)
+            if w not in _SYMBOLS and not w.startswith("#")
+        }
     )
 
 
@@ -149,10 +167,10 @@ def _locate(
     backend: CoqBackend,
     original: str,
     header: int,
-    names: list[str],
+    names: list[tuple[str, str]],
     timeout: float,
     shared: tuple[str, str, Path] | None,
-) -> dict[str, str]:
+) -> dict[tuple[str, str], str]:
     """name -> full path of the module or module type it means at `header` in `original`.
 
     The file compiled is the original's text before the header, then one `Locate Module`
@@ -167,14 +185,14 @@ def _locate(
             raise Undecided("a functor header inside the task's shared context")
         text = split_source(text, context, replay)
     key = hashlib.sha256(
-        "\x01".join([backend.version(), "\0".join(backend.args), text, *names]).encode()
+        "\x01".join([backend.version(), "\0".join(backend.args), text, repr(names)]).encode()
     ).hexdigest()
     with _guard:
         if key in _cache:
             return _cache[key]
     nonce = secrets.token_hex(6)
     lines = [text.rstrip(), ""]
-    for i, name in enumerate(names):
+    for i, (name, _) in enumerate(names):
         lines += [f"Locate fb_{nonce}_q{i}.", f"Locate Module {name}."]
     lines.append(f"Locate fb_{nonce}_end.")
     with work_dir("coq") as tmp:
@@ -187,24 +205,25 @@ def _locate(
         )
     answers = _answers(outcome.stdout, nonce, len(names))
     found: dict[str, str] = {}
-    for i, name in enumerate(names):
-        located = _meant(name, parse_locate(answers.get(i, []), name))
+    for i, (name, role) in enumerate(names):
+        located = _meant(name, role, parse_locate(answers.get(i, []), name))
         if located is None:
             raise Undecided(
-                f"Coq does not locate the module type `{name}` of a functor parameter in the "
-                "original's scope before its header"
+                f"Coq does not locate the {role.lower()} `{name}` of a functor parameter's "
+                "type in the original's scope before its header"
             )
-        found[name] = located.path
+        found[name, role] = located.path
     with _guard:
         _cache[key] = found
     return found
 
 
-def _meant(name: str, located: list[Located]) -> Located | None:
-    """Which of the modules `Locate Module name` lists (every one with that basename, each
-    with its shortest name there) `name` means: the one whose shortest name it is; else
-    (`name` is longer than needed) the only one whose shortest name ends it."""
-    modules = [o for o in located if o.kind in ("Module", "Module Type")]
+def _meant(name: str, role: str, located: list[Located]) -> Located | None:
+    """Which of the modules `Locate Module name` lists (every module and module type with
+    that basename, each with its shortest name there) `name` means as a `role` (modules and
+    module types are two namespaces): the one whose shortest name it is; else (`name` is
+    longer than needed) the only one whose shortest name ends it."""
+    modules = [o for o in located if o.kind == role]
     exact = [o for o in modules if o.shortest == name]
     if len(exact) == 1:
         return exact[0]
