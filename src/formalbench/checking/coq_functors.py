@@ -204,7 +204,7 @@ def _locate(
             f"the original's scope could not be read for its functor header: {outcome.status.value}"
         )
     answers = _answers(outcome.stdout, nonce, len(names))
-    found: dict[str, str] = {}
+    found: dict[tuple[str, str], str] = {}
     for i, (name, role) in enumerate(names):
         located = _meant(name, role, parse_locate(answers.get(i, []), name))
         if located is None:

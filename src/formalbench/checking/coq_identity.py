@@ -402,11 +402,7 @@ class KernelIdentity:
 
 
 def _side_name(name: str, sides: Mapping[str, str]) -> str:
-    head, _, rest = name.partition(".")
-    return f"{sides[head]}.{rest}" if head in sides and rest else name
-
-
-def _side_name(name: str, sides: Mapping[str, str]) -> str:
+    """A field of an instance module by the functor it applies (`Candidate.F.adm`)."""
     head, _, rest = name.partition(".")
     return f"{sides[head]}.{rest}" if head in sides and rest else name
 
