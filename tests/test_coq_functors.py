@@ -14,6 +14,7 @@ import pytest
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_identity import Instance, TargetPlan, identity_text
+from formalbench.backends.coq_queries import UnreadableOutput, read_assumptions
 from formalbench.checking.coq_functors import Undecided
 from formalbench.checking.coq_identity import plans
 from formalbench.checking.verifier import StrictVerifier
@@ -130,3 +131,11 @@ def test_functor_shapes_not_read_here_are_undecided(header: str) -> None:
     ends = "End G.\nEnd F.\n" if "Module G" in header else "End F.\n"
     with pytest.raises(Undecided):
         plans(SIG + header + "Lemma l : True.\nProof.\nAdmitted.\n" + ends)
+
+
+def test_a_long_assumption_printed_on_two_lines_is_read() -> None:
+    # an argument's field with a type over the printing width: the name alone, then ` : T`
+    printed = ["Axioms:", "Candidate.t", "  : forall x : nat,", "    x = x", "M.c : nat"]
+    assert read_assumptions(printed) == ["Candidate.t", "M.c"]
+    with pytest.raises(UnreadableOutput):  # a name alone with no type below stays unread
+        read_assumptions(["Axioms:", "Candidate.t", "M.c : nat"])
