@@ -22,15 +22,18 @@ from formalbench.core.records import Reason
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
+# an inductive before the module types: shared by both sides (the task's context), and a
+# field type of the parameter, so both functors must take the same `color`
 SIG = (
-    "Module Type Sig.\nParameter t : Type.\nParameter f : t -> t.\n"
+    "Inductive color := red | green.\n"
+    "Module Type Sig.\nParameter t : Type.\nParameter f : t -> t.\nParameter paint : t -> color.\n"
     "Axiom f_id : forall x, f x = x.\nEnd Sig.\n"
     "Module Type Sig2 (X : Sig).\nParameter g : X.t -> X.t.\nEnd Sig2.\n"
 )
 TWICE = "Lemma twice : forall x, f (f x) = x."
 PROOF = "Proof. intros; unfold f; rewrite !X.f_id; reflexivity. Qed."
 FUNCTOR = "Module F (Import X : Sig) (Y : Sig2 X) <: Sig.\nDefinition t := X.t.\n"
-FUNCTOR += "Definition f x := X.f (X.f x).\nLemma f_id : forall x, f x = x.\n"
+FUNCTOR += "Definition paint := X.paint.\nDefinition f x := X.f (X.f x).\nLemma f_id : forall x, f x = x.\n"
 MODTYPE = "Module Type P (Import X : Sig) (Y : Sig2 X).\n"
 GAP = "Lemma gap : forall x y : t, f x = f y."
 

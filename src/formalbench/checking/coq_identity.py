@@ -89,10 +89,13 @@ def context_of(original: str) -> tuple[str, str] | None:
         if kind in _REPLAYED and not scopes:
             replay.append(original[d.start : d.end])
         in_section = "Section" in scopes
-        if kind in _ALWAYS_NEW or (kind in _GLOBAL_OUTSIDE_SECTIONS and not in_section):
+        # inside a functor or module type a declaration is a field of each side's instance,
+        # never shared (no cut can fall there): compared on the instances instead
+        fresh = kind in _ALWAYS_NEW or (kind in _GLOBAL_OUTSIDE_SECTIONS and not in_section)
+        if fresh and "Functor" not in scopes:
             pending = True
         if _opens(d):
-            scopes.append(kind)
+            scopes.append(_scope_kind(d))
         elif kind == "End" and scopes:
             scopes.pop()
         if pending and not scopes:
