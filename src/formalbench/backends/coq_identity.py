@@ -98,6 +98,9 @@ class Instance:
     module_type: bool
     params: tuple[tuple[str, ...], ...]
     header: int = 0  # where the original's header starts (its scope is the one before it)
+    # a module type's own `Parameter`/`Axiom` fields (names inside it): the candidate's are
+    # made the original's (`with Definition p := <R>O1.p`), so both speak of the same ones
+    fields: tuple[str, ...] = ()
 
 
 def is_argument(name: str) -> bool:
@@ -363,8 +366,9 @@ def _instance(instance: Instance, k: int) -> list[str]:
     applied = "".join(f" {a}" for a in args)
     original, candidate = f"{RESERVED}O{k}", f"{RESERVED}C{k}"
     if instance.module_type:
+        shared = "".join(f" with Definition {f} := {original}.{f}" for f in instance.fields)
         out.append(f"Declare Module {original} : {ORIGINAL_MODULE}.{instance.path}{applied}.")
-        out.append(f"Declare Module {candidate} : {LOCAL_MODULE}.{instance.path}{applied}.")
+        out.append(f"Declare Module {candidate} : {LOCAL_MODULE}.{instance.path}{applied}{shared}.")
     else:
         out.append(f"Module {original} := {ORIGINAL_MODULE}.{instance.path}{applied}.")
         out.append(f"Module {candidate} := {LOCAL_MODULE}.{instance.path}{applied}.")

@@ -24,6 +24,7 @@ truth for "same statement" and "rests on no disallowed axiom".
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from formalbench.backends.base import Backend
@@ -121,6 +122,7 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
     # the functor or module type each scope opens (a string: why its header is not read)
     instances: list[Instance | str | None] = []
     values: list[str] = []
+    fields: dict[Instance, list[str]] = {}  # a module type's own postulates
     out: list[TargetPlan] = []
     last = max((i for i in holes if decls[i].name), default=-1)
     for d in decls[: last + 1]:  # what comes after the last target cannot matter to it
@@ -149,6 +151,10 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
             values.extend(names)
             out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
+        functor = _instance_in(scopes, instances)
+        own = d.kind in _POSTULATES and d.index not in holes and scopes[-1:] == ["Functor"]
+        if own and functor is not None and functor.module_type:
+            fields.setdefault(functor, []).extend(_postulated(d))
         if _opens(d):
             kind = _scope_kind(d)
             scopes.append(kind)
@@ -165,7 +171,48 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             if scopes.pop() != "Section":
                 modules.pop()
             instances.pop()
-    return out
+    return [
+        dataclasses.replace(
+            p, instance=dataclasses.replace(p.instance, fields=tuple(fields[p.instance]))
+        )
+        if p.instance is not None and p.instance in fields
+        else p
+        for p in out
+    ]
+
+
+def _postulated(d: Decl) -> list[str]:
+    """The names a `Parameter`/`Axiom` declares (`Parameter Inline t`, `Parameters (a b :
+    t) (c : u)`); a name that is not a plain identifier is left out (a field not shared
+    only makes the comparison stricter, a wrong one would fail the genuine candidate)."""
+    texts = [t.text for t in d.tokens[d.head + 1 : d.body_start]]
+    if texts[:1] == ["Inline"]:
+        texts = texts[4:] if texts[1:2] == ["("] else texts[1:]
+    names: list[str] = []
+    groups = [texts]
+    if texts[:1] == ["("]:
+        groups, depth, current = [], 0, []
+        for text in texts:
+            depth += {"(": 1, ")": -1}.get(text, 0)
+            current.append(text)
+            if depth == 0:
+                groups.append(current[1:-1])
+                current = []
+    for group in groups:
+        if ":" in group:
+            names += [w for w in group[: group.index(":")] if w.isidentifier()]
+    return names
+
+
+def _instance_in(scopes: list[str], instances: list[Instance | str | None]) -> Instance | None:
+    """The functor or module type open here (when its header was read and no other one is
+    open inside it)."""
+    if scopes.count("Functor") != 1:
+        return None
+    for kind, instance in zip(scopes, instances, strict=True):
+        if kind == "Functor":
+            return instance if isinstance(instance, Instance) else None
+    return None
 
 
 def _instance_around(
@@ -205,10 +252,12 @@ def _opaque_sides(original: str) -> dict[str, str]:
     """Targets whose statement may speak of something each side has its own copy of (a
     mismatch there is `undecided`), and why: inside a module with an opaque signature
     (`Module M : T.`), or inside a functor or module type after a postulate or inductive
-    of its own (`Parameter p` of a module type is a field of each side's instance)."""
+    of its own (an `Inductive` or a functor's `Parameter` is each side's own; a module
+    type's `Parameter`/`Axiom` directly in it is shared, `Instance.fields`)."""
     decls, holes = hole_decls(original, Language.coq)
     scopes: list[tuple[bool, bool]] = []  # (sealed, a functor or module type)
     fields = False  # the current functor or module type declared its own
+    opened: Decl | None = None  # the outermost scope open
     found: dict[str, str] = {}
     for d in decls:
         inside = any(functor for _, functor in scopes)
@@ -218,14 +267,20 @@ def _opaque_sides(original: str) -> dict[str, str]:
             elif inside and fields:
                 found[d.name] = _OWN_FIELDS
         elif inside and d.kind in _INSTANCE_NEW:
-            fields = True
+            shared = d.kind in _POSTULATES and len(scopes) == 1 and _is_module_type(opened)
+            fields = fields or not shared
         if _opens(d):
             functor = d.kind == "Module" and _scope_kind(d) == "Functor"
             scopes.append((d.kind == "Module" and _opaque(d), functor))
+            opened = d if len(scopes) == 1 else opened
         elif d.kind == "End" and scopes:
             scopes.pop()
             fields = fields and any(functor for _, functor in scopes)
     return found
+
+
+def _is_module_type(d: Decl | None) -> bool:
+    return d is not None and [t.text for t in d.tokens[d.head : d.head + 2]] == ["Module", "Type"]
 
 
 def _opens(d: Decl) -> bool:
