@@ -124,6 +124,8 @@ def test_plans_name_the_functor_and_its_parameters() -> None:
     assert plan.instance.params == (("Sig",), ("Sig2", "#0"))
     (plan,) = plans(TASK_P)
     assert plan.instance is not None and plan.instance.module_type
+    (plan,) = plans(TASK_F.replace("Module F", "Module Import F"))
+    assert plan.instance is not None and plan.instance.path == "F"
 
 
 def test_identity_text_applies_both_sides_to_the_same_arguments() -> None:

@@ -44,19 +44,26 @@ _MARKS = ("Import", "Export")
 _SYMBOLS = ("(", ")", "<", "+")
 
 
+def _header(d: Decl) -> tuple[list[str], int]:
+    """The header's words from `Module`, and where its name is (`Module Type T`, `Module
+    Import M`, `Module Export M`)."""
+    texts = [t.text for t in d.tokens[d.head :]]
+    return texts, 2 if texts[1:2] in (["Type"], ["Import"], ["Export"]) else 1
+
+
 def header_name(d: Decl) -> str:
     """The name a `Module`/`Module Type` header declares."""
-    texts = [t.text for t in d.tokens[d.head :]]
-    return texts[2] if texts[1:2] == ["Type"] else texts[1]
+    texts, at = _header(d)
+    return texts[at]
 
 
 def instance_of(d: Decl, path: str) -> Instance:
     """The functor or module type `d` opens (its full name in the original: `path`), its
     parameters' types as tokens: an earlier parameter as `#k`, other names as written
     (`resolved` replaces them by full paths). Raises `Undecided` for a header not read here."""
-    texts = [t.text for t in d.tokens[d.head :]]
+    texts, at = _header(d)
     module_type = texts[1:2] == ["Type"]
-    at = 3 if module_type else 2
+    at += 1
     names: list[str] = []
     params: list[tuple[str, ...]] = []
     while at < len(texts) and texts[at] == "(":
