@@ -46,6 +46,8 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
+import re
+import secrets
 import shutil
 import tempfile
 import threading
@@ -77,6 +79,36 @@ CONTEXT_MODULE = "FbContext"
 CHECK_MODULE = "FbIdentity"
 _CONTEXT_IMPORT = f"Require Import {CONTEXT_MODULE}.\n"
 _OWN = (ORIGINAL_MODULE, LOCAL_MODULE, CONTEXT_MODULE)  # libraries named by their first word
+# The modules the identity file declares for functors (`<RESERVED>A1_1`: an argument,
+# `<RESERVED>O1`/`<RESERVED>C1`: each side applied to them). The prefix is drawn afresh in
+# each process, so no library a candidate can `Require` has a module of that name: a name
+# printed with it is one of the identity file's own.
+RESERVED = f"Fb{secrets.token_hex(5)}"
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A functor or a module type of the original that holds targets, as the identity file
+    applies it: `path` as the original qualifies it (`F`, `M.F`); `module_type`: a module
+    type (both sides declared as modules of it) rather than a functor (both sides applied);
+    `params`: each parameter's module type as tokens, names by their full path (resolved by
+    Coq in the original's scope, `checking.coq_functors`) and `#k` for the k-th argument."""
+
+    path: str
+    module_type: bool
+    params: tuple[tuple[str, ...], ...]
+    header: int = 0  # where the original's header starts (its scope is the one before it)
+    # a module type's own `Parameter`/`Axiom` fields (names inside it): the candidate's are
+    # made the original's (`with Definition p := <R>O1.p`), so both speak of the same ones
+    fields: tuple[str, ...] = ()
+
+
+def is_argument(name: str) -> bool:
+    """Whether a printed name is a field of one of the identity file's declared arguments:
+    a generic module of the original's parameter type, what the functor's statements are
+    about, not an axiom of either side."""
+    head = name.split(".", 1)[0]
+    return re.fullmatch(rf"{RESERVED}A[0-9]+_[0-9]+", head) is not None
 
 
 @dataclass(frozen=True)
@@ -87,12 +119,15 @@ class TargetPlan:
     definitions after the first of them (they may unfold to a hole), each `Original.h`
     replaced by `Candidate.h` in its type. `body`: not a target but such a definition,
     whose candidate must equal the original's body with the same replacement (a kernel
-    `eq_refl`), the comparator's "value of a definition that is not a hole"."""
+    `eq_refl`), the comparator's "value of a definition that is not a hole". `instance`:
+    the target is a field of that functor or module type, compared on both sides'
+    instances at the same declared arguments (`identity_text`)."""
 
     name: str
     in_section: bool = False
     values: tuple[str, ...] = ()
     body: bool = False
+    instance: Instance | None = None  # a field of this functor or module type
 
 
 @dataclass
@@ -273,7 +308,7 @@ class IdentityRun:
         """The full path of an axiom as the identity file printed it; the libraries of the
         task and the candidate are named by their first word (nothing is imported there, so
         a name from `Candidate` is always printed with it)."""
-        if printed.split(".", 1)[0] in self.own:
+        if printed.split(".", 1)[0] in self.own or printed.startswith(RESERVED):
             return printed
         for key in (printed, basename(printed)):
             found = resolve(printed, self.located.get(key, []))
@@ -283,24 +318,85 @@ class IdentityRun:
 
 
 def identity_text(targets: Sequence[TargetPlan]) -> tuple[str, dict[int, str]]:
-    """The identity file's declarations, and the target each of its lines checks."""
+    """The identity file's declarations, and the target each of its lines checks.
+
+    A target inside a functor or module type is compared on instances: its parameters are
+    declared as generic modules of the original's parameter types (`Declare Module
+    <RESERVED>A1 : T.`), and both sides are applied to the same ones (a module type: a
+    module of it declared, whose proved fields keep their proofs), so `<RESERVED>O1.t` and
+    `<RESERVED>C1.t` are constants again, about the same arguments. The candidate's
+    application is a comparison line: a functor that does not take those arguments (another
+    parameter type, one more parameter) is that target's mismatch."""
     out = [f"Require {ORIGINAL_MODULE} {LOCAL_MODULE}."]
     lines: dict[int, str] = {}
+    named = _numbered(targets)
+    done: set[Instance] = set()
+    for plan in targets:
+        if plan.instance is not None and plan.instance not in done:
+            done.add(plan.instance)
+            out += _instance(plan.instance, named[plan.instance])
+            lines[len(out)] = plan.name  # the candidate's side comes last
     for i, plan in enumerate(targets, 1):
-        out.append(f"Definition fb_identity_{i} : ltac:({_statement(plan)}).")
+        out.append(f"Definition fb_identity_{i} : ltac:({_statement(plan, named)}).")
         lines[len(out)] = plan.name
-        out.append(f"Proof. {_body(plan)}. Defined.")
+        out.append(f"Proof. {_body(plan, named)}. Defined.")
         lines[len(out)] = plan.name
     return "\n".join(out) + "\n", lines
 
 
-def _statement(plan: TargetPlan) -> str:
+def _numbered(targets: Sequence[TargetPlan]) -> dict[Instance, int]:
+    named: dict[Instance, int] = {}
+    for plan in targets:
+        if plan.instance is not None and plan.instance not in named:
+            named[plan.instance] = len(named) + 1
+    return named
+
+
+def instance_sides(targets: Sequence[TargetPlan]) -> dict[str, str]:
+    """The identity file's instance modules -> what they are: `<RESERVED>C1` is
+    `Candidate.F` applied to the declared arguments (a postulate of it is the candidate's)."""
+    out = {}
+    for instance, k in _numbered(targets).items():
+        out[f"{RESERVED}O{k}"] = f"{ORIGINAL_MODULE}.{instance.path}"
+        out[f"{RESERVED}C{k}"] = f"{LOCAL_MODULE}.{instance.path}"
+    return out
+
+
+def _instance(instance: Instance, k: int) -> list[str]:
+    """The declarations of instance `k`: its arguments, the original's side, the candidate's."""
+    args = [f"{RESERVED}A{k}_{j + 1}" for j in range(len(instance.params))]
+    out = []
+    for j, param in enumerate(instance.params):
+        words = [args[int(w[1:])] if w.startswith("#") else w for w in param]
+        out.append(f"Declare Module {args[j]} : {' '.join(words)}.")
+    applied = "".join(f" {a}" for a in args)
+    original, candidate = f"{RESERVED}O{k}", f"{RESERVED}C{k}"
+    if instance.module_type:
+        shared = "".join(f" with Definition {f} := {original}.{f}" for f in instance.fields)
+        out.append(f"Declare Module {original} : {ORIGINAL_MODULE}.{instance.path}{applied}.")
+        out.append(f"Declare Module {candidate} : {LOCAL_MODULE}.{instance.path}{applied}{shared}.")
+    else:
+        out.append(f"Module {original} := {ORIGINAL_MODULE}.{instance.path}{applied}.")
+        out.append(f"Module {candidate} := {LOCAL_MODULE}.{instance.path}{applied}.")
+    return out
+
+
+def _sides(plan: TargetPlan, named: Mapping[Instance, int]) -> tuple[str, str, str]:
+    """The original's and the candidate's module holding the target, and its name there."""
+    if plan.instance is None:
+        return ORIGINAL_MODULE, LOCAL_MODULE, plan.name
+    k = named[plan.instance]
+    return f"{RESERVED}O{k}", f"{RESERVED}C{k}", plan.name[len(plan.instance.path) + 1 :]
+
+
+def _statement(plan: TargetPlan, named: Mapping[Instance, int] | None = None) -> str:
     """Ltac that builds the original's type of the target (for a `body` plan: the equation
     `Candidate.d = <Original.d unfolded once>`), value holes replaced."""
+    original, candidate, name = _sides(plan, named or {})
     if plan.body:
-        ltac = f"let T := eval cbv delta [{ORIGINAL_MODULE}.{plan.name}] in (@{ORIGINAL_MODULE}.{plan.name}) in "
+        ltac = f"let T := eval cbv delta [{original}.{name}] in (@{original}.{name}) in "
     else:
-        ltac = f"let T := type of @{ORIGINAL_MODULE}.{plan.name} in "
+        ltac = f"let T := type of @{original}.{name} in "
     if plan.values:  # all at once: a later value's type may mention an earlier one
         olds = ", ".join(f"(@{ORIGINAL_MODULE}.{v})" for v in plan.values)
         news = " ".join(f"(@{LOCAL_MODULE}.{v})" for v in plan.values)
@@ -311,17 +407,18 @@ def _statement(plan: TargetPlan) -> str:
             "let T := eval cbv beta in T in "
         )
     if plan.body:
-        return ltac + f"exact (@{LOCAL_MODULE}.{plan.name} = T)"
+        return ltac + f"exact (@{candidate}.{name} = T)"
     return ltac + "exact T"
 
 
-def _body(plan: TargetPlan) -> str:
+def _body(plan: TargetPlan, named: Mapping[Instance, int] | None = None) -> str:
+    _, candidate, name = _sides(plan, named or {})
     if plan.body:
         return "exact eq_refl"
-    exact = f"exact (@{LOCAL_MODULE}.{plan.name})"
+    exact = f"exact (@{candidate}.{name})"
     if not plan.in_section:
         return exact
-    return f"first [{exact} | intros; eapply (@{LOCAL_MODULE}.{plan.name}); eassumption]"
+    return f"first [{exact} | intros; eapply (@{candidate}.{name}); eassumption]"
 
 
 def identity_run(

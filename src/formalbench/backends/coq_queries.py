@@ -120,6 +120,7 @@ _ENTRY_LINE = re.compile(
     rf"^(?P<name>{QUALID})(?: :(?: .*)?| is assumed to be (?:guarded|positive)\."
     r"| relies on an unsafe hierarchy\.)$"
 )
+_ALONE = re.compile(rf"^(?P<name>{QUALID})$")
 _AXIOMS_HEADER = "Axioms:"
 
 
@@ -132,7 +133,8 @@ def read_assumptions(lines: list[str]) -> list[str]:
 
     The output is either the single line `Closed under the global context`, or the header
     `Axioms:` followed by entries `qualid : type` (the name at column 0, then ` :`), whose
-    type may go on over lines that begin with a blank, or `qualid is assumed to be
+    type may go on over lines that begin with a blank (a long one: the name alone, then
+    the ` : type` on the next, indented line), or `qualid is assumed to be
     guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` (a kernel check
     switched off for it: an assumption like any other). Every other header (`Section
     Variables:`, the lists of constants relying on switched-off kernel checks) and every
@@ -147,10 +149,14 @@ def read_assumptions(lines: list[str]) -> list[str]:
             f"`Print Assumptions` printed {first[:120]!r} where `Axioms:` is due"
         )
     names: list[str] = []
-    for line in body[1:]:
+    rest = body[1:]
+    for at, line in enumerate(rest):
         if line[0].isspace() and names:
             continue  # the type of the entry above, continued
         entry = _ENTRY_LINE.match(line)
+        after = rest[at + 1] if at + 1 < len(rest) else ""
+        if entry is None and re.fullmatch(r"\s+:(?: .*)?", after):
+            entry = _ALONE.match(line)  # a long entry: its name, then ` : type` below
         if entry is None:
             raise UnreadableOutput(f"`Print Assumptions` printed an unreadable line {line[:120]!r}")
         if entry["name"] not in names:

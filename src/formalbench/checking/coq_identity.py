@@ -24,6 +24,7 @@ truth for "same statement" and "rests on no disallowed axiom".
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 from formalbench.backends.base import Backend
@@ -31,10 +32,15 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_identity import (
     CONTEXT_MODULE,
     ORIGINAL_MODULE,
+    RESERVED,
     CoqIdentity,
+    Instance,
     TargetPlan,
+    instance_sides,
+    is_argument,
 )
 from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.coq_functors import Undecided, header_name, instance_of, resolved
 from formalbench.checking.decls import COQ_CLOSERS, Decl
 from formalbench.checking.holes import hole_decls
 from formalbench.checking.shadowing import introduced_names
@@ -87,10 +93,13 @@ def context_of(original: str) -> tuple[str, str] | None:
         if kind in _REPLAYED and not scopes:
             replay.append(original[d.start : d.end])
         in_section = "Section" in scopes
-        if kind in _ALWAYS_NEW or (kind in _GLOBAL_OUTSIDE_SECTIONS and not in_section):
+        # inside a functor or module type a declaration is a field of each side's instance,
+        # never shared (no cut can fall there): compared on the instances instead
+        fresh = kind in _ALWAYS_NEW or (kind in _GLOBAL_OUTSIDE_SECTIONS and not in_section)
+        if fresh and "Functor" not in scopes:
             pending = True
-        if kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
-            scopes.append(kind)
+        if _opens(d):
+            scopes.append(_scope_kind(d))
         elif kind == "End" and scopes:
             scopes.pop()
         if pending and not scopes:
@@ -114,16 +123,12 @@ def wide_context(original: str) -> tuple[str, str] | None:
             return original[:end], "".join(r + "\n" for r in replay)
         if d.kind in _REPLAYED and not scopes:
             replay.append(original[d.start : d.end])
-        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
+        if _opens(d):
             scopes += 1
         elif d.kind == "End" and scopes:
             scopes -= 1
         end = d.end
     return None
-
-
-class Undecided(Exception):
-    """The kernel route cannot decide this task; the message says why."""
 
 
 def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
@@ -138,25 +143,25 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
     Definitions after such a declaration are compared by their bodies, as after a value."""
     decls, holes = hole_decls(original, Language.coq)
     scopes: list[str] = []
+    modules: list[str] = []  # the modules open around each declaration
+    # the functor or module type each scope opens (a string: why its header is not read)
+    instances: list[Instance | str | None] = []
     values: list[str] = []
+    fields: dict[Instance, list[str]] = {}  # a module type's own postulates
     out: list[TargetPlan] = []
     last = max((i for i in holes if decls[i].name), default=-1)
     for d in decls[: last + 1]:  # what comes after the last target cannot matter to it
         if d.index in holes and d.name:
-            if "Functor" in scopes:
-                raise Undecided(
-                    f"the target `{d.name}` is inside a functor or a module type: it is a "
-                    "field of a signature, not a constant of the compiled library, so the "
-                    "identity file has no constant to compare"
-                )
+            instance = _instance_around(d.name, scopes, instances)
             in_section = "Section" in scopes
-            out.append(TargetPlan(d.name, in_section, tuple(values)))
+            out.append(TargetPlan(d.name, in_section, tuple(values), instance=instance))
             if d.kind != "Theorem":
-                if in_section:
+                if in_section or instance is not None:
+                    where = "a section" if in_section else "a functor or module type"
                     raise Undecided(
-                        f"the value hole `{d.name}` is inside a section, where the original's "
-                        "admitted value takes every section variable and the candidate's only "
-                        "those it uses; statements about it cannot be compared"
+                        f"the value hole `{d.name}` is inside {where}, where the original's "
+                        "admitted value and the candidate's are not the same constant; "
+                        "statements about it cannot be compared"
                     )
                 values.append(d.name)
         elif values and d.name and d.kind in _UNFOLDING and "Functor" not in scopes:
@@ -171,26 +176,160 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
             values.extend(names)
             out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
-        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
-            scopes.append(_scope_kind(d))
+        functor = _instance_in(scopes, instances)
+        own = d.kind in _POSTULATES and d.index not in holes and scopes[-1:] == ["Functor"]
+        if own and functor is not None and functor.module_type:
+            fields.setdefault(functor, []).extend(_postulated(d))
+        if _opens(d):
+            kind = _scope_kind(d)
+            scopes.append(kind)
+            if d.kind == "Module":
+                modules.append(header_name(d))
+            opened: Instance | str | None = None
+            if kind == "Functor" and "Functor" not in scopes[:-1]:
+                try:
+                    opened = instance_of(d, ".".join(modules))
+                except Undecided as why:  # it matters only when a target lies inside
+                    opened = str(why)
+            instances.append(opened)
         elif d.kind == "End" and scopes:
-            scopes.pop()
-    return out
+            if scopes.pop() != "Section":
+                modules.pop()
+            instances.pop()
+    return [
+        dataclasses.replace(
+            p, instance=dataclasses.replace(p.instance, fields=tuple(fields[p.instance]))
+        )
+        if p.instance is not None and p.instance in fields
+        else p
+        for p in out
+    ]
 
 
-def _sealed(original: str) -> set[str]:
-    """Targets inside a module with an opaque signature (`Module M : T.`)."""
+def _postulated(d: Decl) -> list[str]:
+    """The names a `Parameter`/`Axiom` declares (`Parameter Inline t`, `Parameters (a b :
+    t) (c : u)`); a name that is not a plain identifier is left out (a field not shared
+    only makes the comparison stricter, a wrong one would fail the genuine candidate)."""
+    texts = [t.text for t in d.tokens[d.head + 1 : d.body_start]]
+    if texts[:1] == ["Inline"]:
+        texts = texts[4:] if texts[1:2] == ["("] else texts[1:]
+    names: list[str] = []
+    groups = [texts]
+    if texts[:1] == ["("]:
+        groups, depth, current = [], 0, []
+        for text in texts:
+            depth += {"(": 1, ")": -1}.get(text, 0)
+            current.append(text)
+            if depth == 0:
+                groups.append(current[1:-1])
+                current = []
+    for group in groups:
+        if ":" in group:
+            names += [w for w in group[: group.index(":")] if w.isidentifier()]
+    return names
+
+
+def _instance_in(scopes: list[str], instances: list[Instance | str | None]) -> Instance | None:
+    """The functor or module type open here (when its header was read and no other one is
+    open inside it)."""
+    if scopes.count("Functor") != 1:
+        return None
+    for kind, instance in zip(scopes, instances, strict=True):
+        if kind == "Functor":
+            return instance if isinstance(instance, Instance) else None
+    return None
+
+
+def _instance_around(
+    name: str, scopes: list[str], instances: list[Instance | str | None]
+) -> Instance | None:
+    """The functor or module type around a target (None: at top level, in modules and
+    sections only); `Undecided` for a functor inside a functor or a header not read."""
+    functors = [i for i, kind in enumerate(scopes) if kind == "Functor"]
+    if not functors:
+        return None
+    if len(functors) > 1:
+        raise Undecided(
+            f"the target `{name}` is inside a functor or module type nested in another one, "
+            "whose parameters may depend on the outer one's: not instantiated here"
+        )
+    instance = instances[functors[0]]
+    if not isinstance(instance, Instance):
+        raise Undecided(f"the target `{name}` is inside a functor or module type: {instance}")
+    if not name.startswith(instance.path + "."):
+        raise Undecided(f"the target `{name}` is not named under its functor `{instance.path}`")
+    return instance
+
+
+_SEALED = (
+    "is inside a module sealed by a signature (`Module M : T`), whose definitions are "
+    "opaque on each side, so two files cannot share them"
+)
+_OWN_FIELDS = (
+    "is inside a functor or module type that declares its own postulates or inductives "
+    "before it: each side's instance has its own copy of them, which conversion cannot "
+    "identify"
+)
+_INSTANCE_NEW = _ALWAYS_NEW | _GLOBAL_OUTSIDE_SECTIONS
+
+
+def _opaque_sides(original: str) -> dict[str, str]:
+    """Targets whose statement may speak of something each side has its own copy of (a
+    mismatch there is `undecided`), and why: inside a module with an opaque signature
+    (`Module M : T.`), or inside a functor or module type after a postulate or inductive
+    of its own (an `Inductive` or a functor's `Parameter` is each side's own; a module
+    type's `Parameter`/`Axiom` directly in it is shared, `Instance.fields`)."""
     decls, holes = hole_decls(original, Language.coq)
-    scopes: list[bool] = []
-    found: set[str] = set()
+    scopes: list[tuple[bool, bool]] = []  # (sealed, a functor or module type)
+    fields = False  # the current functor or module type declared its own
+    opened: Decl | None = None  # the outermost scope open
+    found: dict[str, str] = {}
     for d in decls:
-        if d.index in holes and d.name and any(scopes):
-            found.add(d.name)
-        if d.kind in ("Section", "Module") and not any(t.text == ":=" for t in d.tokens):
-            scopes.append(d.kind == "Module" and any(t.text == ":" for t in d.tokens))
+        inside = any(functor for _, functor in scopes)
+        if d.index in holes and d.name:
+            if any(sealed for sealed, _ in scopes):
+                found[d.name] = _SEALED
+            elif inside and fields:
+                found[d.name] = _OWN_FIELDS
+        elif inside and d.kind in _INSTANCE_NEW:
+            shared = d.kind in _POSTULATES and len(scopes) == 1 and _is_module_type(opened)
+            fields = fields or not shared
+        if _opens(d):
+            functor = d.kind == "Module" and _scope_kind(d) == "Functor"
+            scopes.append((d.kind == "Module" and _opaque(d), functor))
+            opened = d if len(scopes) == 1 else opened
         elif d.kind == "End" and scopes:
             scopes.pop()
+            fields = fields and any(functor for _, functor in scopes)
     return found
+
+
+def _is_module_type(d: Decl | None) -> bool:
+    return d is not None and [t.text for t in d.tokens[d.head : d.head + 2]] == ["Module", "Type"]
+
+
+def _opens(d: Decl) -> bool:
+    """A `Section` or a `Module` with a body to come (not `Module M := F X.`; a `:=` inside
+    a parameter's type, `(X : T with Definition t := nat)`, does not define it)."""
+    if d.kind not in ("Section", "Module"):
+        return False
+    depth = 0
+    for t in d.tokens:
+        depth += {"(": 1, ")": -1}.get(t.text, 0)
+        if t.text == ":=" and depth == 0:
+            return False
+    return True
+
+
+def _opaque(d: Decl) -> bool:
+    """`Module M : T.` or `Module F (X : A) : T.`: a `:` outside the parameters, not `<:`."""
+    texts = [t.text for t in d.tokens[d.head :]]
+    depth = 0
+    for i, text in enumerate(texts):
+        depth += {"(": 1, ")": -1}.get(text, 0)
+        if text == ":" and depth == 0 and texts[i - 1] != "<":
+            return True
+    return False
 
 
 def _scope_kind(d: Decl) -> str:
@@ -234,7 +373,7 @@ def through_last_target(original: str) -> str:
     scopes: list[str] = []
     for d in decls[:last]:
         texts = [t.text for t in d.tokens[d.head :]]
-        if d.kind in ("Section", "Module") and ":=" not in texts and len(texts) > 1:
+        if _opens(d) and len(texts) > 1:
             at = 2 if d.kind == "Module" and texts[1] in ("Import", "Export", "Type") else 1
             scopes.append(texts[min(at, len(texts) - 1)])
         elif d.kind == "End" and scopes:
@@ -245,6 +384,24 @@ def through_last_target(original: str) -> str:
 
 class KernelIdentity:
     """Runs the identity file for a Coq backend and turns what it decides into findings."""
+
+    def _resolved(
+        self,
+        original: str,
+        plan: list[TargetPlan],
+        split: tuple[str, str] | None,
+        timeout: float | None,
+    ) -> list[TargetPlan]:
+        """`plan` with its functors' parameter types located in the original's scope: on
+        top of the shared context's library where the original is compiled on it."""
+        limit = float(timeout if timeout is not None else self.backend.timeout)
+        if split is None:
+            return resolved(self.backend, original, plan, limit)
+        context, replay = split
+        build = self.identity.original(original, context, limit, replay)
+        if build.folder is None:
+            raise Undecided(f"environment: the original does not compile here: {build.problem}")
+        return resolved(self.backend, original, plan, limit, (context, replay, build.folder))
 
     def __init__(self, backend: CoqBackend) -> None:
         self.identity = CoqIdentity(backend)
@@ -274,6 +431,8 @@ class KernelIdentity:
                 for p in plans(original, unshared is not None)
                 if p.name in targets or p.name not in every
             ]
+            if any(p.instance is not None for p in plan):
+                plan = self._resolved(original, plan, split, timeout)
         except Undecided as off_route:
             result = self.backend.check(candidate, timeout=timeout)
             return result, [_undecided(off_route)]
@@ -327,16 +486,14 @@ class KernelIdentity:
         if unshared is not None and findings:
             # the statement may speak of a nominal type of each side's own: not decidable
             findings = [_undecided(unshared, f.message) for f in findings]
-        sealed = _sealed(original)
+        opaque = _opaque_sides(original)
         findings = [
             Finding(
                 reason=Reason.undecided,
                 subject=f.subject,
-                message=f"undecided: `{f.subject}` is inside a module sealed by a signature "
-                "(`Module M : T`), whose definitions are opaque on each side, so two files "
-                f"cannot share them: {f.message}"[:500],
+                message=f"undecided: `{f.subject}` {opaque[f.subject]}: {f.message}"[:500],
             )
-            if f.subject in sealed and f.reason == Reason.statement_changed
+            if f.subject in opaque and f.reason == Reason.statement_changed
             else f
             for f in findings
         ]
@@ -345,7 +502,14 @@ class KernelIdentity:
             findings.append(
                 Finding(reason=Reason.undecided, message=f"{kind}{report.undecided}"[:500])
             )
-        report.axioms = {t: a for t, a in report.axioms.items() if t in every}
+        # the fields of the declared arguments are what a functor's statement is about;
+        # a field of an instance is named as the side's functor's (`Candidate.F.adm`)
+        sides = instance_sides(plan)
+        report.axioms = {
+            t: [_side_name(n, sides) for n in a if not is_argument(n)]
+            for t, a in report.axioms.items()
+            if t in every
+        }
         findings += axiom_findings(report.axioms, original, policy)
         result = report.candidate.model_copy(update={"axioms": report.axioms})
         if context is None:
@@ -364,6 +528,12 @@ class KernelIdentity:
         # the verdict's diagnostics and lines are those of the file as the candidate wrote it
         whole = self.backend.check(prefix + candidate, timeout=timeout)
         return whole.model_copy(update={"axioms": report.axioms}), findings
+
+
+def _side_name(name: str, sides: Mapping[str, str]) -> str:
+    """A field of an instance module by the functor it applies (`Candidate.F.adm`)."""
+    head, _, rest = name.partition(".")
+    return f"{sides[head]}.{rest}" if head in sides and rest else name
 
 
 def _mismatch(target: str, why: str, body: bool) -> Finding:
@@ -397,7 +567,10 @@ def axiom_findings(
     """Which axioms of the identity constants are refused, by full path: anything of the
     candidate's own library (`Candidate.*`, whatever it is named); of the original's, only
     what the original postulates outside its holes; the shared context's (`FbContext.*`,
-    the task's own text verbatim) always allowed; a library axiom as the policy says."""
+    the task's own text verbatim) always allowed; a library axiom as the policy says. A
+    name of the identity file's own modules (`RESERVED*`: a functor applied there) is the
+    candidate's postulate (or the original's) made a field of that instance: refused. The
+    fields of its declared arguments were taken out before (`is_argument`)."""
     given = given_postulates(original) if axioms else set()
     findings = []
     for target, names in axioms.items():
@@ -405,9 +578,8 @@ def axiom_findings(
             head = name.split(".", 1)[0]
             if head == CONTEXT_MODULE or name in given:
                 continue
-            if head not in (LOCAL_MODULE, ORIGINAL_MODULE) and (
-                policy.allow_library_axioms or name in (policy.allowed_axioms or [])
-            ):
+            own = head in (LOCAL_MODULE, ORIGINAL_MODULE) or head.startswith(RESERVED)
+            if not own and (policy.allow_library_axioms or name in (policy.allowed_axioms or [])):
                 continue
             findings.append(
                 Finding(
