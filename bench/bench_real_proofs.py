@@ -15,7 +15,9 @@ Printed at the end: accepted/refused counts by reason (first reason of each verd
 both sets, with one example message per reason, and the cost of a check against `coqc` of
 the candidate alone: `pair` (the first check of a task, which also compiles the original)
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
-Times are coqc CPU (the children's, steadier on a shared machine) and wall.
+Times are coqc CPU (the children's, steadier on a shared machine, plus the CPU of the warm
+coqtop sessions that answer identity files, `backends/coq_session.py`) and wall;
+FORMALBENCH_COQ_SESSION=0 measures the one-shot identity file instead.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from formalbench.backends import coq_session
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
@@ -77,8 +80,10 @@ def tasks_of(name: str, text: str) -> list[Task]:
 
 
 def cpu() -> float:
+    """CPU of the children that ended, plus the warm coqtop sessions' (live ones are not in
+    RUSAGE_CHILDREN yet, and a session that was killed never will be)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime + coq_session.sessions_cpu()
 
 
 def timed(step: Callable[..., T], *args: object) -> tuple[T, float, float]:
@@ -121,6 +126,7 @@ def main() -> None:
     verifier = StrictVerifier(backend)
     # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
     lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
+    judges = (verifier, lenient)
     counts: dict[str, Counter[str]] = {"genuine": Counter(), "task": Counter()}
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
@@ -197,6 +203,14 @@ def main() -> None:
             f"pair {cost['pair'] / cost['alone']:.2f}x, eval {cost['eval'] / cost['alone']:.2f}x"
             f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x)"
         )
+    answered = sum(v.coq_identity.identity.session_checks for v in judges if v.coq_identity)
+    missed = sum(v.coq_identity.identity.session_fallbacks for v in judges if v.coq_identity)
+    state = "on" if coq_session.enabled() else f"off ({coq_session.SWITCH}=0)"
+    print(
+        f"identity files: {answered} answered by a warm coqtop session, {missed} compiled "
+        f"one-shot after a session gave no answer (sessions {state}; CPU counted above)"
+    )
+    coq_session.close_all()
 
 
 if __name__ == "__main__":
