@@ -15,6 +15,7 @@ import pytest
 
 from formalbench.backends import coq_session
 from formalbench.backends.coq_session import SessionBroken, _segments, preload_sentences
+from tests.test_coq_identity_attacks import ATTACKS
 
 NONCE = "0123456789ab"
 
@@ -87,7 +88,6 @@ CLASSIC = (
     "Proof. intros n. destruct (classic (n = n)); auto. Qed.\n"
 )
 WRONG = "Theorem t : forall n, 0 + n = n.\nProof. reflexivity. Qed.\n"
-NOTATION = 'Notation "x + y" := (y + x).\nTheorem t : forall n, n + 0 = n.\nProof. auto. Qed.\n'
 CONTEXT_TASK = (
     "Inductive color := red | green.\nParameter f : nat -> nat.\n"
     "Theorem t : forall c : color, c = red \\/ c = green.\nProof.\nAdmitted.\n"
@@ -98,7 +98,7 @@ CASES = [
     (ORIGINAL, AXIOM),
     (ORIGINAL, CLASSIC),
     (ORIGINAL, WRONG),
-    (ORIGINAL, NOTATION),
+    ATTACKS["Time Notation"],
     (CONTEXT_TASK, CONTEXT_PROOF),
 ]
 
@@ -110,8 +110,9 @@ def judge():
     from formalbench.core.config import VerifierPolicy
 
     with CoqBackend(workers=1, timeout=60) as backend:
-        # no forbidden words: the identity file, not the text pre-filter, must refuse
-        yield StrictVerifier(backend, VerifierPolicy(forbidden=[]))
+        # no forbidden words: the identity file, not the text pre-filter, must refuse;
+        # library axioms refused by their full path
+        yield StrictVerifier(backend, VerifierPolicy(forbidden=[], allow_library_axioms=False))
     coq_session.close_all()
 
 

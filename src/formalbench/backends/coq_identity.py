@@ -261,10 +261,9 @@ class CoqIdentity:
         names = list(LIBRARY_AXIOMS)
         deadline = time.monotonic() + timeout
         for _ in range(2):
-            run = self._session_run(work, targets, names, deadline, preload)
-            if run is None:
-                left = max(deadline - time.monotonic(), 0.0)
-                run = identity_run(self.backend, work, targets, names, left)
+            warm = self._session_run(work, targets, names, deadline, preload)
+            left = max(deadline - time.monotonic(), 0.0)
+            run = warm or identity_run(self.backend, work, targets, names, left)
             report.mismatches, report.undecided = run.mismatches, run.undecided
             if run.undecided is not None or run.mismatches:
                 return

@@ -202,18 +202,7 @@ class CoqSession:
 
     def cpu_seconds(self) -> float:
         """CPU (user + system) the session's processes have used so far (bwrap, coqtop)."""
-        if self.proc is None:
-            return 0.0
-        import psutil
-
-        total = 0.0
-        with contextlib.suppress(psutil.Error):
-            top = psutil.Process(self.proc.pid)
-            for p in [top, *top.children(recursive=True)]:
-                with contextlib.suppress(psutil.Error):
-                    t = p.cpu_times()
-                    total += t.user + t.system
-        return total
+        return 0.0 if self.proc is None else _tree_cpu(self.proc)
 
     def rss_bytes(self) -> int:
         if self.proc is None:
@@ -229,10 +218,9 @@ class CoqSession:
         """Kill the process group (counting its CPU first) and remove the folder."""
         proc, self.proc = self.proc, None
         if proc is not None:
-            _closed_cpu.add(_tree_cpu(proc))
+            cpu = _tree_cpu(proc)
             kill_group(proc)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+            _closed_cpu.add(max(cpu - _reap(proc), 0.0))
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     with contextlib.suppress(OSError):
@@ -401,6 +389,23 @@ def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
         blocks = _blocks(err[spans[k][1] : spans[k + 1][0]])
         segments.append(Segment(stdout, [said for kind, said in blocks if kind == "Error"]))
     return segments
+
+
+def _reap(proc: subprocess.Popen, patience: float = 5.0) -> float:
+    """Wait for a killed session's first process; the CPU its exit adds to this process's
+    RUSAGE_CHILDREN (all of coqtop's without bwrap; bwrap's own with it, whose child was
+    killed with it and is reaped elsewhere), so that `sessions_cpu` does not count it twice."""
+    end = time.monotonic() + patience
+    while time.monotonic() < end:
+        try:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:  # already reaped
+            return 0.0
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return usage.ru_utime + usage.ru_stime
+        time.sleep(0.01)
+    return 0.0
 
 
 def _tree_cpu(proc: subprocess.Popen) -> float:
