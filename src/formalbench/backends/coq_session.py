@@ -69,6 +69,7 @@ from formalbench.backends.sandbox import (
     private_env,
     register,
     scrubbed_env,
+    stopping,
     unregister,
 )
 
@@ -116,7 +117,13 @@ def preload_sentences(original: str, skip: Sequence[str]) -> list[str]:
 
 
 class SessionBroken(RuntimeError):
-    """The session cannot be trusted any more (it is killed); the caller falls back."""
+    """The session cannot be trusted any more (it is killed); the caller falls back.
+    `fault`: False when the session only ran out of time (a slow check, an abandoned one),
+    which does not count towards turning sessions off."""
+
+    def __init__(self, message: str, *, fault: bool = True) -> None:
+        super().__init__(message)
+        self.fault = fault
 
 
 @dataclass
@@ -179,19 +186,24 @@ class CoqSession:
         argv = [self.coqtop, "-q", "-emacs", *library_args(self.backend.coqc), *self.backend.args]
         project = self.backend.project
         read_only = [str(p) for p in project.read_only] if project is not None else []
-        command, preexec = confined_argv(
-            argv, str(self.folder), self.backend.memory_mb, read_only=read_only
-        )
-        self.proc = subprocess.Popen(
-            command,
-            cwd=self.folder,
-            env=private_env(scrubbed_env(), str(self.folder)),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+        if stopping():
+            raise SessionBroken("formalbench is stopping", fault=False)
+        try:
+            command, preexec = confined_argv(
+                argv, str(self.folder), self.backend.memory_mb, read_only=read_only
+            )
+            self.proc = subprocess.Popen(
+                command,
+                cwd=self.folder,
+                env=private_env(scrubbed_env(), str(self.folder)),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+        except OSError as exc:
+            raise SessionBroken(f"coqtop could not start: {exc}") from exc
         register(self.proc)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             assert stream is not None
@@ -254,7 +266,11 @@ class CoqSession:
             raise SessionBroken("coqtop is not running")
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         end_out = f"No object of basename fb_{nonce}_o{last}".encode()
-        end_err = re.compile(rf"reference\s+fb_{nonce}_e{last}\s+was\s+not\s+found".encode())
+        # the last marker's error, then the prompt coqtop prints before it waits for input:
+        # nothing of this exchange is still on its way in either pipe
+        end_err = re.compile(
+            rf"reference\s+fb_{nonce}_e{last}\s+was\s+not\s+found[^<]*<prompt>[^\n]*?</prompt>".encode()
+        )
         limit = max_output_bytes()
         kept = {"out": bytearray(), "err": bytearray()}
         sel = selectors.DefaultSelector()
@@ -268,9 +284,9 @@ class CoqSession:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise SessionBroken("coqtop did not answer in time")
+                    raise SessionBroken("coqtop did not answer in time", fault=False)
                 if abandoned():  # a speculative check no longer needed (sandbox.abandon_on)
-                    raise SessionBroken("the check was abandoned")
+                    raise SessionBroken("the check was abandoned", fault=False)
                 for key, _ in sel.select(timeout=min(left, 0.5)):
                     if key.data == "in":
                         try:
@@ -300,16 +316,20 @@ class CoqSession:
             return
         parts = ["Set Printing Width 1000.", *new, "Print Libraries."]
         segments = self.exchange(parts, deadline)
-        for sentence, segment in zip(new, segments[1:-1], strict=True):
-            if segment.stdout.strip() and not _only_info(segment.stdout):
-                raise SessionBroken(f"`{sentence}` printed {segment.stdout[:120]!r}")
-            if segment.errors:
-                self.refused.add(sentence)
-            else:
-                self.preloaded.append(sentence)
-        if segments[0].errors or segments[-1].errors:
-            raise SessionBroken("the session could not be set up")
-        self.libraries = _libraries(segments[-1].stdout)
+        try:
+            for sentence, segment in zip(new, segments[1:-1], strict=True):
+                if segment.stdout.strip() and not _only_info(segment.stdout):
+                    raise SessionBroken(f"`{sentence}` printed {segment.stdout[:120]!r}")
+                if segment.errors:
+                    self.refused.add(sentence)
+                else:
+                    self.preloaded.append(sentence)
+            if segments[0].errors or segments[-1].errors:
+                raise SessionBroken("the session could not be set up")
+            self.libraries = _libraries(segments[-1].stdout)
+        except SessionBroken:
+            self.close()
+            raise
 
     def run_check(
         self, files: Sequence[Path], parts: Sequence[str], deadline: float
@@ -331,7 +351,11 @@ class CoqSession:
         if segments[0].errors:
             self.close()
             raise SessionBroken(f"the mark could not be set: {segments[0].errors[0]}")
-        if segments[-2].errors or _libraries(segments[-1].stdout) != self.libraries:
+        try:
+            same = not segments[-2].errors and _libraries(segments[-1].stdout) == self.libraries
+        except SessionBroken:
+            same = False
+        if not same:
             self.close()  # the check's answer stands; this session's state does not
             log.info("coq session discarded: its state after Reset is not the mark's")
         return segments[1:-2]
@@ -459,9 +483,9 @@ class SessionPool:
             if chosen.proc is None:
                 chosen.start()
             yield chosen
-        except SessionBroken:
+        except SessionBroken as why:
             with self.lock:
-                self.failures += 1
+                self.failures += why.fault
             raise
         finally:
             with self.lock:
