@@ -87,6 +87,11 @@ CLASSIC = (
     "Require Import Classical.\nTheorem t : forall n, n + 0 = n.\n"
     "Proof. intros n. destruct (classic (n = n)); auto. Qed.\n"
 )
+OPTIONS = (  # accepted, and leaves nothing behind: a plugin, global options, a universe
+    "Require Import Lia.\nGlobal Unset Printing Notations.\nGlobal Set Printing All.\n"
+    "Universe u.\nDefinition T := Type@{u}.\n"
+    "Theorem t : forall n, n + 0 = n.\nProof. intros; lia. Qed.\n"
+)
 WRONG = "Theorem t : forall n, 0 + n = n.\nProof. reflexivity. Qed.\n"
 CONTEXT_TASK = (
     "Inductive color := red | green.\nParameter f : nat -> nat.\n"
@@ -147,14 +152,17 @@ def test_verdicts_equal_with_and_without_the_session(
 @coq
 def test_each_check_reads_its_own_candidate_library(judge) -> None:  # noqa: ANN001
     """`Candidate` of the same name, other content, in one session, both orders: an axiom
-    inside an opaque proof is found after a clean candidate, and not kept after it."""
+    inside an opaque proof is found after a clean candidate, and not kept after it; global
+    options a candidate set are gone at the next check (its message prints notations)."""
     coq_session.close_all()  # one session for the whole sequence
     before = _answered(judge)
-    verdicts = [_reasons(judge, ORIGINAL, c) for c in (CLEAN, AXIOM, CLEAN, AXIOM, CLEAN)]
-    assert _answered(judge) == before + 5
+    verdicts = [_reasons(judge, ORIGINAL, c) for c in (CLEAN, AXIOM, OPTIONS, AXIOM, CLEAN)]
+    wrong = judge.verify(ORIGINAL, WRONG).findings[0].message
+    assert _answered(judge) == before + 6
     assert coq_session.live_sessions() == 1
     assert verdicts[0] == verdicts[2] == verdicts[4] == []
     assert verdicts[1] == verdicts[3] and "disallowed_axiom Candidate.a" in verdicts[1]
+    assert "forall n : nat, 0 + n = n" in wrong  # not `@eq nat (Nat.add O n) n`
 
 
 @coq
