@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from formalbench.backends import coq_session
+from formalbench.backends import coq_session, sandbox
 from formalbench.backends.coq_session import SessionBroken, _segments, preload_sentences
 from tests.test_coq_identity_attacks import ATTACKS
 
@@ -181,6 +181,8 @@ def test_a_killed_session_falls_back_and_a_fresh_one_follows(judge) -> None:  # 
     answered = _answered(judge)
     assert _reasons(judge, ORIGINAL, CLEAN) == []
     assert _answered(judge) == answered + 1  # a fresh session answered
+    # an idle session is not a check in flight (what `stop_all` and a stop's count see)
+    assert coq_session.live_sessions() >= 1 and sandbox.live_count() == 0
 
 
 @coq

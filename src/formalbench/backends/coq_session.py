@@ -33,8 +33,9 @@ frame, a timeout, an output over `max_output_bytes()`, or a dead process: the se
 killed (`SessionBroken`) and the caller decides that check with the one-shot file.
 
 The process runs like every checker process (`sandbox.confined_argv`: bwrap, address-space
-cap, parent-death signal, registered so `stop_all` and exit kill it) in a folder named like a
-throw-away work folder. FORMALBENCH_COQ_SESSION=0 turns sessions off (every identity file is
+cap, parent-death signal) in a folder named like a throw-away work folder; it is registered
+with the sandbox while it runs a check (so `stop_all` kills it and `live_count` counts it as
+a check in flight) and killed by `close_all` at exit or by the parent-death signal. FORMALBENCH_COQ_SESSION=0 turns sessions off (every identity file is
 then a coqc start, as before).
 """
 
@@ -482,18 +483,23 @@ class SessionPool:
         try:
             if chosen.proc is None:
                 chosen.start()
+            else:  # in flight again: `stop_all` kills it (killed at once if stopping)
+                register(chosen.proc)
             yield chosen
         except SessionBroken as why:
             with self.lock:
                 self.failures += why.fault
             raise
         finally:
+            keep = chosen.alive() and chosen.checks < MAX_CHECKS
+            keep = keep and len(chosen.preloaded) < MAX_PRELOADS
+            cap = self.backend.memory_mb
+            keep = keep and not (cap and chosen.rss_bytes() > int(MAX_MEMORY_SHARE * cap) << 20)
+            if keep and chosen.proc is not None:
+                # idle: not a check in flight (`sandbox.live_count`); killed at exit
+                unregister(chosen.proc)
             with self.lock:
                 self.busy.discard(chosen)
-                keep = chosen.alive() and chosen.checks < MAX_CHECKS
-                keep = keep and len(chosen.preloaded) < MAX_PRELOADS
-                cap = self.backend.memory_mb
-                keep = keep and not (cap and chosen.rss_bytes() > int(MAX_MEMORY_SHARE * cap) << 20)
                 if keep:
                     self.idle.append(chosen)
             if not keep:
