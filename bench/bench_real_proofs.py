@@ -16,7 +16,9 @@ both sets (a genuine proof refused where the task text itself does not compile i
 apart: that task is broken, not the verifier), with one example message per reason, and
 the cost of a check against `coqc` of the candidate alone: `pair` (the first check of a task, which also compiles the original)
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
-Times are coqc CPU (the children's, steadier on a shared machine) and wall.
+Times are coqc CPU (the children's, steadier on a shared machine, plus the CPU of the warm
+coqtop sessions that answer identity files, `backends/coq_session.py`) and wall;
+FORMALBENCH_COQ_SESSION=0 measures the one-shot identity file instead.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from formalbench.backends import coq_session
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
 from formalbench.checking.verifier import StrictVerifier
@@ -80,8 +83,10 @@ def tasks_of(name: str, text: str) -> list[Task]:
 
 
 def cpu() -> float:
+    """CPU of the children that ended, plus the warm coqtop sessions' (live ones are not in
+    RUSAGE_CHILDREN yet, and a session that was killed never will be)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime + coq_session.sessions_cpu()
 
 
 def timed(step: Callable[..., T], *args: object) -> tuple[T, float, float]:
@@ -156,9 +161,11 @@ def main() -> None:
     verifier = StrictVerifier(backend)
     # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
     lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
+    judges = (verifier, lenient)
     counts: dict[str, Counter[str]] = {"genuine": Counter(), "task": Counter()}
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
+    cost["eval_session"] = 0.0  # the warm coqtop's share of `eval` (identity files)
     timed_tasks = 0
     broken_tasks = 0
     compiled_files = 0
@@ -179,7 +186,9 @@ def main() -> None:
             for i, task in enumerate(tasks):
                 genuine, pair_cpu, _ = timed(verifier.verify, task.original, task.real)
                 if i == 0:  # one task per file is timed again, warm: what `eval` pays
+                    warm = coq_session.sessions_cpu()
                     _, eval_cpu, eval_wall = timed(verifier.verify, task.original, task.real)
+                    cost["eval_session"] += coq_session.sessions_cpu() - warm
                     cost["alone"] += alone_cpu
                     cost["alone_wall"] += alone_wall
                     cost["pair"] += pair_cpu
@@ -242,8 +251,17 @@ def main() -> None:
         print(
             f"cost over {timed_tasks} tasks (coqc CPU, vs the candidate compiled alone): "
             f"pair {cost['pair'] / cost['alone']:.2f}x, eval {cost['eval'] / cost['alone']:.2f}x"
-            f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x)"
+            f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x; identity files in "
+            f"the warm coqtop: {cost['eval_session'] / cost['alone']:.2f}x of it)"
         )
+    answered = sum(v.coq_identity.identity.session_checks for v in judges if v.coq_identity)
+    missed = sum(v.coq_identity.identity.session_fallbacks for v in judges if v.coq_identity)
+    state = "on" if coq_session.enabled() else f"off ({coq_session.SWITCH}=0)"
+    print(
+        f"identity files: {answered} answered by a warm coqtop session, {missed} compiled "
+        f"one-shot after a session gave no answer (sessions {state}; CPU counted above)"
+    )
+    coq_session.close_all()
 
 
 if __name__ == "__main__":

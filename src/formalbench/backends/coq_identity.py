@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -70,9 +71,18 @@ from formalbench.backends.coq_queries import (
     read_assumptions,
     resolve,
 )
+from formalbench.backends.coq_session import (
+    CoqSession,
+    SessionBroken,
+    SessionPool,
+    pool_for,
+    preload_sentences,
+)
 from formalbench.backends.coq_source import SourceMap
 from formalbench.backends.sandbox import ProcessOutcome, work_dir
 from formalbench.core.records import CheckResult, CheckStatus, Severity
+
+log = logging.getLogger(__name__)
 
 ORIGINAL_MODULE = "Original"
 CONTEXT_MODULE = "FbContext"
@@ -185,9 +195,15 @@ def process_cache_dir() -> Path:
 class CoqIdentity:
     """Compiles originals once (cached by hash) and checks candidates against them."""
 
-    def __init__(self, backend: CoqBackend, cache_dir: Path | None = None) -> None:
+    def __init__(
+        self, backend: CoqBackend, cache_dir: Path | None = None, *, session: bool = True
+    ) -> None:
         self.backend = backend
         self.cache_dir = cache_dir or process_cache_dir()
+        # identity files go to a warm coqtop (`coq_session`) unless turned off
+        self.sessions: SessionPool | None = pool_for(backend) if session else None
+        self.session_checks = 0  # identity files a session answered
+        self.session_fallbacks = 0  # identity files a session could not answer (one-shot)
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -267,7 +283,8 @@ class CoqIdentity:
                 return report
             shutil.copy(build.folder / f"{ORIGINAL_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
-            self._decide(report, work, targets, max(left, 0.1))
+            preload = preload_sentences(original, (*_OWN, CHECK_MODULE))
+            self._decide(report, work, targets, max(left, 0.1), preload)
         report.elapsed = time.perf_counter() - started
         return report
 
@@ -277,13 +294,17 @@ class CoqIdentity:
         work: Path,
         targets: Sequence[TargetPlan],
         timeout: float,
+        preload: Sequence[str] = (),
     ) -> None:
         """Run the identity file (twice at most: once more when an axiom's full path was not
         among the names located up front) and record what it says in `report`."""
         report.checked = True
         names = list(LIBRARY_AXIOMS)
+        deadline = time.monotonic() + timeout
         for _ in range(2):
-            run = identity_run(self.backend, work, targets, names, timeout)
+            warm = self._session_run(work, targets, names, deadline, preload)
+            left = max(deadline - time.monotonic(), 0.0)
+            run = warm or identity_run(self.backend, work, targets, names, left)
             report.mismatches, report.undecided = run.mismatches, run.undecided
             if run.undecided is not None or run.mismatches:
                 return
@@ -292,6 +313,44 @@ class CoqIdentity:
                 break
             names = sorted(set(names) | set(unknown))
         report.axioms = {t: [run.path(p) or p for p in ps] for t, ps in run.printed.items()}
+
+    def _session_run(
+        self,
+        work: Path,
+        targets: Sequence[TargetPlan],
+        names: Sequence[str],
+        deadline: float,
+        preload: Sequence[str],
+    ) -> IdentityRun | None:
+        """The identity file played in a warm session (`coq_session`), or None where no
+        session may answer it: sessions off, or the session broke (it is then killed and
+        this file is compiled one-shot, as without sessions)."""
+        if self.sessions is None or not self.sessions.usable:
+            return None
+        text, lines = identity_text(targets)
+        subjects = {f"fb_identity_{i}": plan.name for i, plan in enumerate(targets, 1)}
+        files = [work / f"{m}.vo" for m in (CONTEXT_MODULE, ORIGINAL_MODULE, LOCAL_MODULE)]
+        try:
+            with self.sessions.session(preload) as session:
+                session.prepare(preload, deadline)
+                run = session_query(
+                    session,
+                    [f for f in files if f.exists()],
+                    text,
+                    lines,
+                    subjects,
+                    names,
+                    deadline,
+                )
+        except SessionBroken as why:
+            log.info("coq session gave no answer (%s); the identity file runs one-shot", why)
+            run = None
+        if run is None:
+            self.session_fallbacks += 1
+        else:
+            self.sessions.succeeded()
+            self.session_checks += 1
+        return run
 
 
 @dataclass
@@ -450,9 +509,7 @@ def query_file(
     answer is filed under) + `Locate` of `names`, as `<module>.v` in `work`. An error on one
     of `lines` (line -> name) is that name's mismatch; any other error, an unanswered query
     or an answer outside the grammar leaves the run `undecided`."""
-    queries = [Query("assumptions", c) for c in subjects]
-    queries += [Query("locate", n) for n in names]
-    script = QueryScript(queries, first_line=text.count("\n") + 1)
+    queries, script = _queries(text, subjects, names)
     full = text + script.text
     outcome = backend.compile(work, module, full, timeout)
     run = IdentityRun(own=own)
@@ -473,7 +530,28 @@ def query_file(
     if outcome.returncode:
         run.undecided = f"{module}.v failed without a message"
         return run
-    _, outputs = script.split(outcome.stdout)
+    return _answers(run, module, script, queries, subjects, outcome.stdout)
+
+
+def _queries(
+    text: str, subjects: Mapping[str, str], names: Sequence[str]
+) -> tuple[list[Query], QueryScript]:
+    """`Print Assumptions` of each subject and `Locate` of each name, placed after `text`."""
+    queries = [Query("assumptions", c) for c in subjects]
+    queries += [Query("locate", n) for n in names]
+    return queries, QueryScript(queries, first_line=text.count("\n") + 1)
+
+
+def _answers(
+    run: IdentityRun,
+    module: str,
+    script: QueryScript,
+    queries: Sequence[Query],
+    subjects: Mapping[str, str],
+    stdout: str,
+) -> IdentityRun:
+    """Read the queries' answers into `run`, strictly (see `query_file`)."""
+    _, outputs = script.split(stdout)
     for index, query in enumerate(queries):
         if index not in outputs:
             run.undecided = f"{module}.v did not answer `{query.command}`"
@@ -488,6 +566,44 @@ def query_file(
             run.undecided = f"the axioms of `{name}` cannot be read: {problem}"
             return run
     return run
+
+
+def session_query(
+    session: CoqSession,
+    files: Sequence[Path],
+    text: str,
+    lines: Mapping[int, str],
+    subjects: Mapping[str, str],
+    names: Sequence[str],
+    deadline: float,
+) -> IdentityRun | None:
+    """`query_file` for the identity file, played in a warm session: the same text and the
+    same queries, cut into parts at each change of the target its lines check, so that an
+    error is that target's mismatch exactly when coqc would put it on one of its lines. As
+    coqc stops at its first error, so is the first error here the only one read. None (the
+    caller compiles the file one-shot) for an error outside a comparison or in the queries:
+    those are `undecided` one-shot, with coqc's own message."""
+    queries, script = _queries(text, subjects, names)
+    groups: list[tuple[str | None, list[str]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        name = lines.get(number)
+        if groups and groups[-1][0] == name:
+            groups[-1][1].append(line)
+        else:
+            groups.append((name, [line]))
+    parts = ["\n".join(g) for _, g in groups] + [script.text]
+    segments = session.run_check(files, parts, deadline)
+    run = IdentityRun()
+    for (name, _), segment in zip(groups, segments, strict=False):
+        if not segment.errors:
+            continue
+        if name is None:
+            return None
+        run.mismatches[name] = segment.errors[0][:400]
+        return run
+    if segments[-1].errors:
+        return None
+    return _answers(run, CHECK_MODULE, script, queries, subjects, segments[-1].stdout)
 
 
 def library_assumptions(

@@ -1,0 +1,204 @@
+"""The warm coqtop session that answers identity files (`backends/coq_session.py`).
+
+Real coqc/coqtop: a verdict is the same with and without the session, a library named
+`Candidate` is judged on its own content in every check of one session (nothing leaks from
+one check to the next), a killed or stalled session falls back to the one-shot identity file,
+and no coqtop outlives `close_all`. The framing tests need no Coq."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+
+from formalbench.backends import coq_session, sandbox
+from formalbench.backends.coq_session import SessionBroken, _segments, preload_sentences
+from tests.test_coq_identity_attacks import ATTACKS
+
+NONCE = "0123456789ab"
+
+
+def _err(k: int) -> str:
+    return (
+        f"<prompt>Coq < {k} || 0 < </prompt>Toplevel input, characters 6-24:\n"
+        f"> Check fb_{NONCE}_e{k}.\n>       ^^^^^^^^^^^^^^^^^^\n"
+        f"Error: The reference fb_{NONCE}_e{k} was not found in the current\nenvironment.\n\n"
+    )
+
+
+def _out(k: int) -> str:
+    return f"No object of basename fb_{NONCE}_o{k}\n"
+
+
+def test_segments_cut_both_streams_at_their_markers() -> None:
+    error = "Toplevel input, characters 0-5:\n> exact.\n> ^^^^^\nError: No such goal.\n"
+    out = "Welcome\n" + _out(0) + "Axioms:\nx : nat\n" + _out(1) + "Closed\n" + _out(2)
+    err = _err(0) + _err(1) + error + _err(2)
+    first, second = _segments(out, err, NONCE, 2)
+    assert first.stdout == "Axioms:\nx : nat" and first.errors == []
+    assert second.stdout == "Closed" and second.errors == ["No such goal."]
+
+
+@pytest.mark.parametrize(
+    "out, err",
+    [
+        (_out(0) + _out(0) + _out(1), _err(0) + _err(1)),  # a marker twice
+        (_out(1) + _out(0), _err(0) + _err(1)),  # out of order
+        (_out(0) + _out(1), _err(0) + "something else\n" + _err(1)),  # not a message
+        (_out(0) + _out(1), _err(0) + _err(1) + "late text\n"),  # after the last marker
+        (_out(0), _err(0) + _err(1)),  # the end never came
+    ],
+)
+def test_anything_outside_the_frame_breaks_the_session(out: str, err: str) -> None:
+    with pytest.raises(SessionBroken):
+        _segments(out, err, NONCE, 1)
+
+
+def test_fetching_messages_are_dropped_but_nothing_else() -> None:
+    fetch = "<infomsg>\nFetching opaque proofs from disk for Coq.Init.Logic\n</infomsg>\n"
+    out = _out(0) + fetch + "Axioms:\n" + fetch + "Candidate.a : False\n" + _out(1)
+    (segment,) = _segments(out, _err(0) + _err(1), NONCE, 1)
+    assert segment.stdout == "Axioms:\nCandidate.a : False"
+
+
+def test_preloads_are_the_tasks_requires_without_import() -> None:
+    text = (
+        "(* Require Fake. *)\nFrom Coq Require Import Lia.\nRequire Export Arith List.\n"
+        'Require Import Candidate.\nDefinition s := "Require Nope.".\n'
+    )
+    assert preload_sentences(text, ("Candidate",)) == [
+        "From Coq Require Lia.",
+        "Require Arith List.",
+    ]
+
+
+# --- real coqtop ----------------------------------------------------------------------------
+coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop is not installed")
+
+ORIGINAL = "Require Import Arith.\nTheorem t : forall n, n + 0 = n.\nProof.\nAdmitted.\n"
+CLEAN = "Require Import Arith.\nTheorem t : forall n, n + 0 = n.\nProof. auto. Qed.\n"
+AXIOM = (  # a postulate hidden in an opaque proof: `Print Assumptions` must fetch it
+    "Require Import Arith.\nAxiom a : forall n, n + 0 = n.\n"
+    "Theorem t : forall n, n + 0 = n.\nProof. exact a. Qed.\n"
+)
+CLASSIC = (
+    "Require Import Classical.\nTheorem t : forall n, n + 0 = n.\n"
+    "Proof. intros n. destruct (classic (n = n)); auto. Qed.\n"
+)
+OPTIONS = (  # accepted, and leaves nothing behind: a plugin, global options, a universe
+    "Require Import Lia.\nGlobal Unset Printing Notations.\nGlobal Set Printing All.\n"
+    "Universe u.\nDefinition T := Type@{u}.\n"
+    "Theorem t : forall n, n + 0 = n.\nProof. intros; lia. Qed.\n"
+)
+WRONG = "Theorem t : forall n, 0 + n = n.\nProof. reflexivity. Qed.\n"
+CONTEXT_TASK = (
+    "Inductive color := red | green.\nParameter f : nat -> nat.\n"
+    "Theorem t : forall c : color, c = red \\/ c = green.\nProof.\nAdmitted.\n"
+)
+CONTEXT_PROOF = CONTEXT_TASK.replace("Admitted.", "destruct c; auto. Qed.")
+CASES = [
+    (ORIGINAL, CLEAN),
+    (ORIGINAL, AXIOM),
+    (ORIGINAL, CLASSIC),
+    (ORIGINAL, WRONG),
+    ATTACKS["Time Notation"],
+    (CONTEXT_TASK, CONTEXT_PROOF),
+]
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from formalbench.backends.coq import CoqBackend
+    from formalbench.checking.verifier import StrictVerifier
+    from formalbench.core.config import VerifierPolicy
+
+    with CoqBackend(workers=1, timeout=60) as backend:
+        # no forbidden words: the identity file, not the text pre-filter, must refuse;
+        # library axioms refused by their full path
+        yield StrictVerifier(backend, VerifierPolicy(forbidden=[], allow_library_axioms=False))
+    coq_session.close_all()
+
+
+def _reasons(judge, original: str, candidate: str) -> list[str]:  # noqa: ANN001
+    verdict = judge.verify(original, candidate)
+    return sorted(f"{f.reason.value} {f.subject}" for f in verdict.findings)
+
+
+def _answered(judge) -> int:  # noqa: ANN001
+    return judge.coq_identity.identity.session_checks
+
+
+@coq
+def test_verdicts_equal_with_and_without_the_session(
+    judge,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    before = _answered(judge)
+    warm = [_reasons(judge, o, c) for o, c in CASES]
+    assert _answered(judge) == before + len(CASES)  # each answered by the session
+    monkeypatch.setenv(coq_session.SWITCH, "0")
+    cold = [_reasons(judge, o, c) for o, c in CASES]
+    assert _answered(judge) == before + len(CASES)  # none: the switch turns it off
+    assert warm == cold
+    assert warm[0] == [] and warm[-1] == []  # genuine proofs pass
+    assert "disallowed_axiom Candidate.a" in warm[1]
+    assert warm[2] == ["disallowed_axiom Coq.Logic.Classical_Prop.classic"]
+    assert [r.split()[0] for r in warm[3]] == ["statement_changed"]
+    assert [r.split()[0] for r in warm[4]] == ["statement_changed"]
+
+
+@coq
+def test_each_check_reads_its_own_candidate_library(judge) -> None:  # noqa: ANN001
+    """`Candidate` of the same name, other content, in one session, both orders: an axiom
+    inside an opaque proof is found after a clean candidate, and not kept after it; global
+    options a candidate set are gone at the next check (its message prints notations)."""
+    coq_session.close_all()  # one session for the whole sequence
+    before = _answered(judge)
+    verdicts = [_reasons(judge, ORIGINAL, c) for c in (CLEAN, AXIOM, OPTIONS, AXIOM, CLEAN)]
+    wrong = judge.verify(ORIGINAL, WRONG).findings[0].message
+    assert _answered(judge) == before + 6
+    assert coq_session.live_sessions() == 1
+    assert verdicts[0] == verdicts[2] == verdicts[4] == []
+    assert verdicts[1] == verdicts[3] and "disallowed_axiom Candidate.a" in verdicts[1]
+    assert "forall n : nat, 0 + n = n" in wrong  # not `@eq nat (Nat.add O n) n`
+
+
+@coq
+def test_a_killed_session_falls_back_and_a_fresh_one_follows(judge) -> None:  # noqa: ANN001
+    import psutil
+
+    _reasons(judge, ORIGINAL, CLEAN)  # a warm session now waits in the pool
+    pool = judge.coq_identity.identity.sessions
+    (session,) = pool.idle
+    procs = [psutil.Process(session.proc.pid), *psutil.Process(session.proc.pid).children(True)]
+    os.killpg(session.proc.pid, 9)
+    fallbacks = judge.coq_identity.identity.session_fallbacks
+    assert "disallowed_axiom Candidate.a" in _reasons(judge, ORIGINAL, AXIOM)
+    assert judge.coq_identity.identity.session_fallbacks == fallbacks + 1
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+    answered = _answered(judge)
+    assert _reasons(judge, ORIGINAL, CLEAN) == []
+    assert _answered(judge) == answered + 1  # a fresh session answered
+    # an idle session is not a check in flight (what `stop_all` and a stop's count see)
+    assert coq_session.live_sessions() >= 1 and sandbox.live_count() == 0
+
+
+@coq
+def test_a_stalled_session_is_killed_and_none_outlives_close(judge) -> None:  # noqa: ANN001
+    import psutil
+
+    pool = judge.coq_identity.identity.sessions
+    with pool.session([]) as session:
+        session.prepare([], time.monotonic() + 30)
+        procs = [psutil.Process(session.proc.pid), *psutil.Process(session.proc.pid).children(True)]
+        assert any("coqtop" in " ".join(p.cmdline()) for p in procs)
+        with pytest.raises(SessionBroken):  # Reals takes far longer than 10 ms to load
+            session.exchange(["Require Coq.Reals.Reals."], time.monotonic() + 0.01)
+        assert session.proc is None and not session.folder.exists()
+    _reasons(judge, ORIGINAL, CLEAN)
+    procs += [p for s in pool.idle for p in [psutil.Process(s.proc.pid)]]
+    coq_session.close_all()
+    assert coq_session.live_sessions() == 0
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
