@@ -15,6 +15,7 @@ import pytest
 
 from formalbench.backends import coq_session, sandbox
 from formalbench.backends.coq_session import SessionBroken, _segments, preload_sentences
+from formalbench.checking.verifier import kernel_of
 from tests.test_coq_identity_attacks import ATTACKS
 
 NONCE = "0123456789ab"
@@ -127,7 +128,7 @@ def _reasons(judge, original: str, candidate: str) -> list[str]:  # noqa: ANN001
 
 
 def _answered(judge) -> int:  # noqa: ANN001
-    return judge.coq_identity.identity.session_checks
+    return kernel_of(judge.backend).identity.session_checks
 
 
 @coq
@@ -170,13 +171,13 @@ def test_a_killed_session_falls_back_and_a_fresh_one_follows(judge) -> None:  # 
     import psutil
 
     _reasons(judge, ORIGINAL, CLEAN)  # a warm session now waits in the pool
-    pool = judge.coq_identity.identity.sessions
+    pool = kernel_of(judge.backend).identity.sessions
     (session,) = pool.idle
     procs = [psutil.Process(session.proc.pid), *psutil.Process(session.proc.pid).children(True)]
     os.killpg(session.proc.pid, 9)
-    fallbacks = judge.coq_identity.identity.session_fallbacks
+    fallbacks = kernel_of(judge.backend).identity.session_fallbacks
     assert "disallowed_axiom Candidate.a" in _reasons(judge, ORIGINAL, AXIOM)
-    assert judge.coq_identity.identity.session_fallbacks == fallbacks + 1
+    assert kernel_of(judge.backend).identity.session_fallbacks == fallbacks + 1
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
     answered = _answered(judge)
     assert _reasons(judge, ORIGINAL, CLEAN) == []
@@ -189,7 +190,7 @@ def test_a_killed_session_falls_back_and_a_fresh_one_follows(judge) -> None:  # 
 def test_a_stalled_session_is_killed_and_none_outlives_close(judge) -> None:  # noqa: ANN001
     import psutil
 
-    pool = judge.coq_identity.identity.sessions
+    pool = kernel_of(judge.backend).identity.sessions
     with pool.session([]) as session:
         session.prepare([], time.monotonic() + 30)
         procs = [psutil.Process(session.proc.pid), *psutil.Process(session.proc.pid).children(True)]
@@ -202,3 +203,20 @@ def test_a_stalled_session_is_killed_and_none_outlives_close(judge) -> None:  # 
     coq_session.close_all()
     assert coq_session.live_sessions() == 0
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in procs)
+
+
+@coq
+def test_a_comparison_that_fails_inside_a_functor_instance_is_answered_by_the_session(
+    judge,  # noqa: ANN001
+) -> None:
+    """A failed comparison leaves its proof open, and coqtop then words the marker's error
+    `The variable ...`: the frame must still be read (it once waited for its deadline, and
+    the one-shot fallback had no time left: `undecided` instead of the kernel's refusal)."""
+    from tests.test_coq_functors import ATTACKS as FUNCTOR_ATTACKS
+
+    original, candidate = FUNCTOR_ATTACKS["one more parameter"]
+    pool = kernel_of(judge.backend).identity
+    answered, fallbacks = pool.session_checks, pool.session_fallbacks
+    reasons = _reasons(judge, original, candidate)
+    assert [r.split()[0] for r in reasons] == ["statement_changed"]
+    assert (pool.session_checks, pool.session_fallbacks) == (answered + 1, fallbacks)

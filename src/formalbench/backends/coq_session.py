@@ -27,8 +27,9 @@ nothing a candidate could not get. Every verdict is still the kernel's check of
 `fb_identity_i` and its `Print Assumptions`, read by the same strict grammar.
 
 Framing: each part of the text is preceded by `Locate fb_<nonce>_o<k>.` (stdout: `No object of
-basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`), with
-a fresh nonce per check; the exchange ends at the last pair. Output that does not fit this
+basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`, or
+`The variable ...` while a proof is open, as after a failed comparison), with a fresh nonce
+per check; the exchange ends at the last pair. Output that does not fit this
 frame, a timeout, an output over `max_output_bytes()`, or a dead process: the session is
 killed (`SessionBroken`) and the caller decides that check with the one-shot file.
 
@@ -270,7 +271,7 @@ class CoqSession:
         # the last marker's error, then the prompt coqtop prints before it waits for input:
         # nothing of this exchange is still on its way in either pipe
         end_err = re.compile(
-            rf"reference\s+fb_{nonce}_e{last}\s+was\s+not\s+found[^<]*<prompt>[^\n]*?</prompt>".encode()
+            rf"(?:reference|variable)\s+fb_{nonce}_e{last}\s+was\s+not\s+found[^<]*<prompt>[^\n]*?</prompt>".encode()
         )
         limit = max_output_bytes()
         kept = {"out": bytearray(), "err": bytearray()}
@@ -395,7 +396,7 @@ def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
         found = list(
             re.finditer(
                 rf"^Toplevel input, characters \d+-\d+:\n> Check fb_{nonce}_e{k}\.\n>[ ^]*\n"
-                rf"Error:\s+The\s+reference\s+fb_{nonce}_e{k}\s+was\s+not\s+found\s+in\s+the"
+                rf"Error:\s+The\s+(?:reference|variable)\s+fb_{nonce}_e{k}\s+was\s+not\s+found\s+in\s+the"
                 r"\s+current\s+environment\.\n",
                 err,
                 flags=re.MULTILINE,
