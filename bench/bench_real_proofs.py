@@ -46,7 +46,7 @@ from typing import TypeVar
 from formalbench.backends import coq_session
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.decls import split_decls
-from formalbench.checking.verifier import StrictVerifier
+from formalbench.checking.verifier import StrictVerifier, kernel_of
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Language, Reason, Verdict
 
@@ -254,8 +254,9 @@ def main() -> None:
             f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x; identity files in "
             f"the warm coqtop: {cost['eval_session'] / cost['alone']:.2f}x of it)"
         )
-    answered = sum(v.coq_identity.identity.session_checks for v in judges if v.coq_identity)
-    missed = sum(v.coq_identity.identity.session_fallbacks for v in judges if v.coq_identity)
+    kernels = [k for k in (kernel_of(v.backend) for v in judges if v.backend) if k is not None]
+    answered = sum(k.identity.session_checks for k in kernels)
+    missed = sum(k.identity.session_fallbacks for k in kernels)
     state = "on" if coq_session.enabled() else f"off ({coq_session.SWITCH}=0)"
     print(
         f"identity files: {answered} answered by a warm coqtop session, {missed} compiled "

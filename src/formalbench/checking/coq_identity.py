@@ -394,19 +394,30 @@ class KernelIdentity:
     ) -> list[TargetPlan]:
         """`plan` with its functors' parameter types located in the original's scope: on
         top of the shared context's library where the original is compiled on it."""
+        key = (original, split, tuple(p.name for p in plan))
+        known = self._located.get(key)
+        if known is not None:  # located once per task: `eval` checks many candidates of it
+            return known
         limit = float(timeout if timeout is not None else self.backend.timeout)
         if split is None:
-            return resolved(self.backend, original, plan, limit)
-        context, replay = split
-        build = self.identity.original(original, context, limit, replay)
-        if build.folder is None:
-            raise Undecided(f"environment: the original does not compile here: {build.problem}")
-        return resolved(self.backend, original, plan, limit, (context, replay, build.folder))
+            found = resolved(self.backend, original, plan, limit)
+        else:
+            context, replay = split
+            build = self.identity.original(original, context, limit, replay)
+            if build.folder is None:
+                raise Undecided(f"environment: the original does not compile here: {build.problem}")
+            found = resolved(self.backend, original, plan, limit, (context, replay, build.folder))
+        self._located[key] = found
+        return found
 
     def __init__(self, backend: CoqBackend) -> None:
         self.identity = CoqIdentity(backend)
         self.backend = backend
         self.kernel_checks = 0  # how many candidates reached the identity file
+        # functors' parameter types as Coq located them, by task (the original's scope)
+        self._located: dict[
+            tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
+        ] = {}
 
     def check(
         self,

@@ -483,6 +483,21 @@ _kernels: weakref.WeakKeyDictionary[Backend, KernelIdentity] = weakref.WeakKeyDi
 _kernels_guard = threading.Lock()
 
 
+def kernel_of(assistant: Backend) -> KernelIdentity | None:
+    """The one identity checker of a coqc backend (None for any other backend): one per
+    backend object, so its original builds, located functor parameters and warm sessions
+    are shared by every verifier that uses that backend."""
+    from formalbench.checking.coq_identity import kernel_identity_for
+
+    with _kernels_guard:
+        kernel: KernelIdentity | None = _kernels.get(assistant)
+        if kernel is None:
+            kernel = kernel_identity_for(assistant, Language.coq)
+            if kernel is not None:
+                _kernels[assistant] = kernel
+    return kernel
+
+
 def coq_layer(
     assistant: Backend,
     original: str,
@@ -497,14 +512,7 @@ def coq_layer(
     the identity file deciding identity and axioms (`coq_identity`), and for a construction
     that compiled, the value-level check. A backend that is not a coqc backend cannot run
     the identity file: `undecided`, and no result, rather than any other route."""
-    from formalbench.checking.coq_identity import kernel_identity_for
-
-    with _kernels_guard:  # one per backend object: its original builds are locked together
-        kernel: KernelIdentity | None = _kernels.get(assistant)
-        if kernel is None:
-            kernel = kernel_identity_for(assistant, Language.coq)
-            if kernel is not None:
-                _kernels[assistant] = kernel
+    kernel = kernel_of(assistant)
     if kernel is None:
         message = (
             f"undecided: backend `{assistant.name}` cannot run Coq's identity file (it is not "
