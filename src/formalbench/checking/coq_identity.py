@@ -34,6 +34,7 @@ from formalbench.backends.coq_identity import (
     ORIGINAL_MODULE,
     RESERVED,
     CoqIdentity,
+    IdentityReport,
     Instance,
     TargetPlan,
     instance_sides,
@@ -73,6 +74,10 @@ _REPLAYED = words(
 
 class Unsplittable(Exception):
     """The original's shared context ends inside a section or module open at a target."""
+
+
+class SplitBroken(Unsplittable):
+    """The context could be cut, but a side does not compile on top of it as a library."""
 
 
 def context_of(original: str) -> tuple[str, str] | None:
@@ -403,6 +408,32 @@ class KernelIdentity:
             raise Undecided(f"environment: the original does not compile here: {build.problem}")
         return resolved(self.backend, original, plan, limit, (context, replay, build.folder))
 
+    def _unshared(
+        self,
+        original: str,
+        candidate: str,
+        targets: Sequence[str],
+        every: set[str],
+        timeout: float | None,
+    ) -> tuple[IdentityReport, list[TargetPlan]] | None:
+        """The identity file with both sides compiled whole (`plans(..., unshared=True)`),
+        or None where that route cannot decide either (the candidate or the original does
+        not compile whole, a functor's instance not resolved)."""
+        try:
+            plan = [
+                p
+                for p in plans(original, unshared=True)
+                if p.name in targets or p.name not in every
+            ]
+            if any(p.instance is not None for p in plan):
+                plan = self._resolved(original, plan, None, timeout)
+        except Undecided:
+            return None
+        report = self.identity.check(original, candidate, plan, timeout=timeout)
+        if report.undecided is not None or not report.candidate.compiled:
+            return None
+        return report, plan
+
     def __init__(self, backend: CoqBackend) -> None:
         self.identity = CoqIdentity(backend)
         self.backend = backend
@@ -466,6 +497,18 @@ class KernelIdentity:
             )  # fmt: skip
             if again.undecided is None and again.candidate.compiled:
                 report, replay = again, f"{replay}Import {CONTEXT_MODULE}.\n"
+        if context is not None and (report.environment or not report.candidate.compiled):
+            # the split broke, not the statement: a proof may use a name that `destruct`
+            # generates (`f0` where the record's projection `f` is a constant of the same
+            # file, `f` where it is imported from the context: NeighborhoodBases.v). Both
+            # sides compiled whole instead, as for an `Unsplittable` context: a pass is the
+            # kernel's, a mismatch is undecided. Only a candidate that kept the context
+            # verbatim gets here, and each side's copy of a postulate stays its own.
+            whole_route = self._unshared(original, prefix + candidate, targets, every, timeout)
+            if whole_route is not None:
+                report, plan = whole_route
+                candidate, prefix, context, replay = prefix + candidate, "", None, ""
+                unshared = SplitBroken()
         wide = wide_context(original) if report.mismatches and unshared is None else None
         if wide is not None and wide[0] != context and (prefix + candidate).startswith(wide[0]):
             # a statement may unfold to lemmas the file proves before it (`Qed`: opaque, so
@@ -592,7 +635,14 @@ def axiom_findings(
 
 
 def _undecided(why: Exception, kernel: str = "") -> Finding:
-    if isinstance(why, Unsplittable):
+    if isinstance(why, SplitBroken):
+        message = (
+            "a side does not compile on top of the task's shared context as a library (a "
+            "proof may use a hypothesis name generated after a field of the context's "
+            "records), so both sides were compiled whole, each with its own copy of the "
+            f"context, and the statements differ there: {kernel}"
+        )
+    elif isinstance(why, Unsplittable):
         message = (
             f"the task's inductives or postulates before `{why}` are inside a section or "
             "module still open there, so both sides have their own copy; renamed "
