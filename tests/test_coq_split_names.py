@@ -91,3 +91,20 @@ def test_breaking_the_split_on_purpose_gains_nothing(
     verdict = verifier.verify(original, candidate)
     assert not verdict.passed
     assert reason in verdict.reasons, verdict.findings
+
+
+SECTION_UNFOLDS = (  # TietzeExtension.v's shape: `d` unfolds to `l`, proved (opaque) before
+    "Section S.\nVariable n : nat.\nLemma l : n = n.\nProof. reflexivity. Qed.\n"
+    "Definition d : {m : nat | m = m} := exist _ n l.\n"
+    "Lemma t : d = d.\nProof. reflexivity. Qed.\nEnd S.\n"
+)
+
+
+def test_a_section_definition_over_a_proved_lemma_is_undecided_not_changed(
+    verifier: StrictVerifier,
+) -> None:
+    task = SECTION_UNFOLDS.replace("d = d.\nProof. reflexivity. Qed.", "d = d.\nAdmitted.")
+    verdict = verifier.verify(task, SECTION_UNFOLDS)
+    assert not verdict.passed  # R5: refused, but not as the candidate's changed statement
+    assert {f.reason for f in verdict.findings} == {Reason.undecided}, verdict.findings
+    assert "inside a section still open" in verdict.findings[0].message

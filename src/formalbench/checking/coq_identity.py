@@ -309,6 +309,39 @@ def _opaque_sides(original: str) -> dict[str, str]:
     return found
 
 
+_SECTION_LEMMA = (
+    "is inside a section still open at it, after a lemma proved in that section and a "
+    "definition that may unfold to it (a `Qed` lemma is opaque: `Original.l` and "
+    "`Candidate.l` differ, and no shared text can be cut inside an open section; "
+    "coq-topology TietzeExtension.v)"
+)
+
+
+def _unfolds_in_section(original: str) -> dict[str, str]:
+    """Targets whose statement may unfold, through a definition of an open section, to a
+    lemma each side proves for itself (a mismatch there is `undecided`, not a changed
+    statement), and why. Only the reason of a refusal depends on it."""
+    decls, holes = hole_decls(original, Language.coq)
+    # per open scope: (a section, a lemma proved in it, then a definition after that)
+    scopes: list[list[bool]] = []
+    found: dict[str, str] = {}
+    for d in decls:
+        if d.index in holes and d.name:
+            if any(section and lemma and unfolds for section, lemma, unfolds in scopes):
+                found[d.name] = _SECTION_LEMMA
+        elif scopes and d.name and d.kind == "Theorem":
+            for scope in scopes:
+                scope[1] = True
+        elif scopes and d.name and d.kind in _UNFOLDING:
+            for scope in scopes:
+                scope[2] = scope[2] or scope[1]
+        if _opens(d):
+            scopes.append([d.kind == "Section", False, False])
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return found
+
+
 def _is_module_type(d: Decl | None) -> bool:
     return d is not None and [t.text for t in d.tokens[d.head : d.head + 2]] == ["Module", "Type"]
 
@@ -529,7 +562,7 @@ class KernelIdentity:
         if unshared is not None and findings:
             # the statement may speak of a nominal type of each side's own: not decidable
             findings = [_undecided(unshared, f.message) for f in findings]
-        opaque = _opaque_sides(original)
+        opaque = {**_unfolds_in_section(original), **_opaque_sides(original)}
         findings = [
             Finding(
                 reason=Reason.undecided,
