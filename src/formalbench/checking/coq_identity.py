@@ -34,6 +34,7 @@ from formalbench.backends.coq_identity import (
     ORIGINAL_MODULE,
     RESERVED,
     CoqIdentity,
+    IdentityReport,
     Instance,
     TargetPlan,
     instance_sides,
@@ -73,6 +74,10 @@ _REPLAYED = words(
 
 class Unsplittable(Exception):
     """The original's shared context ends inside a section or module open at a target."""
+
+
+class SplitBroken(Unsplittable):
+    """The context could be cut, but a side does not compile on top of it as a library."""
 
 
 def context_of(original: str) -> tuple[str, str] | None:
@@ -304,6 +309,39 @@ def _opaque_sides(original: str) -> dict[str, str]:
     return found
 
 
+_SECTION_LEMMA = (
+    "is inside a section still open at it, after a lemma proved in that section and a "
+    "definition that may unfold to it (a `Qed` lemma is opaque: `Original.l` and "
+    "`Candidate.l` differ, and no shared text can be cut inside an open section; "
+    "coq-topology TietzeExtension.v)"
+)
+
+
+def _unfolds_in_section(original: str) -> dict[str, str]:
+    """Targets whose statement may unfold, through a definition of an open section, to a
+    lemma each side proves for itself (a mismatch there is `undecided`, not a changed
+    statement), and why. Only the reason of a refusal depends on it."""
+    decls, holes = hole_decls(original, Language.coq)
+    # per open scope: (a section, a lemma proved in it, then a definition after that)
+    scopes: list[list[bool]] = []
+    found: dict[str, str] = {}
+    for d in decls:
+        if d.index in holes and d.name:
+            if any(section and lemma and unfolds for section, lemma, unfolds in scopes):
+                found[d.name] = _SECTION_LEMMA
+        elif scopes and d.name and d.kind == "Theorem":
+            for scope in scopes:
+                scope[1] = True
+        elif scopes and d.name and d.kind in _UNFOLDING:
+            for scope in scopes:
+                scope[2] = scope[2] or scope[1]
+        if _opens(d):
+            scopes.append([d.kind == "Section", False, False])
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return found
+
+
 def _is_module_type(d: Decl | None) -> bool:
     return d is not None and [t.text for t in d.tokens[d.head : d.head + 2]] == ["Module", "Type"]
 
@@ -410,6 +448,32 @@ class KernelIdentity:
         self._located[key] = found
         return found
 
+    def _unshared(
+        self,
+        original: str,
+        candidate: str,
+        targets: Sequence[str],
+        every: set[str],
+        timeout: float | None,
+    ) -> tuple[IdentityReport, list[TargetPlan]] | None:
+        """The identity file with both sides compiled whole (`plans(..., unshared=True)`),
+        or None where that route cannot decide either (the candidate or the original does
+        not compile whole, a functor's instance not resolved)."""
+        try:
+            plan = [
+                p
+                for p in plans(original, unshared=True)
+                if p.name in targets or p.name not in every
+            ]
+            if any(p.instance is not None for p in plan):
+                plan = self._resolved(original, plan, None, timeout)
+        except Undecided:
+            return None
+        report = self.identity.check(original, candidate, plan, timeout=timeout)
+        if report.undecided is not None or not report.candidate.compiled:
+            return None
+        return report, plan
+
     def __init__(self, backend: CoqBackend) -> None:
         self.identity = CoqIdentity(backend)
         self.backend = backend
@@ -477,6 +541,18 @@ class KernelIdentity:
             )  # fmt: skip
             if again.undecided is None and again.candidate.compiled:
                 report, replay = again, f"{replay}Import {CONTEXT_MODULE}.\n"
+        if context is not None and (report.environment or not report.candidate.compiled):
+            # the split broke, not the statement: a proof may use a name that `destruct`
+            # generates (`f0` where the record's projection `f` is a constant of the same
+            # file, `f` where it is imported from the context: NeighborhoodBases.v). Both
+            # sides compiled whole instead, as for an `Unsplittable` context: a pass is the
+            # kernel's, a mismatch is undecided. Only a candidate that kept the context
+            # verbatim gets here, and each side's copy of a postulate stays its own.
+            whole_route = self._unshared(original, prefix + candidate, targets, every, timeout)
+            if whole_route is not None:
+                report, plan = whole_route
+                candidate, prefix, context, replay = prefix + candidate, "", None, ""
+                unshared = SplitBroken()
         wide = wide_context(original) if report.mismatches and unshared is None else None
         if wide is not None and wide[0] != context and (prefix + candidate).startswith(wide[0]):
             # a statement may unfold to lemmas the file proves before it (`Qed`: opaque, so
@@ -497,7 +573,7 @@ class KernelIdentity:
         if unshared is not None and findings:
             # the statement may speak of a nominal type of each side's own: not decidable
             findings = [_undecided(unshared, f.message) for f in findings]
-        opaque = _opaque_sides(original)
+        opaque = {**_unfolds_in_section(original), **_opaque_sides(original)}
         findings = [
             Finding(
                 reason=Reason.undecided,
@@ -603,7 +679,14 @@ def axiom_findings(
 
 
 def _undecided(why: Exception, kernel: str = "") -> Finding:
-    if isinstance(why, Unsplittable):
+    if isinstance(why, SplitBroken):
+        message = (
+            "a side does not compile on top of the task's shared context as a library (a "
+            "proof may use a hypothesis name generated after a field of the context's "
+            "records), so both sides were compiled whole, each with its own copy of the "
+            f"context, and the statements differ there: {kernel}"
+        )
+    elif isinstance(why, Unsplittable):
         message = (
             f"the task's inductives or postulates before `{why}` are inside a section or "
             "module still open there, so both sides have their own copy; renamed "
