@@ -59,6 +59,16 @@ def test_genuine_proof_over_section_records_passes(verifier: StrictVerifier) -> 
     assert verdict.passed, verdict.findings
 
 
+@needs_coq
+def test_genuine_proof_over_a_record_indexed_by_another_passes(verifier: StrictVerifier) -> None:
+    # coq-topology Comparability.v: `partial_injection_ord (pi1 pi2 : partial_injection)`
+    records = PAIR + "Record le (p q : pair) : Prop := { le_fst : fst' p = fst' q }.\n"
+    statement = "Theorem t : forall p : pair, le p p."
+    original = task(statement, records)
+    verdict = verifier.verify(original, proved(statement, "intros; split; reflexivity.", records))
+    assert verdict.passed, verdict.findings
+
+
 SWAP_T = "Theorem t : forall x y : A, fst' (mkp x y) = y."
 EXISTS_T = "Theorem t : exists P : Pos, @pos P = 0."
 ATTACKS = {

@@ -345,7 +345,7 @@ def identity_text(targets: Sequence[TargetPlan]) -> tuple[str, dict[int, str]]:
     for i, plan in enumerate(targets, 1):
         if plan.record:
             out.append(f"Definition fb_identity_{i} : True.")
-            out.append(f"Proof. {_fields(plan.name, plan.record)} Defined.")
+            out.append(f"Proof. {_fields(plan)} Defined.")
             lines[len(out) - 1] = lines[len(out)] = plan.name
             continue
         if plan.scheme:
@@ -409,7 +409,7 @@ def _sides(plan: TargetPlan, named: Mapping[Instance, int]) -> tuple[str, str, s
 _MOST_PARAMETERS = 12  # a record's parameters tried (its own and the section's it uses)
 
 
-def _fields(name: str, record: tuple[str, ...]) -> str:
+def _fields(plan: TargetPlan) -> str:
     """A proof of `True` that checks, in the kernel, that each field `f_k` the original
     names is, in the candidate, the projection of the constructor's k-th argument:
     `Candidate.f_k (Candidate.C p.. x1 .. xn) = x_k` by `eq_refl` for variables `p`, `x`
@@ -418,12 +418,12 @@ def _fields(name: str, record: tuple[str, ...]) -> str:
     The number of parameters is found by trying each count: only the right one applies
     the constructor fully (its type is then the record, not a product), and only the
     right one gives the field the record value as its last argument."""
-    constructor, fields = record[0], record[1:]
+    constructor, fields = plan.record[0], plan.record[1:]
     xs = " ".join(f"fb_x{k}" for k in range(1, len(fields) + 1))
-    # the record's own type (its parameters and its sort: `Prop` is not `Type`) is the same
-    arity = " = ".join(
-        f"ltac:(let T := type of @{side}.{name} in exact T)"
-        for side in (ORIGINAL_MODULE, LOCAL_MODULE)
+    # the record's own type (its parameters, earlier records renamed, and its sort)
+    own = TargetPlan(plan.name, values=plan.values)
+    arity = (
+        f"ltac:({_statement(own)}) = ltac:(let T := type of @{LOCAL_MODULE}.{plan.name} in exact T)"
     )
     steps = [f"pose (fb_s := eq_refl : {arity})."]
     # the original's side too: the order read from its text is checked, not assumed
