@@ -235,7 +235,7 @@ def record_shape(d: Decl) -> tuple[str, ...] | None:
     if rest[-2:] != ["}", "."]:
         return None
     fields: list[str] = []
-    depth, current = 0, []
+    depth, current = 0, list[str]()
     for text in [*rest[1:-2], ";"]:
         depth += {"(": 1, ")": -1, "{": 1, "}": -1, "[": 1, "]": -1}.get(text, 0)
         if text == ";" and depth == 0:
