@@ -180,7 +180,10 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
         elif unshared and d.name and d.kind in _RECORDS and "Functor" not in scopes:
             shape = record_shape(d)
-            if shape is not None:  # else left as it is: its uses mismatch, `undecided`
+            # not renamed where no later text names it (its check could only fail: a
+            # `Prop` record of data has no projections) nor where it is not read: its
+            # uses then mismatch, `undecided`
+            if shape is not None and _named_later(decls[d.index + 1 : last + 1], shape, d.name):
                 values.extend([d.name, *shape])
                 out.append(TargetPlan(d.name, False, tuple(values), scheme=True))
                 out.append(TargetPlan(d.name, False, tuple(values), record=shape))
@@ -251,6 +254,13 @@ def record_shape(d: Decl) -> tuple[str, ...] | None:
     if not fields or depth != 0:
         return None
     return (where + constructor, *(where + f for f in fields))
+
+
+def _named_later(later: Sequence[Decl], shape: tuple[str, ...], record: str) -> bool:
+    """Whether a later declaration's text names the record, its constructor or a field
+    (by its last component: `M.f`, `r.(f)`)."""
+    names = {n.rsplit(".", 1)[-1] for n in (record, *shape)}
+    return any(t.text.rsplit(".", 1)[-1] in names for d in later for t in d.tokens)
 
 
 def _ident(word: str) -> bool:
