@@ -138,6 +138,12 @@ class TargetPlan:
     values: tuple[str, ...] = ()
     body: bool = False
     instance: Instance | None = None  # a field of this functor or module type
+    # a record of the original renamed side to side (`plans(..., unshared=True)`):
+    # `scheme`: its `Scheme ... Induction` (Prop) compared like a target, which lists the
+    # constructor's arguments, the fields and their types, in order; `record` (its
+    # constructor and fields in order): each `Candidate` field projects its own argument
+    scheme: bool = False
+    record: tuple[str, ...] = ()
 
 
 @dataclass
@@ -396,9 +402,20 @@ def identity_text(targets: Sequence[TargetPlan]) -> tuple[str, dict[int, str]]:
             out += _instance(plan.instance, named[plan.instance])
             lines[len(out)] = plan.name  # the candidate's side comes last
     for i, plan in enumerate(targets, 1):
-        out.append(f"Definition fb_identity_{i} : ltac:({_statement(plan, named)}).")
+        if plan.record:
+            out.append(f"Definition fb_identity_{i} : True.")
+            out.append(f"Proof. {_fields(plan)} Defined.")
+            lines[len(out) - 1] = lines[len(out)] = plan.name
+            continue
+        if plan.scheme:
+            for side in (ORIGINAL_MODULE, LOCAL_MODULE):
+                out.append(
+                    f"Scheme fb_scheme_{side}_{i} := Induction for {side}.{plan.name} Sort Prop."
+                )
+                lines[len(out)] = plan.name
+        out.append(f"Definition fb_identity_{i} : ltac:({_statement(plan, named, i)}).")
         lines[len(out)] = plan.name
-        out.append(f"Proof. {_body(plan, named)}. Defined.")
+        out.append(f"Proof. {_body(plan, named, i)}. Defined.")
         lines[len(out)] = plan.name
     return "\n".join(out) + "\n", lines
 
@@ -448,11 +465,58 @@ def _sides(plan: TargetPlan, named: Mapping[Instance, int]) -> tuple[str, str, s
     return f"{RESERVED}O{k}", f"{RESERVED}C{k}", plan.name[len(plan.instance.path) + 1 :]
 
 
-def _statement(plan: TargetPlan, named: Mapping[Instance, int] | None = None) -> str:
+_MOST_PARAMETERS = 12  # a record's parameters tried (its own and the section's it uses)
+
+
+def _fields(plan: TargetPlan) -> str:
+    """A proof of `True` that checks, in the kernel, that each field `f_k` the original
+    names is, in the candidate, the projection of the constructor's k-th argument:
+    `Candidate.f_k (Candidate.C p.. x1 .. xn) = x_k` by `eq_refl` for variables `p`, `x`
+    (and that the record's type, its parameters and sort, is the original's)
+    (taken from the type of `Candidate.C`), so a field renamed into another's place fails.
+    The number of parameters is found by trying each count: only the right one applies
+    the constructor fully (its type is then the record, not a product), and only the
+    right one gives the field the record value as its last argument."""
+    constructor, fields = plan.record[0], plan.record[1:]
+    xs = " ".join(f"fb_x{k}" for k in range(1, len(fields) + 1))
+    # the record's own type (its parameters, earlier records renamed, and its sort)
+    own = TargetPlan(plan.name, values=plan.values)
+    arity = (
+        f"ltac:({_statement(own)}) = ltac:(let T := type of @{LOCAL_MODULE}.{plan.name} in exact T)"
+    )
+    steps = [f"pose (fb_s := eq_refl : {arity})."]
+    # the original's side too: the order read from its text is checked, not assumed
+    for side in (ORIGINAL_MODULE, LOCAL_MODULE):
+        build = " | ".join(
+            f"exact (@{side}.{constructor}{' _' * m} {xs})" for m in range(_MOST_PARAMETERS + 1)
+        )
+        steps += [
+            f"assert (fb_h : ltac:(let T := type of @{side}.{constructor} in exact T)).",
+            "{ intros.",
+            f"do {len(fields)} (match goal with h : _ |- _ => revert h end).",
+            f"intros {xs}.",
+            f"pose (fb_b := ltac:(first [ {build} ])).",
+        ]
+        for k, name in enumerate(fields, 1):
+            tries = " | ".join(
+                f"exact (eq_refl : @{side}.{name}{' _' * m} fb_b = fb_x{k})"
+                for m in range(_MOST_PARAMETERS + 1)
+            )
+            steps.append(f"pose (fb_e{k} := ltac:(first [ {tries} ])).")
+        steps += ["exact fb_b. }", "clear fb_h."]
+    return " ".join([*steps, "exact I."])
+
+
+def _statement(
+    plan: TargetPlan, named: Mapping[Instance, int] | None = None, index: int = 0
+) -> str:
     """Ltac that builds the original's type of the target (for a `body` plan: the equation
-    `Candidate.d = <Original.d unfolded once>`), value holes replaced."""
+    `Candidate.d = <Original.d unfolded once>`; for a `scheme` plan: the type of the
+    original's induction scheme of the record), value holes replaced."""
     original, candidate, name = _sides(plan, named or {})
-    if plan.body:
+    if plan.scheme:
+        ltac = f"let T := type of @fb_scheme_{ORIGINAL_MODULE}_{index} in "
+    elif plan.body:
         ltac = f"let T := eval cbv delta [{original}.{name}] in (@{original}.{name}) in "
     else:
         ltac = f"let T := type of @{original}.{name} in "
@@ -470,8 +534,10 @@ def _statement(plan: TargetPlan, named: Mapping[Instance, int] | None = None) ->
     return ltac + "exact T"
 
 
-def _body(plan: TargetPlan, named: Mapping[Instance, int] | None = None) -> str:
+def _body(plan: TargetPlan, named: Mapping[Instance, int] | None = None, index: int = 0) -> str:
     _, candidate, name = _sides(plan, named or {})
+    if plan.scheme:
+        return f"exact (@fb_scheme_{LOCAL_MODULE}_{index})"
     if plan.body:
         return "exact eq_refl"
     exact = f"exact (@{candidate}.{name})"

@@ -25,6 +25,7 @@ truth for "same statement" and "rests on no disallowed axiom".
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 from formalbench.backends.base import Backend
@@ -58,6 +59,7 @@ _GLOBAL_OUTSIDE_SECTIONS = words("Variable Variables Hypothesis Hypotheses Conte
 # as the original has them, at the top of both split files.
 _UNFOLDING = words("Definition Fixpoint CoFixpoint Function")
 _NOMINAL = words("Inductive CoInductive Variant")
+_RECORDS = words("Record Structure Class")
 _ELIMINATORS = ("_ind", "_rect", "_rec", "_sind")
 
 
@@ -181,6 +183,15 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
             names = [n for n in introduced_names(d, Language.coq) if not _eliminator(n)]
             values.extend(names)
             out.append(TargetPlan(f"{d.name}_ind", False, tuple(values)))
+        elif unshared and d.name and d.kind in _RECORDS and "Functor" not in scopes:
+            shape = record_shape(d)
+            # not renamed where no later text names it (its check could only fail: a
+            # `Prop` record of data has no projections) nor where it is not read: its
+            # uses then mismatch, `undecided`
+            if shape is not None and _named_later(decls[d.index + 1 : last + 1], shape, d.name):
+                values.extend([d.name, *shape])
+                out.append(TargetPlan(d.name, False, tuple(values), scheme=True))
+                out.append(TargetPlan(d.name, False, tuple(values), record=shape))
         functor = _instance_in(scopes, instances)
         own = d.kind in _POSTULATES and d.index not in holes and scopes[-1:] == ["Functor"]
         if own and functor is not None and functor.module_type:
@@ -209,6 +220,57 @@ def plans(original: str, unshared: bool = False) -> list[TargetPlan]:
         else p
         for p in out
     ]
+
+
+def record_shape(d: Decl) -> tuple[str, ...] | None:
+    """(constructor, field 1, ..., field n) of a `Record`/`Structure`/`Class` as the
+    original qualifies them (`M.Build_R`, `M.f`), or None where the text is not the plain
+    shape `... := [C] { f1 ... : T1; ...; fn ... : Tn }.`: a manifest field (`f := t`,
+    not a constructor argument), mutual records (`with`), a definitional class
+    (`Class C := f : T.`, no record), anything unusual; such a record is not renamed and
+    a statement about it stays `undecided`."""
+    texts = [t.text for t in d.tokens[d.head :]]
+    if d.name is None or "with" in texts or ":=" not in texts:
+        return None
+    rest = texts[texts.index(":=") + 1 :]
+    short = d.name.rsplit(".", 1)[-1]
+    where = d.name[: len(d.name) - len(short)]
+    constructor = f"Build_{short}"
+    if rest[:1] != ["{"]:
+        if len(rest) < 2 or rest[1] != "{" or not _ident(rest[0]):
+            return None
+        constructor, rest = rest[0], rest[1:]
+    if rest[-2:] != ["}", "."]:
+        return None
+    fields: list[str] = []
+    depth, current = 0, list[str]()
+    for text in [*rest[1:-2], ";"]:
+        depth += {"(": 1, ")": -1, "{": 1, "}": -1, "[": 1, "]": -1}.get(text, 0)
+        if text == ";" and depth == 0:
+            if not current:
+                continue
+            colon = [i for i, w in enumerate(current) if w in (":", ":>", "::")]
+            if ":=" in current or not colon or not _ident(current[0]):
+                return None
+            fields.append(current[0])
+            current = []
+        else:
+            current.append(text)
+    if not fields or depth != 0:
+        return None
+    return (where + constructor, *(where + f for f in fields))
+
+
+def _named_later(later: Sequence[Decl], shape: tuple[str, ...], record: str) -> bool:
+    """Whether a later declaration's text names the record, its constructor or a field
+    (by its last component: `M.f`, `r.(f)`)."""
+    names = {n.rsplit(".", 1)[-1] for n in (record, *shape)}
+    return any(t.text.rsplit(".", 1)[-1] in names for d in later for t in d.tokens)
+
+
+def _ident(word: str) -> bool:
+    """A plain Coq identifier (letters, digits, `_` and `'`, not starting with a digit)."""
+    return re.fullmatch(r"[^\W\d][\w']*", word) is not None
 
 
 def _postulated(d: Decl) -> list[str]:
