@@ -105,6 +105,7 @@ NOT_FOR_STATIC_CHECK = {
     "formalbench.pipelines.evaluate",
     "formalbench.pipelines.ape",
     "formalbench.checking.coq_identity",
+    "formalbench.checking.coq_plans",
     "formalbench.store",
 }
 

@@ -16,7 +16,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_identity import Instance, TargetPlan, identity_text
 from formalbench.backends.coq_queries import UnreadableOutput, read_assumptions
 from formalbench.checking.coq_functors import Undecided
-from formalbench.checking.coq_identity import plans
+from formalbench.checking.coq_plans import plans
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Reason
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.coq_identity import context_of
+from formalbench.checking.coq_plans import context_of
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Reason
 

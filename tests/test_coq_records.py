@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.coq_identity import plans
+from formalbench.checking.coq_plans import plans
 from formalbench.checking.verifier import StrictVerifier
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
