@@ -399,11 +399,17 @@ def _opens(d: Decl) -> bool:
 
 def _opaque(d: Decl) -> bool:
     """`Module M : T.` or `Module F (X : A) : T.`: a `:` outside the parameters, not `<:`."""
+    return _signed(d, sealed_only=True)
+
+
+def _signed(d: Decl, sealed_only: bool = False) -> bool:
+    """A module checked against a signature at its `End` (`: T`, or `<: T` too unless
+    `sealed_only`): a `:` outside the parameters."""
     texts = [t.text for t in d.tokens[d.head :]]
     depth = 0
     for i, text in enumerate(texts):
         depth += {"(": 1, ")": -1}.get(text, 0)
-        if text == ":" and depth == 0 and texts[i - 1] != "<":
+        if text == ":" and depth == 0 and not (sealed_only and texts[i - 1] == "<"):
             return True
     return False
 
@@ -441,18 +447,25 @@ def through_last_target(original: str) -> str:
     what comes after cannot change a target's elaborated type, and a later proof may break
     once the context is a library of its own (NeighborhoodBases.v: a hypothesis named
     `elements0` by `destruct` is `elements` where the record's projections are imported),
-    or once a section lemma is admitted (it then takes every section variable)."""
+    or once a section lemma is admitted (it then takes every section variable). Not cut
+    inside a module checked against a signature (`Module F (X : A) <: T.`): its `End` needs
+    the fields that come after the target (NZCyclic.v)."""
     decls, holes = hole_decls(original, Language.coq)
     last = max((i for i in holes if decls[i].name), default=-1)
     if last < 0 or last == len(decls) - 1:
         return original
     scopes: list[str] = []
+    signed: list[bool] = []
     for d in decls[:last]:
         texts = [t.text for t in d.tokens[d.head :]]
         if _opens(d) and len(texts) > 1:
+            signed.append(d.kind == "Module" and _signed(d))
             at = 2 if d.kind == "Module" and texts[1] in ("Import", "Export", "Type") else 1
             scopes.append(texts[min(at, len(texts) - 1)])
         elif d.kind == "End" and scopes:
             scopes.pop()
+            signed.pop()
+    if any(signed):
+        return original
     closing = "".join(f"End {name}.\n" for name in reversed(scopes))
     return original[: decls[last].end] + "\n" + closing
