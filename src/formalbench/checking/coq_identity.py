@@ -61,6 +61,31 @@ from formalbench.core.records import CheckResult, Finding, Language, Reason
 class KernelIdentity:
     """Runs the identity file for a Coq backend and turns what it decides into findings."""
 
+    def __init__(self, backend: CoqBackend) -> None:
+        self.identity = CoqIdentity(backend)
+        self.backend = backend
+        self.kernel_checks = 0  # how many candidates reached the identity file
+        # functors' parameter types as Coq located them, by task (the original's scope)
+        self._located: dict[
+            tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
+        ] = {}
+
+    def _plan(
+        self,
+        original: str,
+        targets: Sequence[str],
+        every: set[str],
+        split: tuple[str, str] | None,
+        unshared: bool,
+        timeout: float | None,
+    ) -> list[TargetPlan]:
+        """The plan of the targets checked (and of the unnamed ones), functors' parameter
+        types located; `Undecided` where a functor's header cannot be read or located."""
+        plan = [p for p in plans(original, unshared) if p.name in targets or p.name not in every]
+        if any(p.instance is not None for p in plan):
+            plan = self._resolved(original, plan, split, timeout)
+        return plan
+
     def _resolved(
         self,
         original: str,
@@ -98,28 +123,13 @@ class KernelIdentity:
         or None where that route cannot decide either (the candidate or the original does
         not compile whole, a functor's instance not resolved)."""
         try:
-            plan = [
-                p
-                for p in plans(original, unshared=True)
-                if p.name in targets or p.name not in every
-            ]
-            if any(p.instance is not None for p in plan):
-                plan = self._resolved(original, plan, None, timeout)
+            plan = self._plan(original, targets, every, None, True, timeout)
         except Undecided:
             return None
         report = self.identity.check(original, candidate, plan, timeout=timeout)
         if report.undecided is not None or not report.candidate.compiled:
             return None
         return report, plan
-
-    def __init__(self, backend: CoqBackend) -> None:
-        self.identity = CoqIdentity(backend)
-        self.backend = backend
-        self.kernel_checks = 0  # how many candidates reached the identity file
-        # functors' parameter types as Coq located them, by task (the original's scope)
-        self._located: dict[
-            tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
-        ] = {}
 
     def check(
         self,
@@ -139,13 +149,7 @@ class KernelIdentity:
                 split = context_of(original)
             except Unsplittable as why:  # compared unshared; a mismatch is then undecided
                 split, unshared = None, why
-            plan = [
-                p
-                for p in plans(original, unshared is not None)
-                if p.name in targets or p.name not in every
-            ]
-            if any(p.instance is not None for p in plan):
-                plan = self._resolved(original, plan, split, timeout)
+            plan = self._plan(original, targets, every, split, unshared is not None, timeout)
         except Undecided as off_route:
             result = self.backend.check(candidate, timeout=timeout)
             return result, [_undecided(off_route)]
