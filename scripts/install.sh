@@ -14,6 +14,10 @@ fi
 need_apt=()
 command -v coqc >/dev/null 2>&1 || need_apt+=(coq)
 dpkg -s libcoq-coquelicot >/dev/null 2>&1 || need_apt+=(libcoq-coquelicot)
+# OCaml and Coq's own API, to build the assumptions plugin the warm coqtop asks
+# (backends/coq_assumptions_plugin.py; without them, `Print Assumptions` is used).
+command -v coqpp >/dev/null 2>&1 || need_apt+=(libcoq-core-ocaml-dev)
+command -v ocamlfind >/dev/null 2>&1 || need_apt+=(ocaml-findlib)
 # The sandbox of every proof-assistant process (read-only file system, no network).
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 # The dashboard's end-to-end tests drive Debian's Chromium through Playwright.
@@ -31,4 +35,6 @@ python3 -m pip install -q --disable-pip-version-check -e ".${extras}"
 # Compile the shipped AMBER library once (`From Formalbench Require Import Amber.`), so the
 # first check does not pay for it; it lands in the per-user cache (backends/coq_library.py).
 formalbench library path --backend coq >/dev/null
+# Build the assumptions plugin for this Coq once (a per-user cache, like the library).
+python3 -c "from formalbench.backends.coq_assumptions_plugin import plugin_folder as p; p('coqtop')"
 echo "formalbench installed: $(command -v formalbench); $(coqc --version | head -n 1)"

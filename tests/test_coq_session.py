@@ -220,3 +220,29 @@ def test_a_comparison_that_fails_inside_a_functor_instance_is_answered_by_the_se
     reasons = _reasons(judge, original, candidate)
     assert [r.split()[0] for r in reasons] == ["statement_changed"]
     assert (pool.session_checks, pool.session_fallbacks) == (answered + 1, fallbacks)
+
+
+@coq
+def test_sessions_ask_the_memoizing_plugin_and_the_verdicts_stay(
+    judge,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the assumptions plugin builds, a session asks it instead of `Print
+    Assumptions`; the same checks with the plugin off give the same verdicts."""
+    from formalbench.backends import coq_assumptions_plugin as plugin
+
+    if plugin.plugin_folder("coqtop") is None:
+        if os.environ.get("FORMALBENCH_REQUIRE_PLUGIN"):
+            pytest.fail("the assumptions plugin cannot be built here (see the log)")
+        pytest.skip("the assumptions plugin cannot be built here (no OCaml toolchain)")
+    pool = kernel_of(judge.backend).identity.sessions
+    assert pool is not None
+    verdicts = {}
+    for switch, verb in (("1", plugin.QUERY_VERB), ("0", "Print Assumptions")):
+        monkeypatch.setenv("FORMALBENCH_COQ_PLUGIN", switch)
+        coq_session.close_all()
+        # twice over: the second round answers from what the first remembered
+        verdicts[switch] = [_reasons(judge, o, c) for o, c in CASES + CASES]
+        assert pool.idle and all(s.assumptions_verb == verb for s in pool.idle)
+    assert verdicts["1"] == verdicts["0"]
+    assert "disallowed_axiom Candidate.a" in verdicts["1"][1 + len(CASES)]

@@ -600,10 +600,14 @@ def query_file(
 
 
 def _queries(
-    text: str, subjects: Mapping[str, str], names: Sequence[str]
+    text: str,
+    subjects: Mapping[str, str],
+    names: Sequence[str],
+    verb: str = "Print Assumptions",
 ) -> tuple[list[Query], QueryScript]:
-    """`Print Assumptions` of each subject and `Locate` of each name, placed after `text`."""
-    queries = [Query("assumptions", c) for c in subjects]
+    """`Print Assumptions` (or `verb`) of each subject and `Locate` of each name, placed
+    after `text`."""
+    queries = [Query("assumptions", c, verb) for c in subjects]
     queries += [Query("locate", n) for n in names]
     return queries, QueryScript(queries, first_line=text.count("\n") + 1)
 
@@ -649,7 +653,7 @@ def session_query(
     coqc stops at its first error, so is the first error here the only one read. None (the
     caller compiles the file one-shot) for an error outside a comparison or in the queries:
     those are `undecided` one-shot, with coqc's own message."""
-    queries, script = _queries(text, subjects, names)
+    queries, script = _queries(text, subjects, names, session.assumptions_verb)
     groups: list[tuple[str | None, list[str]]] = []
     for number, line in enumerate(text.splitlines(), 1):
         name = lines.get(number)

@@ -55,10 +55,13 @@ _NOT_TERMS = frozenset({"Notation", "Ltac", "Ltac2", "Module", "Module Type", "A
 class Query:
     kind: str  # "assumptions" (subject: a target) or "locate" (subject: a basename)
     subject: str
+    # the command that prints assumptions: Coq's, or the memoizing plugin's in a session
+    # (`coq_assumptions_plugin`), whose answer is the same
+    assumptions_verb: str = "Print Assumptions"
 
     @property
     def command(self) -> str:
-        verb = "Print Assumptions" if self.kind == "assumptions" else "Locate"
+        verb = self.assumptions_verb if self.kind == "assumptions" else "Locate"
         return f"{verb} {self.subject}."
 
 

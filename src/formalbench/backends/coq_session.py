@@ -24,7 +24,10 @@ What may differ from the one-shot identity file is only which *trusted* librarie
 the load path, never a file of a check: the session's folder holds no `.vo` between checks)
 are loaded beside the check's own; a candidate can `Require` any of them itself, so they give
 nothing a candidate could not get. Every verdict is still the kernel's check of
-`fb_identity_i` and its `Print Assumptions`, read by the same strict grammar.
+`fb_identity_i` and its `Print Assumptions`, read by the same strict grammar; where the
+assumptions plugin builds (`coq_assumptions_plugin`), the session asks its
+`Fb_Print_Assumptions` instead, which gives the same answer but remembers the walk of the
+preloaded libraries (frozen right after they load, below the mark) from one check to the next.
 
 Framing: each part of the text is preceded by `Locate fb_<nonce>_o<k>.` (stdout: `No object of
 basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`, or
@@ -58,6 +61,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formalbench.backends import coq_assumptions_plugin as assumptions_plugin
 from formalbench.backends.base import gate
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_library import library_args
@@ -177,6 +181,9 @@ class CoqSession:
     libraries: frozenset[str] | None = field(default=None, init=False)  # loaded at the mark
     checks: int = field(default=0, init=False)
     last_used: float = field(default_factory=time.monotonic, init=False)
+    # `Print Assumptions`, or the plugin's memoizing twin where it loaded at start
+    assumptions_verb: str = field(default="Print Assumptions", init=False)
+    plugin: Path | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.folder = Path(
@@ -186,6 +193,10 @@ class CoqSession:
     # --- process -------------------------------------------------------------------------
     def start(self) -> None:
         argv = [self.coqtop, "-q", "-emacs", *library_args(self.backend.coqc), *self.backend.args]
+        self.plugin = assumptions_plugin.plugin_folder(self.coqtop)
+        if self.plugin is not None:
+            argv += assumptions_plugin.coqtop_args(self.plugin)
+            self.assumptions_verb = assumptions_plugin.QUERY_VERB
         project = self.backend.project
         read_only = [str(p) for p in project.read_only] if project is not None else []
         if stopping():
@@ -316,10 +327,14 @@ class CoqSession:
         new = [s for s in wanted if s not in self.preloaded and s not in self.refused]
         if self.libraries is not None and not new:
             return
-        parts = ["Set Printing Width 1000.", *new, "Print Libraries."]
+        # the plugin remembers the walk of the libraries loaded now, below the mark
+        freeze = [assumptions_plugin.FREEZE] if self.plugin is not None else []
+        parts = ["Set Printing Width 1000.", *new, *freeze, "Print Libraries."]
         segments = self.exchange(parts, deadline)
         try:
-            for sentence, segment in zip(new, segments[1:-1], strict=True):
+            if freeze and (segments[-2].errors or segments[-2].stdout.strip()):
+                raise SessionBroken(f"`{freeze[0]}` failed: {segments[-2].errors[:1]}")
+            for sentence, segment in zip(new, segments[1 : len(new) + 1], strict=True):
                 if segment.stdout.strip() and not _only_info(segment.stdout):
                     raise SessionBroken(f"`{sentence}` printed {segment.stdout[:120]!r}")
                 if segment.errors:
