@@ -28,6 +28,8 @@ LIBRARY = """
 Require Import Coq.Logic.Classical_Prop.
 Axiom cheat : False.
 Definition from_cheat : 1 = 2 := match cheat return 1 = 2 with end.
+Definition from_cheat2 : 2 = 3 := match cheat return 2 = 3 with end.
+Definition from_both : 1 = 2 /\\ 2 = 3 := conj from_cheat from_cheat2.
 Lemma adm : 2 = 3. Admitted.
 Lemma from_adm : 3 = 2. Proof. symmetry. apply adm. Qed.
 Module Type T. Parameter x : nat. Axiom hx : x = 0. End T.
@@ -50,6 +52,10 @@ Unset Universe Checking.
 Definition big : Type := Type.
 Set Universe Checking.
 Definition from_big : Type := big.
+Unset Universe Checking.
+Inductive hbox : Type := hwrap : Type -> hbox | hnone.
+Set Universe Checking.
+Definition from_hbox := hnone.
 Set Definitional UIP.
 Inductive seq {A : Type} (a : A) : A -> SProp := srefl : seq a a.
 Definition from_seq (n : nat) (e : seq n n) : seq n n := e.
@@ -61,8 +67,8 @@ Lemma from_many : 1 = 2 /\\ 3 = 2. Proof. split; [apply from_cheat | apply from_
 Lemma clean : 0 + 0 = 0. Proof. reflexivity. Qed.
 """
 SUBJECTS = [
-    "cheat", "from_cheat", "from_adm", "from_sealed", "M.hx", "from_declared",
-    "from_functor", "FM.fx", "from_loop", "from_bad", "from_big", "from_seq", "pos",
+    "cheat", "from_cheat", "from_both", "from_adm", "from_sealed", "M.hx", "from_declared",
+    "from_functor", "FM.fx", "from_loop", "from_bad", "from_big", "from_hbox", "from_seq", "pos",
     "from_classic", "from_many", "clean", "Coq.Logic.Classical_Prop.NNPP",
 ]  # fmt: skip
 
@@ -131,6 +137,8 @@ def test_the_plugin_answers_exactly_as_print_assumptions(plugin_dir: Path, tmp_p
     assert "Lib.loop is assumed to be guarded" in said["from_loop"]
     assert "Lib.bad is assumed to be positive" in said["from_bad"]
     assert "unsafe hierarchy" in said["from_big"]
+    assert said["from_both"].count("used in") == 2
+    assert "Lib.hwrap relies on an unsafe hierarchy" in said["from_hbox"]  # the whole block
     assert "seq" in said["from_seq"] and said["from_seq"] != "Closed under the global context"
     assert "pos_obligation_1" in said["pos"]
     assert "classic" in said["from_classic"] and said["clean"].startswith("Closed")
