@@ -26,10 +26,12 @@ import tempfile
 from pathlib import Path
 
 from formalbench.backends import coq_assumptions_plugin as plugin
+from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_session import preload_sentences
 from formalbench.checking.decls import split_decls
 from formalbench.core.records import Language
 
+PROJECT: list[str] = []  # a Coq project's load path (`--coq-project`)
 _THEOREMS = {"Theorem", "Definition", "Instance", "Inductive"}
 
 
@@ -60,7 +62,7 @@ def subjects_of(text: str) -> list[str]:
 def coqtop(plugin_dir: Path, work: Path, script: str) -> tuple[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(
-        ["coqtop", "-q", "-R", ".", "", *plugin.coqtop_args(plugin_dir)],
+        ["coqtop", "-q", *PROJECT, "-R", ".", "", *plugin.coqtop_args(plugin_dir)],
         input=script,
         cwd=work,
         capture_output=True,
@@ -93,7 +95,12 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=40)
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--max-bytes", type=int, default=30000)
+    parser.add_argument(
+        "--coq-project", type=Path, default=None, help="its _CoqProject's load path (built)"
+    )
     args = parser.parse_args()
+    if args.coq_project is not None:
+        PROJECT.extend(CoqBackend(project_dir=args.coq_project).args)
     plugin_dir = plugin.plugin_folder("coqtop")
     if plugin_dir is None:
         sys.exit("the plugin cannot be built here (see the log); nothing to compare")
@@ -112,7 +119,7 @@ def main() -> None:
             text = path.read_text(encoding="utf-8", errors="replace")
             (work / "Candidate.v").write_text(text, encoding="utf-8")
             built = subprocess.run(
-                ["coqc", "-q", "-R", ".", "", "Candidate.v"],
+                ["coqc", "-q", *PROJECT, "-R", ".", "", "Candidate.v"],
                 cwd=work,
                 capture_output=True,
                 timeout=600,
