@@ -1,0 +1,155 @@
+"""A task with a shared context: a genuine candidate is compiled once, not twice (issue 18, cost).
+
+Where the candidate keeps the task's shared context verbatim, both sides are compiled whole
+first (`coq_identity.KernelIdentity._whole_first`): that compile is the file as submitted,
+so a clean pass there (no mismatch, no refused axiom: the candidate's own copy of a context
+postulate is `Candidate.p`, refused) is the verdict with one candidate compile. Anything
+else goes the split way (`FbContext`), which reuses that compile for the verdict's
+diagnostics; a candidate that does not compile alone is refused after that one compile.
+Calls of `CoqBackend.compile` are counted, not time (real coqc).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
+from formalbench.core.records import Reason
+
+pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
+
+CONTEXT = "Inductive color := red | green.\nParameter p : nat.\nAxiom p_pos : p > 0.\n"
+TASK = CONTEXT + "Theorem t : forall c : color, c = red \\/ c = green.\nAdmitted.\n"
+GENUINE = TASK.replace("Admitted.", "Proof. destruct c; auto. Qed.")
+# a statement through a `match` on a context inductive: not renamed on the whole route
+FLIPPED = (
+    CONTEXT
+    + "Definition flip (c : color) := match c with red => green | green => red end.\n"
+    + "Theorem f : forall c, flip (flip c) = c.\nAdmitted.\n"
+)
+# a statement that the context's postulate makes true: only the split route can accept it
+POSTULATED = CONTEXT + "Theorem u : exists n, n > 0.\nAdmitted.\n"
+
+
+class Counting:
+    """Counts the modules `CoqBackend.compile` is asked to compile."""
+
+    def __init__(self, backend: CoqBackend) -> None:
+        self.seen: Counter[str] = Counter()
+        self._compile = backend.compile
+
+    def __call__(self, work: Path, module: str, text: str, timeout: float, extra=()):  # type: ignore[no-untyped-def]
+        self.seen[module] += 1
+        return self._compile(work, module, text, timeout, extra)
+
+
+@pytest.fixture(scope="module")
+def counted() -> Iterator[tuple[StrictVerifier, Counting]]:
+    with CoqBackend(workers=2, timeout=60) as backend:
+        counting = Counting(backend)
+        backend.compile = counting  # type: ignore[method-assign]
+        # no forbidden words: the assistant, not the text pre-filter, refuses the attacks
+        yield StrictVerifier(backend, VerifierPolicy(forbidden=[])), counting
+
+
+def test_a_genuine_candidate_over_a_shared_context_is_compiled_once(
+    counted: tuple[StrictVerifier, Counting],
+) -> None:
+    verifier, counting = counted
+    for _ in range(2):  # the first check of the task (original built) and a later one
+        counting.seen.clear()
+        verdict = verifier.verify(TASK, GENUINE)
+        assert verdict.passed, verdict.findings
+        assert counting.seen[LOCAL_MODULE] == 1, counting.seen
+
+
+@pytest.mark.parametrize(
+    ("task", "proof"),
+    [
+        # `Candidate.p_pos` on the whole route, the task's `FbContext.p_pos` on the split one
+        (POSTULATED, "exists p. exact p_pos."),
+        (FLIPPED, "destruct c; reflexivity."),
+    ],
+    ids=["context-postulate", "match-on-context-type"],
+)
+def test_what_the_whole_route_cannot_pass_goes_the_split_way(
+    counted: tuple[StrictVerifier, Counting], task: str, proof: str
+) -> None:
+    verifier, counting = counted
+    counting.seen.clear()
+    verdict = verifier.verify(task, task.replace("Admitted.", f"Proof. {proof} Qed."))
+    assert verdict.passed, verdict.findings
+    assert counting.seen[LOCAL_MODULE] == 2, counting.seen  # whole (reused) and split
+
+
+@pytest.mark.parametrize(
+    ("candidate", "reason"),
+    [
+        # the context's postulate changed: refused before any identity file
+        (
+            POSTULATED.replace("p > 0.", "False.").replace(
+                "Admitted.", "Proof. exfalso. exact p_pos. Qed."
+            ),
+            Reason.statement_changed,
+        ),
+        # a weaker statement: refused by the kernel on both routes
+        (
+            POSTULATED.replace("n > 0", "n >= 0").replace(
+                "Admitted.", "Proof. exists 0. apply le_n. Qed."
+            ),
+            Reason.statement_changed,
+        ),
+        # an axiom of its own, after the context or before it
+        (
+            POSTULATED.replace("Theorem u", "Axiom big : 1 > 0.\nTheorem u").replace(
+                "Admitted.", "Proof. exists 1. exact big. Qed."
+            ),
+            Reason.disallowed_axiom,
+        ),
+        (
+            "Axiom big : 1 > 0.\n"
+            + POSTULATED.replace("Admitted.", "Proof. exists 1. exact big. Qed."),
+            Reason.disallowed_axiom,
+        ),
+        # its own copy of the postulate, changed, under the context's name
+        (
+            POSTULATED.replace(
+                "Theorem u", "Module M.\nAxiom p_pos : 1 > 0.\nEnd M.\nImport M.\nTheorem u"
+            ).replace("Admitted.", "Proof. exists 1. exact p_pos. Qed."),
+            Reason.disallowed_axiom,
+        ),
+    ],
+    ids=[
+        "changed-postulate",
+        "weaker-statement",
+        "added-axiom",
+        "axiom-before-context",
+        "shadowing-copy",
+    ],
+)
+def test_attacks_over_a_context_postulate_are_refused(
+    counted: tuple[StrictVerifier, Counting], candidate: str, reason: Reason
+) -> None:
+    verifier, _ = counted
+    verdict = verifier.verify(POSTULATED, candidate)
+    assert not verdict.passed
+    assert reason in verdict.reasons, verdict.findings
+
+
+def test_a_candidate_that_does_not_compile_is_refused_after_one_compile(
+    counted: tuple[StrictVerifier, Counting],
+) -> None:
+    verifier, counting = counted
+    counting.seen.clear()
+    verdict = verifier.verify(TASK, GENUINE.replace("auto", "exact I"))
+    assert not verdict.passed
+    assert Reason.compile_error in verdict.reasons, verdict.findings
+    assert counting.seen[LOCAL_MODULE] == 1, counting.seen
