@@ -55,7 +55,7 @@ from formalbench.checking.coq_plans import (
 )
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
-from formalbench.core.records import CheckResult, CheckStatus, Finding, Language, Reason
+from formalbench.core.records import CheckResult, Finding, Language, Reason
 
 
 class KernelIdentity:
@@ -145,17 +145,18 @@ class KernelIdentity:
         shared context itself (`same_context`): (its report, its plan, whether it is a clean
         pass: the candidate compiled, the kernel answered with no mismatch and no refused
         axiom). Only a clean pass is the verdict; anything else goes the split way, which
-        reuses this compile of the file as submitted. None: no plan (a functor's instance
-        not resolved), nothing compiled."""
+        reuses this compile of the file as submitted. None: nothing compiled (a functor's
+        instance not resolved, or a comparison there that cannot pass)."""
         try:
             plan = self._plan(original, targets, every, None, True, timeout)
         except Undecided:
             return None
         plan = same_text_renamed(plan, original, context)
+        if compared_by_match(plan, original):
+            return None  # it could not pass: the split way, without this identity file
         report = self.identity.check(original, candidate, plan, timeout=timeout)
         clean = (
             report.candidate.compiled
-            and report.candidate.status == CheckStatus.ok
             and report.undecided is None
             and not report.mismatches
             and report.checked
@@ -192,8 +193,8 @@ class KernelIdentity:
             at = candidate.index(context)
             candidate, prefix = candidate[at:], candidate[:at]
         if context is not None and not candidate.startswith(context):
-            whole = self.backend.check(prefix + candidate, timeout=timeout)
-            return whole, [_context_changed(context)]
+            changed = self.backend.check(prefix + candidate, timeout=timeout)
+            return changed, [_context_changed(context)]
         # the candidate compiled whole, exactly as submitted: the verdict's own compile,
         # compiled first (once) wherever the candidate keeps the shared context
         whole: CheckResult | None = None
@@ -215,7 +216,7 @@ class KernelIdentity:
                     return whole.model_copy(update={"axioms": axioms}), []
         if context is not None and whole is None:
             whole = self.backend.check(prefix + candidate, timeout=timeout)
-        if whole is not None and (not whole.compiled or whole.status != CheckStatus.ok):
+        if whole is not None and not whole.compiled:
             return whole, []  # it does not compile alone, as submitted: refused
         report = self.identity.check(
             original,
@@ -307,6 +308,18 @@ class KernelIdentity:
         if whole is None:
             whole = self.backend.check(prefix + candidate, timeout=timeout)
         return whole.model_copy(update={"axioms": report.axioms}), findings
+
+
+def compared_by_match(plan: Sequence[TargetPlan], original: str) -> bool:
+    """Whether a definition after the context that the whole route compares by its body is
+    written with `match` (Streams.v's `hd`): `pattern` cannot rename an inductive inside a
+    `match`, so that comparison fails and the whole route cannot pass. Only the order of
+    the routes depends on it, never a verdict."""
+    bodies = {p.name for p in plan if p.body}
+    if not bodies:
+        return False
+    decls, _ = hole_decls(original, Language.coq)
+    return any(d.name in bodies and any(t.text == "match" for t in d.tokens) for d in decls)
 
 
 def _read_axioms(
