@@ -1,12 +1,13 @@
 """A task with a shared context: a genuine candidate is compiled once, not twice (issue 18, cost).
 
-Where the candidate keeps the task's shared context verbatim, both sides are compiled whole
-first (`coq_identity.KernelIdentity._whole_first`): that compile is the file as submitted,
-so a clean pass there (no mismatch, no refused axiom: the candidate's own copy of a context
-postulate is `Candidate.p`, refused) is the verdict with one candidate compile. Anything
-else goes the split way (`FbContext`), which reuses that compile for the verdict's
-diagnostics; a candidate that does not compile alone is refused after that one compile.
-Calls of `CoqBackend.compile` are counted, not time (real coqc).
+Where the candidate's file begins with the task's shared context itself, both sides are
+compiled whole first (`coq_identity.KernelIdentity._whole_first`): that compile is the file
+as submitted, so a clean pass there (no mismatch, no refused axiom) is the verdict with one
+candidate compile. Anything else goes the split way (`FbContext`), which reuses that
+compile; a context that postulates something goes the split way first (a proof using the
+postulate rests on the candidate's own copy on the whole route, `Candidate.p`, refused); a
+candidate that does not compile alone is refused after its one compile. Calls of
+`CoqBackend.compile` are counted, not time (real coqc).
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ import pytest
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_queries import LOCAL_MODULE
-from formalbench.checking.verifier import StrictVerifier
+from formalbench.checking import coq_identity
+from formalbench.checking.verifier import StrictVerifier, kernel_of
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Reason
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
-CONTEXT = "Inductive color := red | green.\nParameter p : nat.\nAxiom p_pos : p > 0.\n"
-TASK = CONTEXT + "Theorem t : forall c : color, c = red \\/ c = green.\nAdmitted.\n"
-GENUINE = TASK.replace("Admitted.", "Proof. destruct c; auto. Qed.")
+CONTEXT = "Inductive color := red | green.\nRecord box := { v : color; w : nat }.\n"
+TASK = CONTEXT + "Theorem t : forall b : box, v b = red \\/ v b = green.\nAdmitted.\n"
+GENUINE = TASK.replace("Admitted.", "Proof. intros [[] n]; auto. Qed.")
 # a statement through a `match` on a context inductive: not renamed on the whole route
 FLIPPED = (
     CONTEXT
@@ -36,7 +38,7 @@ FLIPPED = (
     + "Theorem f : forall c, flip (flip c) = c.\nAdmitted.\n"
 )
 # a statement that the context's postulate makes true: only the split route can accept it
-POSTULATED = CONTEXT + "Theorem u : exists n, n > 0.\nAdmitted.\n"
+POSTULATED = "Parameter p : nat.\nAxiom p_pos : p > 0.\nTheorem u : exists n, n > 0.\nAdmitted.\n"
 
 
 class Counting:
@@ -74,7 +76,7 @@ def test_a_genuine_candidate_over_a_shared_context_is_compiled_once(
 @pytest.mark.parametrize(
     ("task", "proof"),
     [
-        # `Candidate.p_pos` on the whole route, the task's `FbContext.p_pos` on the split one
+        # the task's postulate: `FbContext.p_pos` on the split route, taken first
         (POSTULATED, "exists p. exact p_pos."),
         (FLIPPED, "destruct c; reflexivity."),
     ],
@@ -90,37 +92,66 @@ def test_what_the_whole_route_cannot_pass_goes_the_split_way(
     assert counting.seen[LOCAL_MODULE] == 2, counting.seen  # whole (reused) and split
 
 
+def test_the_whole_route_refuses_the_candidates_copy_of_a_postulate(
+    counted: tuple[StrictVerifier, Counting],
+) -> None:
+    # taken first or not, that route never passes a proof from the context's postulate
+    verifier, _ = counted
+    kernel = kernel_of(verifier.backend)  # type: ignore[arg-type]
+    assert kernel is not None
+    candidate = POSTULATED.replace("Admitted.", "Proof. exists p. exact p_pos. Qed.")
+    context = "Parameter p : nat.\nAxiom p_pos : p > 0."
+    tried = kernel._whole_first(POSTULATED, candidate, ["u"], {"u"}, 60, VerifierPolicy(), context)
+    assert tried is not None
+    report, _, clean = tried
+    assert not clean
+    assert f"{LOCAL_MODULE}.p_pos" in report.axioms["u"]
+    assert coq_identity.postulates_in(POSTULATED, context)
+
+
 @pytest.mark.parametrize(
-    ("candidate", "reason"),
+    ("task", "candidate", "reason"),
     [
+        # a weaker statement: refused by the kernel on both routes
+        (
+            TASK,
+            TASK.replace("\\/ v b = green", "\\/ True").replace("Admitted.", "Proof. auto. Qed."),
+            Reason.statement_changed,
+        ),
+        # an axiom of its own, after the context or before it
+        (
+            TASK,
+            TASK.replace("Theorem t", "Axiom big : False.\nTheorem t").replace(
+                "Admitted.", "Proof. destruct big. Qed."
+            ),
+            Reason.disallowed_axiom,
+        ),
+        (
+            TASK,
+            "Axiom big : False.\n" + TASK.replace("Admitted.", "Proof. destruct big. Qed."),
+            Reason.disallowed_axiom,
+        ),
+        # the context's types shadowed by look-alikes: the statement speaks of other ones
+        (
+            TASK,
+            TASK.replace(
+                "Theorem t",
+                "Module M.\nInductive color := red | green.\nRecord box := { v : color }."
+                "\nEnd M.\nImport M.\nTheorem t",
+            ).replace("Admitted.", "Proof. intros [[]]; auto. Qed."),
+            Reason.statement_changed,
+        ),
         # the context's postulate changed: refused before any identity file
         (
+            POSTULATED,
             POSTULATED.replace("p > 0.", "False.").replace(
                 "Admitted.", "Proof. exfalso. exact p_pos. Qed."
             ),
             Reason.statement_changed,
         ),
-        # a weaker statement: refused by the kernel on both routes
-        (
-            POSTULATED.replace("n > 0", "n >= 0").replace(
-                "Admitted.", "Proof. exists 0. apply le_n. Qed."
-            ),
-            Reason.statement_changed,
-        ),
-        # an axiom of its own, after the context or before it
-        (
-            POSTULATED.replace("Theorem u", "Axiom big : 1 > 0.\nTheorem u").replace(
-                "Admitted.", "Proof. exists 1. exact big. Qed."
-            ),
-            Reason.disallowed_axiom,
-        ),
-        (
-            "Axiom big : 1 > 0.\n"
-            + POSTULATED.replace("Admitted.", "Proof. exists 1. exact big. Qed."),
-            Reason.disallowed_axiom,
-        ),
         # its own copy of the postulate, changed, under the context's name
         (
+            POSTULATED,
             POSTULATED.replace(
                 "Theorem u", "Module M.\nAxiom p_pos : 1 > 0.\nEnd M.\nImport M.\nTheorem u"
             ).replace("Admitted.", "Proof. exists 1. exact p_pos. Qed."),
@@ -128,18 +159,19 @@ def test_what_the_whole_route_cannot_pass_goes_the_split_way(
         ),
     ],
     ids=[
-        "changed-postulate",
         "weaker-statement",
         "added-axiom",
         "axiom-before-context",
-        "shadowing-copy",
+        "shadowed-type",
+        "changed-postulate",
+        "copy-of-postulate",
     ],
 )
-def test_attacks_over_a_context_postulate_are_refused(
-    counted: tuple[StrictVerifier, Counting], candidate: str, reason: Reason
+def test_attacks_over_a_shared_context_are_refused(
+    counted: tuple[StrictVerifier, Counting], task: str, candidate: str, reason: Reason
 ) -> None:
     verifier, _ = counted
-    verdict = verifier.verify(POSTULATED, candidate)
+    verdict = verifier.verify(task, candidate)
     assert not verdict.passed
     assert reason in verdict.reasons, verdict.findings
 

@@ -18,6 +18,12 @@ first target cannot be cut out (`context_of` raises `Unsplittable`): both sides 
 compiled whole, the original's inductives renamed side to side (`plans`), and a mismatch is
 `undecided`, never left to a text rule.
 
+A candidate whose file begins with the context itself is decided whole first (one compile,
+the file as submitted): its copy of the context is the original's, so the context's
+declarations are renamed side to side without comparing them to themselves
+(`same_text_renamed`), and only a clean pass decides there; anything else goes the split
+way, which reuses that compile.
+
 Axioms are read in the identity file too (`axiom_findings`), by full path: one source of
 truth for "same statement" and "rests on no disallowed axiom".
 """
@@ -65,6 +71,8 @@ class KernelIdentity:
         self.identity = CoqIdentity(backend)
         self.backend = backend
         self.kernel_checks = 0  # how many candidates reached the identity file
+        # tasks (originals as compiled) whose whole route gave no answer: split first
+        self._split_first: set[str] = set()
         # functors' parameter types as Coq located them, by task (the original's scope)
         self._located: dict[
             tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
@@ -154,7 +162,14 @@ class KernelIdentity:
         plan = same_text_renamed(plan, original, context)
         if compared_by_match(plan, original):
             return None  # it could not pass: the split way, without this identity file
-        report = self.identity.check(original, candidate, plan, timeout=timeout)
+        # the identity file may not pass where the split one would (two copies of a
+        # definition that computes `2^63` compared by conversion: Cyclic63.v): bounded
+        # here, and a task whose whole route gave no answer goes the split way from then on
+        report = self.identity.check(
+            original, candidate, plan, timeout=timeout, query_limit=WHOLE_QUERY_LIMIT
+        )
+        if report.undecided is not None and report.candidate.compiled:
+            self._split_first.add(original)
         clean = (
             report.candidate.compiled
             and report.undecided is None
@@ -198,7 +213,12 @@ class KernelIdentity:
         # the candidate compiled whole, exactly as submitted: the verdict's own compile,
         # compiled first (once) wherever the candidate keeps the shared context
         whole: CheckResult | None = None
-        if context is not None and same_context(original, prefix + candidate, context):
+        if (
+            context is not None
+            and original not in self._split_first
+            and same_context(original, prefix + candidate, context)
+            and not postulates_in(original, context)
+        ):
             # its copy of the context is the original's, elaborated alike: the whole route
             # first, which needs only this compile. A clean pass there is the kernel's proof
             # of the original's type resting on no refused axiom (each side's copy of a
@@ -336,7 +356,16 @@ def _read_axioms(
     }
 
 
+# seconds for the identity file of the whole route tried first (a clean pass answers in
+# about a second: `Print Assumptions` of the heaviest stdlib proofs measured, Machin.v)
+WHOLE_QUERY_LIMIT = 10.0
 _BLANKS = frozenset(" \t\r\n")
+# a context declaring these cannot pass whole: a proof that uses the task's postulate rests
+# on the candidate's copy of it there (`Candidate.classic`, refused), and a `Primitive` type
+# cannot be declared by both libraries in one file
+_POSTULATING = frozenset(
+    ("Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Declare", "Primitive")
+)
 _NOMINAL = frozenset(("Inductive", "CoInductive", "Variant"))  # each has its `_ind` plan
 
 
@@ -353,6 +382,14 @@ def same_context(original: str, candidate: str, context: str) -> bool:
         and candidate[at : at + 1] in _BLANKS
         and original[at : at + 1] in _BLANKS
     )
+
+
+def postulates_in(original: str, context: str) -> bool:
+    """Whether the shared context postulates something (`_POSTULATING`): the split route,
+    where the task's postulates are `FbContext.*` and allowed, is then taken first. Only
+    the order of the routes depends on it, never a verdict."""
+    decls, _ = hole_decls(original, Language.coq)
+    return any(d.end <= len(context) and d.kind in _POSTULATING for d in decls)
 
 
 def same_text_renamed(plan: Sequence[TargetPlan], original: str, context: str) -> list[TargetPlan]:
