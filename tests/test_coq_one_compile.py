@@ -185,3 +185,22 @@ def test_a_candidate_that_does_not_compile_is_refused_after_one_compile(
     assert not verdict.passed
     assert Reason.compile_error in verdict.reasons, verdict.findings
     assert counting.seen[LOCAL_MODULE] == 1, counting.seen
+
+
+MUTUAL = (
+    "Inductive even : nat -> Prop := e0 : even 0 | eS n : odd n -> even (S n)\n"
+    "with odd : nat -> Prop := oS n : even n -> odd (Nat.succ n).\n"
+)
+
+
+def test_a_command_before_the_context_does_not_reach_the_whole_route_first(
+    counted: tuple[StrictVerifier, Counting],
+) -> None:
+    # before the context, a `Module Nat` makes `Nat.succ` the identity in `odd`'s
+    # constructor (its copy then proves `odd 0`), while `even_ind` stays the same
+    verifier, _ = counted
+    task = MUTUAL + "Theorem t : odd 0.\nAdmitted.\n"
+    prefix = "Module Nat.\nDefinition succ (n : nat) := n.\nEnd Nat.\n"
+    candidate = prefix + task.replace("Admitted.", "Proof. exact (oS 0 e0). Qed.")
+    assert not coq_identity.same_context(task, candidate, MUTUAL)
+    assert not verifier.verify(task, candidate).passed
