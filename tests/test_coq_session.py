@@ -219,7 +219,10 @@ def test_a_comparison_that_fails_inside_a_functor_instance_is_answered_by_the_se
     answered, fallbacks = pool.session_checks, pool.session_fallbacks
     reasons = _reasons(judge, original, candidate)
     assert [r.split()[0] for r in reasons] == ["statement_changed"]
-    assert (pool.session_checks, pool.session_fallbacks) == (answered + 1, fallbacks)
+    # answered by the session, none one-shot (a task with a shared context may run two
+    # identity files: the whole route first, then the split one)
+    assert pool.session_checks > answered
+    assert pool.session_fallbacks == fallbacks
 
 
 @coq

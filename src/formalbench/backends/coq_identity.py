@@ -261,9 +261,12 @@ class CoqIdentity:
         replay: str = "",
         prefix: str = "",
         timeout: float | None = None,
+        query_limit: float | None = None,
     ) -> IdentityReport:
         """Compile the candidate alone (exactly its text: no query is appended), then decide
-        in the identity file, per target, its statement and the axioms it rests on."""
+        in the identity file, per target, its statement and the axioms it rests on.
+        `query_limit`: at most that many seconds for the identity file (a route tried first
+        that may give up: its timeout is `undecided`, and the caller goes another way)."""
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
@@ -289,6 +292,8 @@ class CoqIdentity:
                 return report
             shutil.copy(build.folder / f"{ORIGINAL_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
+            if query_limit is not None:
+                left = min(left, query_limit)
             preload = preload_sentences(original, (*_OWN, CHECK_MODULE))
             self._decide(report, work, targets, max(left, 0.1), preload)
         report.elapsed = time.perf_counter() - started

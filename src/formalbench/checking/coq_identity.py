@@ -18,6 +18,12 @@ first target cannot be cut out (`context_of` raises `Unsplittable`): both sides 
 compiled whole, the original's inductives renamed side to side (`plans`), and a mismatch is
 `undecided`, never left to a text rule.
 
+A candidate whose file begins with the context itself is decided whole first (one compile,
+the file as submitted): its copy of the context is the original's, so the context's
+declarations are renamed side to side without comparing them to themselves
+(`same_text_renamed`), and only a clean pass decides there; anything else goes the split
+way, which reuses that compile.
+
 Axioms are read in the identity file too (`axiom_findings`), by full path: one source of
 truth for "same statement" and "rests on no disallowed axiom".
 """
@@ -65,6 +71,8 @@ class KernelIdentity:
         self.identity = CoqIdentity(backend)
         self.backend = backend
         self.kernel_checks = 0  # how many candidates reached the identity file
+        # tasks (originals as compiled) whose whole route gave no answer: split first
+        self._split_first: set[str] = set()
         # functors' parameter types as Coq located them, by task (the original's scope)
         self._located: dict[
             tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
@@ -131,6 +139,46 @@ class KernelIdentity:
             return None
         return report, plan
 
+    def _whole_first(
+        self,
+        original: str,
+        candidate: str,
+        targets: Sequence[str],
+        every: set[str],
+        timeout: float | None,
+        policy: VerifierPolicy,
+        context: str,
+    ) -> tuple[IdentityReport, list[TargetPlan], bool] | None:
+        """The whole route tried before the split one, for a candidate that begins with the
+        shared context itself (`same_context`): (its report, its plan, whether it is a clean
+        pass: the candidate compiled, the kernel answered with no mismatch and no refused
+        axiom). Only a clean pass is the verdict; anything else goes the split way, which
+        reuses this compile of the file as submitted. None: nothing compiled (a functor's
+        instance not resolved, or a comparison there that cannot pass)."""
+        try:
+            plan = self._plan(original, targets, every, None, True, timeout)
+        except Undecided:
+            return None
+        plan = same_text_renamed(plan, original, context)
+        if compared_by_match(plan, original):
+            return None  # it could not pass: the split way, without this identity file
+        # the identity file may not pass where the split one would (two copies of a
+        # definition that computes `2^63` compared by conversion: Cyclic63.v): bounded
+        # here, and a task whose whole route gave no answer goes the split way from then on
+        report = self.identity.check(
+            original, candidate, plan, timeout=timeout, query_limit=WHOLE_QUERY_LIMIT
+        )
+        if report.undecided is not None and report.candidate.compiled:
+            self._split_first.add(original)
+        clean = (
+            report.candidate.compiled
+            and report.undecided is None
+            and not report.mismatches
+            and report.checked
+            and not axiom_findings(_read_axioms(report.axioms, plan, every), original, policy)
+        )
+        return report, plan, clean
+
     def check(
         self,
         original: str,
@@ -160,8 +208,36 @@ class KernelIdentity:
             at = candidate.index(context)
             candidate, prefix = candidate[at:], candidate[:at]
         if context is not None and not candidate.startswith(context):
+            changed = self.backend.check(prefix + candidate, timeout=timeout)
+            return changed, [_context_changed(context)]
+        # the candidate compiled whole, exactly as submitted: the verdict's own compile,
+        # compiled first (once) wherever the candidate keeps the shared context
+        whole: CheckResult | None = None
+        if (
+            context is not None
+            and original not in self._split_first
+            and same_context(original, prefix + candidate, context)
+            and not postulates_in(original, context)
+        ):
+            # its copy of the context is the original's, elaborated alike: the whole route
+            # first, which needs only this compile. A clean pass there is the kernel's proof
+            # of the original's type resting on no refused axiom (each side's copy of a
+            # context postulate is its own: `Candidate.p` is refused there, `FbContext.p` is
+            # not on the split route), so it decides; anything else goes the split way.
+            tried = self._whole_first(
+                original, prefix + candidate, targets, every, timeout, policy, context
+            )
+            if tried is not None:
+                first, first_plan, clean = tried
+                whole = first.candidate
+                if clean:
+                    self.kernel_checks += first.checked
+                    axioms = _read_axioms(first.axioms, first_plan, every)
+                    return whole.model_copy(update={"axioms": axioms}), []
+        if context is not None and whole is None:
             whole = self.backend.check(prefix + candidate, timeout=timeout)
-            return whole, [_context_changed(context)]
+        if whole is not None and not whole.compiled:
+            return whole, []  # it does not compile alone, as submitted: refused
         report = self.identity.check(
             original,
             candidate,
@@ -231,21 +307,14 @@ class KernelIdentity:
             findings.append(
                 Finding(reason=Reason.undecided, message=f"{kind}{report.undecided}"[:500])
             )
-        # the fields of the declared arguments are what a functor's statement is about;
-        # a field of an instance is named as the side's functor's (`Candidate.F.adm`)
-        sides = instance_sides(plan)
-        report.axioms = {
-            t: [_side_name(n, sides) for n in a if not is_argument(n)]
-            for t, a in report.axioms.items()
-            if t in every
-        }
+        report.axioms = _read_axioms(report.axioms, plan, every)
         findings += axiom_findings(report.axioms, original, policy)
         result = report.candidate.model_copy(update={"axioms": report.axioms})
         if context is None:
             return result, findings
         if not result.compiled:
-            first = result.errors[:1]
-            said = first[0].message if first else result.status.value
+            first_error = result.errors[:1]
+            said = first_error[0].message if first_error else result.status.value
             findings.append(
                 Finding(
                     reason=Reason.statement_changed,
@@ -254,9 +323,97 @@ class KernelIdentity:
                     f"context, so its statements cannot be compared: {said}"[:500],
                 )
             )
-        # the verdict's diagnostics and lines are those of the file as the candidate wrote it
-        whole = self.backend.check(prefix + candidate, timeout=timeout)
+        # the verdict's diagnostics and lines are those of the file as the candidate wrote
+        # it: its compile above where one ran (the same text), else compiled now
+        if whole is None:
+            whole = self.backend.check(prefix + candidate, timeout=timeout)
         return whole.model_copy(update={"axioms": report.axioms}), findings
+
+
+def compared_by_match(plan: Sequence[TargetPlan], original: str) -> bool:
+    """Whether a definition after the context that the whole route compares by its body is
+    written with `match` (Streams.v's `hd`): `pattern` cannot rename an inductive inside a
+    `match`, so that comparison fails and the whole route cannot pass. Only the order of
+    the routes depends on it, never a verdict."""
+    bodies = {p.name for p in plan if p.body}
+    if not bodies:
+        return False
+    decls, _ = hole_decls(original, Language.coq)
+    return any(d.name in bodies and any(t.text == "match" for t in d.tokens) for d in decls)
+
+
+def _read_axioms(
+    axioms: Mapping[str, Sequence[str]], plan: Sequence[TargetPlan], every: set[str]
+) -> dict[str, list[str]]:
+    """The axioms of each target of the original as the verdict names them: the fields of
+    a functor's declared arguments (what its statement is about) left out, a field of an
+    instance named as the side's functor's (`Candidate.F.adm`)."""
+    sides = instance_sides(plan)
+    return {
+        t: [_side_name(n, sides) for n in a if not is_argument(n)]
+        for t, a in axioms.items()
+        if t in every
+    }
+
+
+# seconds for the identity file of the whole route tried first (a clean pass answers in
+# about a second: `Print Assumptions` of the heaviest stdlib proofs measured, Machin.v)
+WHOLE_QUERY_LIMIT = 10.0
+_BLANKS = frozenset(" \t\r\n")
+# a context declaring these cannot pass whole: a proof that uses the task's postulate rests
+# on the candidate's copy of it there (`Candidate.classic`, refused), and a `Primitive` type
+# cannot be declared by both libraries in one file
+_POSTULATING = frozenset(
+    ("Axiom", "Axioms", "Parameter", "Parameters", "Conjecture", "Declare", "Primitive")
+)
+_NOMINAL = frozenset(("Inductive", "CoInductive", "Variant"))  # each has its `_ind` plan
+
+
+def same_context(original: str, candidate: str, context: str) -> bool:
+    """Whether the candidate's file begins with the task's shared context itself, followed,
+    as in the original, by a blank: then its copy of the context is the original's own,
+    declaration by declaration (the same sentences, first in a file compiled with the same
+    flags; a blank after the last `.` ends that sentence, so nothing after it joins it).
+    A command the candidate puts before the context (`prefix`) may change what the context
+    means (a `Module Nat` shadowing `Nat.succ` in a constructor's type): not here."""
+    at = len(context)
+    return (
+        candidate.startswith(context)
+        and candidate[at : at + 1] in _BLANKS
+        and original[at : at + 1] in _BLANKS
+    )
+
+
+def postulates_in(original: str, context: str) -> bool:
+    """Whether the shared context postulates something (`_POSTULATING`): the split route,
+    where the task's postulates are `FbContext.*` and allowed, is then taken first. Only
+    the order of the routes depends on it, never a verdict."""
+    decls, _ = hole_decls(original, Language.coq)
+    return any(d.end <= len(context) and d.kind in _POSTULATING for d in decls)
+
+
+def same_text_renamed(plan: Sequence[TargetPlan], original: str, context: str) -> list[TargetPlan]:
+    """`plan` (`plans(..., unshared=True)`) without the checks of the shared context's own
+    declarations, for a candidate whose copy of the context is the original's
+    (`same_context`): an inductive's `_ind`, a record's `Scheme` and projections, a
+    definition's body or a lemma's type there would only compare a declaration with its own
+    copy. They are still renamed side to side (`Original.color` -> `Candidate.color`), and
+    everything after the context is checked as before. This also lets through what those
+    checks cannot read: a `CoInductive` (no `_ind`), an inductive under `Unset Elimination
+    Schemes`, a definition by `match`."""
+    decls, holes = hole_decls(original, Language.coq)
+    own: set[str] = set()
+    later: set[str] = set()  # never dropped: a name declared again after the context
+    for d in decls:
+        if not d.name:
+            continue
+        if d.end > len(context) or d.index in holes:
+            later.add(d.name)
+        elif d.kind in _NOMINAL:
+            own.update((d.name, f"{d.name}_ind"))
+        else:
+            own.add(d.name)
+    return [p for p in plan if p.name in later or p.name not in own]
 
 
 def _side_name(name: str, sides: Mapping[str, str]) -> str:
