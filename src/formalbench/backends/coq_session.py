@@ -181,9 +181,7 @@ class CoqSession:
     libraries: frozenset[str] | None = field(default=None, init=False)  # loaded at the mark
     checks: int = field(default=0, init=False)
     last_used: float = field(default_factory=time.monotonic, init=False)
-    # `Print Assumptions`, or the plugin's memoizing twin where it loaded at start
-    assumptions_verb: str = field(default="Print Assumptions", init=False)
-    plugin: Path | None = field(default=None, init=False)
+    plugin: Path | None = field(default=None, init=False)  # the assumptions plugin loaded
 
     def __post_init__(self) -> None:
         self.folder = Path(
@@ -196,7 +194,6 @@ class CoqSession:
         self.plugin = assumptions_plugin.plugin_folder(self.coqtop)
         if self.plugin is not None:
             argv += assumptions_plugin.coqtop_args(self.plugin)
-            self.assumptions_verb = assumptions_plugin.QUERY_VERB
         project = self.backend.project
         read_only = [str(p) for p in project.read_only] if project is not None else []
         if stopping():
@@ -221,6 +218,11 @@ class CoqSession:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             assert stream is not None
             os.set_blocking(stream.fileno(), False)
+
+    @property
+    def assumptions_verb(self) -> str:
+        """`Print Assumptions`, or the plugin's memoizing twin where it loaded at start."""
+        return "Print Assumptions" if self.plugin is None else assumptions_plugin.QUERY_VERB
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
