@@ -43,10 +43,11 @@ from formalbench.core.config import cache_path
 from formalbench.core.errors import FormalbenchError
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains.manifest import Manifest, PinnedPackage
-from formalbench.toolchains.rootfs import MERGED_USR, bwrap_program, root_argv
+from formalbench.toolchains.rootfs import ENV_IN_ROOT, MERGED_USR, bwrap_program, root_argv
 
 RECORD = "toolchain.json"  # present only in a finished, smoke-tested root
 SMOKE_TIMEOUT = 600.0
+SMOKE_MEMORY_MB = 4096  # CoqBackend's default cap
 DOWNLOAD_WORKERS = 4
 MIRROR_VAR = "FORMALBENCH_DEBIAN_MIRROR"  # e.g. a snapshot.debian.org/archive/debian/<time>
 
@@ -211,13 +212,15 @@ def _extract(manifest: Manifest, downloads: Path, root: Path, progress: Progress
 
 
 def _in_root(root: Path, argv: list[str], work: Path, timeout: float) -> tuple[int, str]:
+    cap = shutil.which("prlimit")  # as checks run: under the sandbox's address-space cap
+    limit = [cap, f"--as={SMOKE_MEMORY_MB << 20}", "--"] if cap else []
     done = subprocess.run(
-        root_argv(root, argv, work=work),
+        [*limit, *root_argv(root, argv, work=work)],
         cwd=work,
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
+        env={**ENV_IN_ROOT, "LANG": "C.UTF-8"},
     )
     return done.returncode, (done.stdout + done.stderr).strip()
 

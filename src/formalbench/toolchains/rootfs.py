@@ -30,6 +30,11 @@ from formalbench.core.errors import ToolchainMissingError
 MERGED_USR = {"bin": "usr/bin", "sbin": "usr/sbin", "lib": "usr/lib", "lib64": "usr/lib64"}
 _MOUNTED = {"proc", "dev", "tmp"}  # bwrap's own, never the root's
 PATH_IN_ROOT = "/usr/bin:/bin"
+#: what a program of a root runs with: its own PATH, and OCaml 5's domain count held down. By
+#: default OCaml 5 reserves address space for 128 domains at start, which any address-space
+#: cap (the sandbox's 4 GiB, even 16 GiB) refuses: "Fatal error: Not enough heap memory to
+#: reserve minor heaps". Coq runs on one domain; 16 leaves room.
+ENV_IN_ROOT = {"PATH": PATH_IN_ROOT, "OCAMLRUNPARAM": "d=16"}
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 A `Toolchain` knows the host path of each program (`program`), how to run a trusted command
 in it (`run`: compiling formalbench's own library or plugin; outside the sandbox for the host,
 in the root through bwrap for a provisioned one), which root the sandbox must show as `/`
-(`sandbox_root`), and what a verdict records about it (`record`: name, Coq version, library
+(`sandbox_root`), and what a verdict records about it (`info`: name, Coq version, library
 package versions, and `known_unsound`, the soundness bugs known for that version, filled by
 `known_unsound_for` — a hook the replay work fills in).
 
@@ -26,9 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from formalbench.core.errors import ToolchainMissingError
+from formalbench.core.records import ToolchainInfo
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains import provision
-from formalbench.toolchains.rootfs import PATH_IN_ROOT, root_argv
+from formalbench.toolchains.rootfs import ENV_IN_ROOT, root_argv
 
 ENV_VAR = "FORMALBENCH_TOOLCHAIN"
 HOST = manifests.HOST
@@ -50,15 +51,16 @@ def default_name() -> str:
     return HOST
 
 
-@functools.cache
 def host_version(coqc: str = "coqc") -> str | None:
+    """The version of the host's `coqc` (a name on PATH or a path), None without one."""
     found = shutil.which(coqc)
-    if found is None:
-        return None
+    return None if found is None else _version_at(found)
+
+
+@functools.cache
+def _version_at(coqc: str) -> str | None:
     try:
-        done = subprocess.run(
-            [found, "--print-version"], capture_output=True, text=True, timeout=60
-        )
+        done = subprocess.run([coqc, "--print-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     words = done.stdout.split()
@@ -130,7 +132,7 @@ class Toolchain:
         if self.root is None:
             return env
         kept = {k: v for k, v in env.items() if not k.startswith(("COQ", "OCAML", "CAML", "LD_"))}
-        return {**kept, "PATH": PATH_IN_ROOT}
+        return {**kept, **ENV_IN_ROOT}
 
     def argv(
         self,
@@ -189,16 +191,15 @@ class Toolchain:
         libs = ",".join(f"{k}={v}" for k, v in sorted(self.libraries().items()))
         return f"toolchain {self.name} coq {self.version()} [{libs}]"
 
-    def record(self) -> dict[str, object]:
+    def info(self) -> ToolchainInfo:
         """What a verdict, a run and a report say about the toolchain (core/records)."""
         version = self.version()
-        return {
-            "name": self.name,
-            "coq_version": version,
-            "root": self.sandbox_root,
-            "libraries": self.libraries(),
-            "known_unsound": list(known_unsound_for(version)),
-        }
+        return ToolchainInfo(
+            name=self.name,
+            version=version,
+            libraries=self.libraries(),
+            known_unsound=list(known_unsound_for(version)),
+        )
 
 
 _cache: dict[tuple[str, str], Toolchain] = {}
@@ -210,9 +211,10 @@ def resolve(name: str | None = None, *, coqc: str = "coqc") -> Toolchain:
     ToolchainMissingError in one line when it is not installed. `coqc` (host only): the
     host compiler to use, a name on PATH or a path."""
     chosen = (name or "").strip() or (HOST if coqc != "coqc" else default_name())
+    key = (chosen, shutil.which(coqc) or coqc if chosen == HOST else "")
     with _cache_lock:
-        if (chosen, coqc) in _cache:
-            return _cache[(chosen, coqc)]
+        if key in _cache:
+            return _cache[key]
     if chosen == HOST:
         if shutil.which(coqc) is None:
             raise ToolchainMissingError(f"Coq compiler `{coqc}` not found on PATH; {INSTALL_HINT}")
@@ -226,4 +228,4 @@ def resolve(name: str | None = None, *, coqc: str = "coqc") -> Toolchain:
             )
         found = Toolchain(chosen, provision.root_of(chosen))
     with _cache_lock:
-        return _cache.setdefault((chosen, coqc), found)
+        return _cache.setdefault(key, found)
