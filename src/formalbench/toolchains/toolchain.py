@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.core.errors import ToolchainMissingError
-from formalbench.core.records import ToolchainInfo
+from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.core.records import Language, Task, ToolchainInfo
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains import provision
 from formalbench.toolchains.rootfs import ENV_IN_ROOT, root_argv
@@ -229,3 +229,20 @@ def resolve(name: str | None = None, *, coqc: str = "coqc") -> Toolchain:
         found = Toolchain(chosen, provision.root_of(chosen))
     with _cache_lock:
         return _cache.setdefault(key, found)
+
+
+def tasks_toolchain(tasks: Sequence[Task]) -> str | None:
+    """The one toolchain the Coq tasks of a run name in their `toolchain` field, or None.
+
+    Only a name formalbench knows (`toolchain list`) counts: the field is free text for other
+    datasets ("coq 8.16"), which stays a note. One run has one backend, so tasks naming two
+    toolchains are refused in one line (evaluate them apart, or give --toolchain)."""
+    known = {*manifests.names(), HOST}
+    coq = [t for t in tasks if t.language == Language.coq and t.toolchain]
+    named = sorted({str(t.toolchain).strip() for t in coq} & known)
+    if len(named) > 1:
+        raise InputError(
+            f"the tasks name {len(named)} toolchains ({', '.join(named)}); one run uses one: "
+            "evaluate them apart, or give --toolchain"
+        )
+    return named[0] if named else None
