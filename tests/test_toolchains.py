@@ -340,3 +340,15 @@ def test_rocq92_checks_with_its_libraries_and_says_so() -> None:
     assert verdict.prepared == []  # Rocq 9 reads Stdlib as written
     record = json.loads(verdict.model_dump_json())
     assert record["toolchain"]["known_unsound"] == []  # the hook, filled by the replay work
+
+
+def test_a_rocq_project_file_is_read_like_a_coq_project_and_preferred(tmp_path: Path) -> None:
+    from formalbench.backends.coq_project import read_coq_project
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "_RocqProject").write_text("-Q lib Rocqy\n")
+    assert read_coq_project(tmp_path).args[-1] == "Rocqy"
+    (tmp_path / "_CoqProject").write_text("-Q lib Coqy\n")
+    assert read_coq_project(tmp_path).args[-1] == "Rocqy"  # as `rocq makefile` picks
+    (tmp_path / "_RocqProject").unlink()
+    assert read_coq_project(tmp_path).args[-1] == "Coqy"
