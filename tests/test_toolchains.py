@@ -352,3 +352,24 @@ def test_a_rocq_project_file_is_read_like_a_coq_project_and_preferred(tmp_path: 
     assert read_coq_project(tmp_path).args[-1] == "Rocqy"  # as `rocq makefile` picks
     (tmp_path / "_RocqProject").unlink()
     assert read_coq_project(tmp_path).args[-1] == "Coqy"
+
+
+@rocq
+def test_a_warm_rocq92_session_reads_its_warnings_and_libraries() -> None:
+    """Rocq 9's coqtop wraps warnings in `<warning>` tags; a session must still parse them
+    (before, every session on 9.2 broke and fell back to coqc)."""
+    import time
+
+    from formalbench.backends import coq_session
+
+    with CoqBackend(toolchain=ROCQ, workers=1, timeout=120) as coq:
+        session = coq_session.CoqSession(coq, coq.toolchain.program("coqtop"))
+        try:
+            session.start()
+            deadline = time.monotonic() + 120
+            session.prepare(["Require Arith."], deadline)  # warns: no Stdlib prefix
+            assert session.libraries and "Stdlib.Arith.Arith" in session.libraries
+            (segment,) = session.run_check([], ["Check nonexistent_name."], deadline)
+            assert segment.errors and "nonexistent_name" in segment.errors[0]
+        finally:
+            session.close()
