@@ -373,3 +373,13 @@ def test_a_warm_rocq92_session_reads_its_warnings_and_libraries() -> None:
             assert segment.errors and "nonexistent_name" in segment.errors[0]
         finally:
             session.close()
+
+
+@needs_coq
+def test_a_version_with_a_known_unfixed_bug_is_marked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formalbench.toolchains import known_bugs
+
+    monkeypatch.setattr(known_bugs, "FIXED_IN", {"fixed-in-9.1": "9.1", "unfixed": None})
+    host = resolve("host").info()
+    assert host.known_unsound == ["fixed-in-9.1", "unfixed"]  # 8.16 has both
+    assert known_bugs.known_unsound_for("9.2") == ["unfixed"]

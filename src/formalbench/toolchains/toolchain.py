@@ -4,8 +4,8 @@ A `Toolchain` knows the host path of each program (`program`), how to run a trus
 in it (`run`: compiling formalbench's own library or plugin; outside the sandbox for the host,
 in the root through bwrap for a provisioned one), which root the sandbox must show as `/`
 (`sandbox_root`), and what a verdict records about it (`info`: name, Coq version, library
-package versions, and `known_unsound`, the soundness bugs known for that version, filled by
-`known_unsound_for` — a hook the replay work fills in).
+package versions, and `known_unsound`, the soundness bugs known for that version:
+`known_bugs.py`, a table the replay work fills in).
 
 Which one is used (`resolve`): the name given (`--toolchain`, a task's `toolchain` field),
 else FORMALBENCH_TOOLCHAIN, else the newest installed toolchain (by Coq version), else
@@ -21,7 +21,7 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +29,7 @@ from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import Language, Task, ToolchainInfo
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains import provision
+from formalbench.toolchains.known_bugs import known_unsound_for
 from formalbench.toolchains.rootfs import ENV_IN_ROOT, root_argv
 
 ENV_VAR = "FORMALBENCH_TOOLCHAIN"
@@ -83,11 +84,6 @@ def _host_libraries() -> dict[str, str]:
         return {}
     rows = (line.split() for line in done.stdout.splitlines())
     return {row[1]: row[2] for row in rows if len(row) == 3 and row[0].startswith("ii")}
-
-
-#: hook for the list of known kernel soundness bugs of a Coq version (issue 33, "replay"):
-#: given the Coq version, the identifiers of the known unfixed bugs. Empty until filled.
-known_unsound_for: Callable[[str], list[str]] = lambda _version: []  # noqa: E731
 
 
 @dataclass
