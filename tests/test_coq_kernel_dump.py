@@ -299,6 +299,8 @@ Module F (X : T).
 End F.
 Lemma fine : 0 = 0. Proof. reflexivity. Qed.
 Module Seal : T. Definition bad : False. Admitted. Definition t := 0. End Seal.
+Declare Module D : T.
+Module Alias := Seal.
 """
 
 
@@ -318,6 +320,11 @@ def test_library_dump_sees_functor_bodies_and_module_type_fields(
         "Candidate.Seal.bad"
     ]
     assert ("Candidate.F.spin", "guard") in {(u.name, u.what) for u in dump.unsafe}
+    declared = objects[("module", "Candidate.D.bad")]  # `Declare Module`: an axiom
+    assert declared.kind == "undef" and declared.assumptions
+    names = [o.name for o in dump.objects]
+    assert len(names) == len(set(names))  # the alias's objects are Seal's: listed once
+    assert not dump.undumpable
 
 
 def test_session_route_gives_the_one_shot_dump(backend: CoqBackend, tmp_path: Path) -> None:

@@ -402,8 +402,8 @@ class LibraryObject(_Strict):
         if constant != (self.kind is not None and self.type is not None):
             raise ValueError("a constant has a kind and a type, an inductive neither")
         in_env = self.where == "module"
-        if in_env and (self.assumptions is None or self.refs is not None):
-            raise ValueError("an object of the environment has assumptions and no refs")
+        if in_env and self.refs is not None:  # assumptions: null only if named undumpable
+            raise ValueError("an object of the environment has assumptions, not refs")
         if not in_env and (self.assumptions is not None or (constant and self.refs is None)):
             raise ValueError("an object outside the environment has refs, no assumptions")
         return self
@@ -420,6 +420,14 @@ class LibraryDump(_Strict):
     objects: list[LibraryObject]
     unsafe: list[Unsafe]
     undumpable: list[Undumpable]
+
+    @model_validator(mode="after")
+    def _named(self) -> LibraryDump:
+        named = {u.name for u in self.undumpable}
+        for obj in self.objects:
+            if obj.where == "module" and obj.assumptions is None and obj.name not in named:
+                raise ValueError(f"{obj.name} has no assumptions and is not named undumpable")
+        return self
 
 
 # --- reading the framed output ------------------------------------------------------------

@@ -220,7 +220,7 @@ let postulates_and_unsafe st h =
       let name =
         if where = Module then K.const_name (const_of kn) else KerName.to_string kn
       in
-      unsafe := !unsafe @ unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb));
+      unsafe := List.rev_append (unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb))) !unsafe;
       if where = Module && K.constant_kind cb = "undef" && not (SSet.mem name !names) then begin
         names := SSet.add name !names;
         postulates :=
@@ -229,8 +229,8 @@ let postulates_and_unsafe st h =
       end
     | IMind (where, kn, mib) ->
       let name = if where = Module then K.mind_name (mind_of kn) else KerName.to_string kn in
-      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib)));
-  (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, !unsafe)
+      unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe);
+  (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, List.rev !unsafe)
 
 let universes st =
   let levels = List.rev st.levels in
@@ -302,47 +302,54 @@ let dump_library nonce library =
   let lib = library_of_name library in
   let local = Fb_memo.new_local () in
   let objects = ref [] and unsafe = ref [] and undumpable = ref [] in
-  let ask root =
-    try Some (K.assumptions K.no_hooks (Fb_memo.assumptions ~local root))
+  let seen = ref SSet.empty in
+  (* a module alias (`Module M2 := M.`) shows M's objects again under M2: once is enough *)
+  let fresh where name =
+    if where <> Module then true
+    else if SSet.mem name !seen then false
+    else (seen := SSet.add name !seen; true)
+  in
+  (* the assumptions of an object of the environment; an object whose walk fails is named
+     in `undumpable` (and its assumptions are null) *)
+  let ask name root =
+    try K.assumptions K.no_hooks (Fb_memo.assumptions ~local root)
     with e ->
-      undumpable := J.Obj [ ("name", J.Str (K.globref_name root)); ("why", J.Str (Printexc.to_string e)) ] :: !undumpable;
-      None
+      let why = "its assumptions cannot be computed: " ^ Printexc.to_string e in
+      undumpable := J.Obj [ ("name", J.Str name); ("why", J.Str why) ] :: !undumpable;
+      J.Null
+  in
+  let add where name obj kind ty flags assumptions refs =
+    unsafe := List.rev_append (unsafe_entry name obj (K.unsafe_words flags)) !unsafe;
+    objects :=
+      J.Obj
+        [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str obj);
+          ("kind", kind); ("type", ty); ("flags", K.flags flags);
+          ("assumptions", assumptions); ("refs", refs) ]
+      :: !objects
   in
   walk_library lib (function
     | IConst (where, kn, cb) ->
-      let name, assumptions, refs =
-        if where = Module then
-          let c = const_of kn in
-          (K.const_name c, J.opt (fun x -> x) (ask (GlobRef.ConstRef c)), J.Null)
-        else (KerName.to_string kn, J.Null, refs_of cb)
-      in
-      let words = K.unsafe_words (K.constant_flags cb) in
-      unsafe := !unsafe @ unsafe_entry name "constant" words;
-      objects :=
-        J.Obj
-          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "constant");
-            ("kind", J.Str (K.constant_kind cb)); ("type", K.term K.no_hooks (K.constant_type cb));
-            ("flags", K.flags (K.constant_flags cb)); ("assumptions", assumptions); ("refs", refs) ]
-        :: !objects
+      let c = if where = Module then const_of kn else Constant.make1 kn in
+      let name = if where = Module then K.const_name c else KerName.to_string kn in
+      if fresh where name then begin
+        let assumptions, refs =
+          if where = Module then (ask name (GlobRef.ConstRef c), J.Null) else (J.Null, refs_of cb)
+        in
+        add where name "constant" (J.Str (K.constant_kind cb))
+          (K.term K.no_hooks (K.constant_type cb)) (K.constant_flags cb) assumptions refs
+      end
     | IMind (where, kn, mib) ->
-      let name, assumptions =
-        if where = Module then
-          let m = mind_of kn in
-          (K.mind_name m, J.opt (fun x -> x) (ask (GlobRef.IndRef (m, 0))))
-        else (KerName.to_string kn, J.Null)
-      in
-      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib));
-      objects :=
-        J.Obj
-          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "inductive");
-            ("kind", J.Null); ("type", J.Null);
-            ("flags", K.flags (K.mind_flags mib)); ("assumptions", assumptions); ("refs", J.Null) ]
-        :: !objects);
+      let m = if where = Module then mind_of kn else MutInd.make1 kn in
+      let name = if where = Module then K.mind_name m else KerName.to_string kn in
+      if fresh where name then begin
+        let assumptions = if where = Module then ask name (GlobRef.IndRef (m, 0)) else J.Null in
+        add where name "inductive" J.Null J.Null (K.mind_flags mib) assumptions J.Null
+      end);
   let json =
     J.Obj
       (header "library" lib
       @ [ ("objects", J.List (List.rev !objects));
-          ("unsafe", J.List !unsafe);
+          ("unsafe", J.List (List.rev !unsafe));
           ("undumpable", J.List (List.rev !undumpable)) ])
   in
   print_framed nonce json
