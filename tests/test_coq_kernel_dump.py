@@ -415,3 +415,31 @@ def test_names_that_are_not_coq_names_are_refused_before_coq_runs() -> None:
     for bad in ['x" "y', "a b", "", "1x", 'Candidate.x". Fb_Print_Assumptions foo. "']:
         with pytest.raises(kd.KernelDumpError, match="not a Coq name"):
             kd.targets_command("00", "Candidate", [bad])
+
+
+PRIMITIVES_AND_VARIANCE = """
+Require Import Coq.Numbers.Cyclic.Int63.PrimInt63 Coq.Floats.PrimFloat Coq.Array.PArray.
+Definition i : int := 3%uint63.
+Definition f : float := 1.5%float.
+Definition a : array nat := make 2%uint63 0.
+Polymorphic Cumulative Inductive cbox@{=u} (A : Type@{u}) : Type@{u} := CBox : A -> cbox A.
+Inductive tbox (A : Type) : Type := TBox : A -> tbox A.
+Definition uses_all := (i, f, a, cbox nat, tbox nat).
+Lemma about : uses_all = uses_all. Proof. reflexivity. Qed.
+"""
+
+
+def test_primitive_values_cumulative_and_template_inductives(
+    backend: CoqBackend, tmp_path: Path
+) -> None:
+    dump = targets(backend, compiled(tmp_path, PRIMITIVES_AND_VARIANCE), ["about"])
+    consts, minds = dump.closure.constants, dump.closure.inductives
+    assert consts["Candidate.i"].body == ["Int", "3"]
+    assert consts["Candidate.f"].body[0] == "Float"  # type: ignore[index]
+    body = consts["Candidate.a"].body
+    assert any(isinstance(t, list) and t[:1] == ["Const"] for t in _walk(body))
+    cbox = minds["Candidate.cbox"]
+    assert cbox.univs.polymorphic and cbox.variance == ["Invariant"]  # as declared
+    tbox = minds["Candidate.tbox"]
+    assert tbox.template is not None and tbox.packets[0].user_arity is None
+    assert not tbox.univs.polymorphic
