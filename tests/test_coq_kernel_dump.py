@@ -443,3 +443,19 @@ def test_primitive_values_cumulative_and_template_inductives(
     tbox = minds["Candidate.tbox"]
     assert tbox.template is not None and tbox.packets[0].user_arity is None
     assert not tbox.univs.polymorphic
+
+
+def test_the_pool_route_answers_and_falls_back(
+    backend: CoqBackend,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    folder = compiled(tmp_path, INDUCTIVES)
+    names = ["Candidate.about_uses"]
+    one_shot = kd.dump_targets(backend, folder, names)
+    with caplog.at_level("INFO", logger=kd.__name__):
+        assert kd.dump_targets_warm(backend, folder, names) == one_shot
+    assert "one-shot" not in caplog.text  # the session answered
+    monkeypatch.setenv("FORMALBENCH_COQ_SESSION", "0")  # no session: the one-shot process
+    assert kd.dump_targets_warm(backend, folder, names) == one_shot

@@ -14,7 +14,9 @@ Two ways to run it:
   our file loads the plugin by absolute path (`coq_assumptions_plugin`, hash checked),
   `Require`s the library (nothing imported) and runs the dump command;
 * `session_dump_targets`: the same two sentences in a warm `coq_session` (its plugin loaded
-  at start), between its mark and its `Reset`, so a check does not pay a second coqc start.
+  at start), between its mark and its `Reset`, so a check does not pay a second coqc start;
+  `dump_targets_warm` takes a session of the backend's pool for it and falls back to the
+  one-shot process when no session can answer.
 
 The dump is printed between `FBDUMP-BEGIN <nonce>` and `FBDUMP-END <nonce>` lines, with a
 fresh random nonce per call: text the library prints (it cannot print anything once loaded,
@@ -24,6 +26,7 @@ but a look-alike frame in a name or an earlier message) cannot be taken for the 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import secrets
 from collections.abc import Sequence
@@ -42,6 +45,8 @@ from formalbench.core.records import CheckStatus
 if TYPE_CHECKING:
     from formalbench.backends.coq import CoqBackend
     from formalbench.backends.coq_session import CoqSession
+
+log = logging.getLogger(__name__)
 
 FORMAT = 1
 DUMP_FILE = "FbKernelDump"  # our file in the library's folder: `FbKernelDump.v`
@@ -571,3 +576,36 @@ def session_dump_targets(
     if errors:
         raise KernelDumpError(f"the dump failed in the session: {errors[0][:300]}")
     return read_targets_dump(segments[-1].stdout, nonce, targets)
+
+
+def dump_targets_warm(
+    backend: CoqBackend,
+    folder: Path,
+    targets: Sequence[str],
+    *,
+    library: str = "Candidate",
+    preload: Sequence[str] = (),
+    timeout: float = 120.0,
+) -> KernelDump:
+    """`dump_targets`, asked of a warm session of the backend's pool where one can answer
+    (`preload`: `Require` sentences the session keeps loaded, e.g. from
+    `coq_session.preload_sentences(task_text, [library])`), else one-shot. Every `.vo` of
+    `folder` is copied into the session for the check and removed after it."""
+    import time
+
+    from formalbench.backends.coq_session import SessionBroken, pool_for
+
+    deadline = time.monotonic() + timeout
+    pool = pool_for(backend)
+    if pool.usable:
+        files = sorted(p for p in folder.glob("*.vo") if p.stem != DUMP_FILE)
+        try:
+            with pool.session(preload) as session:
+                session.prepare(preload, deadline)
+                dump = session_dump_targets(session, files, targets, deadline, library=library)
+            pool.succeeded()
+            return dump
+        except (SessionBroken, KernelDumpError) as why:
+            log.info("the kernel dump runs one-shot: the session gave no answer (%s)", why)
+    left = max(deadline - time.monotonic(), 1.0)
+    return dump_targets(backend, folder, targets, library=library, timeout=left)
