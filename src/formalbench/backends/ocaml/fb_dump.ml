@@ -94,8 +94,8 @@ let walk_library lib (f : item -> unit) =
   in
   fields Module (MPfile lib) (Fb_memo.fields_in_impl (MPfile lib))
 
-let const_of kn = try Global.constant_of_delta_kn kn with _ -> Constant.make1 kn
-let mind_of kn = try Global.mind_of_delta_kn kn with _ -> MutInd.make1 kn
+let const_of kn = try Global.constant_of_delta_kn kn with e when CErrors.noncritical e -> Constant.make1 kn
+let mind_of kn = try Global.mind_of_delta_kn kn with e when CErrors.noncritical e -> MutInd.make1 kn
 
 (* ---- the `targets` dump ---------------------------------------------------------------- *)
 
@@ -145,17 +145,22 @@ let assumptions_of cst =
 let target st h name =
   let not_found why = J.Obj [ ("found", J.Bool false); ("why", J.Str why) ] in
   match Nametab.locate (Libnames.qualid_of_string name) with
-  | exception _ -> not_found "the name does not resolve to a global object"
+  | exception e when CErrors.noncritical e -> not_found "the name does not resolve to a global object"
   | GlobRef.ConstRef cst ->
     if not (in_library st.lib (Constant.modpath cst)) then
       not_found "the name resolves to a constant of another library"
     else (
       match Global.lookup_constant cst with
       | exception Not_found -> not_found "the constant is not in the environment"
+      | exception e when CErrors.noncritical e ->
+        not_found ("the constant cannot be read: " ^ Printexc.to_string e)
       | cb ->
         let ty = K.term h (K.constant_type cb) in
         let univs = K.constant_univs h cb in
-        let assumptions = K.assumptions h (assumptions_of cst) in
+        match K.assumptions h (assumptions_of cst) with
+        | exception e when CErrors.noncritical e ->
+          not_found ("its assumptions cannot be computed: " ^ Printexc.to_string e)
+        | assumptions ->
         J.Obj
           [ ("found", J.Bool true);
             ("user", J.Str (K.user_const_name cst));
@@ -241,7 +246,7 @@ let universes st =
         List.filter_map
           (fun b ->
             if Univ.Level.equal a b then None
-            else if (try test a b with _ -> false) then
+            else if (try test a b with e when CErrors.noncritical e -> false) then
               Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
             else None)
           all)
