@@ -459,3 +459,42 @@ def test_the_pool_route_answers_and_falls_back(
     assert "one-shot" not in caplog.text  # the session answered
     monkeypatch.setenv("FORMALBENCH_COQ_SESSION", "0")  # no session: the one-shot process
     assert kd.dump_targets_warm(backend, folder, names) == one_shot
+
+
+CLASSICAL = """
+Require Import Coq.Logic.Classical_Prop Coq.Logic.FunctionalExtensionality.
+Lemma em (P : Prop) : P \\/ ~ P. Proof. apply classic. Qed.
+Lemma fe (f g : nat -> nat) : (forall x, f x = g x) -> f = g.
+Proof. apply functional_extensionality. Qed.
+Lemma both (P : Prop) (f : nat -> nat) : (P \\/ ~ P) /\\ f = f.
+Proof. split; [apply em | apply fe; reflexivity]. Qed.
+"""
+
+
+def test_the_shared_walk_answers_as_coqs_own_assumptions(
+    backend: CoqBackend, tmp_path: Path
+) -> None:
+    """`Fb_Kernel_Dump` (one memoized walk for all targets) and `Fb_Kernel_Dump_Exact`
+    (Coq's Assumptions.assumptions per target) give the same dump, library axioms and
+    every bypassed check included."""
+    for k, (text, names) in enumerate(
+        [
+            (CLASSICAL, ["em", "fe", "both"]),
+            (ASSUMPTIONS, ["by_axiom", "by_guard", "by_positivity", "by_universes", "by_uip"]),
+            (ASSUMPTIONS, ["by_attribute", "clean", "p", "top_var"]),
+        ]
+    ):
+        folder = tmp_path / str(k)
+        folder.mkdir()
+        compiled(folder, text)
+        full = [f"Candidate.{n}" for n in names]
+        shared = kd.dump_targets(backend, folder, full)
+        assert shared == kd.dump_targets(backend, folder, full, exact=True)
+    axioms = {a.name for a in shared.targets["Candidate.p"].assumptions or []}
+    assert axioms == {"Candidate.p"}
+    both = kd.dump_targets(backend, tmp_path / "0", ["Candidate.both"])
+    names = {a.name for a in both.targets["Candidate.both"].assumptions or []}
+    assert names == {
+        "Coq.Logic.Classical_Prop.classic",
+        "Coq.Logic.FunctionalExtensionality.functional_extensionality_dep",
+    }

@@ -71,6 +71,7 @@ LOADER = "load.v"  # the one sentence that loads it, given to coqtop with `-l`
 QUERY_VERB = "Fb_Print_Assumptions"
 FREEZE = "Fb_Freeze_Assumptions."
 DUMP_VERB = "Fb_Kernel_Dump"
+DUMP_EXACT_VERB = "Fb_Kernel_Dump_Exact"
 DUMP_LIBRARY_VERB = "Fb_Kernel_Dump_Library"
 BUILD_TIMEOUT = 300.0
 _DONE = ".complete"

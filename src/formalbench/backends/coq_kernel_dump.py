@@ -489,9 +489,15 @@ def _coq_string(text: str) -> str:
     return f'"{text}"'
 
 
-def targets_command(nonce: str, library: str, targets: Sequence[str]) -> str:
+def targets_command(
+    nonce: str, library: str, targets: Sequence[str], *, exact: bool = False
+) -> str:
+    """The dump command; `exact`: each target's assumptions by Coq's own
+    `Assumptions.assumptions` rather than the plugin's memoizing twin (same constructors,
+    one walk shared by all targets of the command; see fb_dump.ml)."""
     names = " ".join(_coq_string(t) for t in targets)
-    return f'{plugin.DUMP_VERB} "{nonce}" {_coq_string(library)} {names}.'
+    verb = plugin.DUMP_EXACT_VERB if exact else plugin.DUMP_VERB
+    return f'{verb} "{nonce}" {_coq_string(library)} {names}.'
 
 
 def library_command(nonce: str, library: str) -> str:
@@ -537,11 +543,12 @@ def dump_targets(
     *,
     library: str = "Candidate",
     timeout: float = 120.0,
+    exact: bool = False,
 ) -> KernelDump:
     """The `targets` dump of `<library>.vo` in `folder` (a work folder of ours holding the
     library, compiled by the verifier, and what it needs), by one sandboxed coqc."""
     nonce = new_nonce()
-    command = targets_command(nonce, library, targets)
+    command = targets_command(nonce, library, targets, exact=exact)
     stdout = _run_one_shot(backend, folder, library, command, timeout)
     return read_targets_dump(stdout, nonce, targets)
 
@@ -562,6 +569,7 @@ def session_dump_targets(
     deadline: float,
     *,
     library: str = "Candidate",
+    exact: bool = False,
 ) -> KernelDump:
     """The `targets` dump through a warm session whose plugin loaded at start: `files`
     (`<library>.vo` and what it needs) are copied in, `Require`d above the session's mark,
@@ -570,7 +578,8 @@ def session_dump_targets(
     if session.plugin is None:
         raise KernelDumpError("this session has no plugin loaded")
     nonce = new_nonce()
-    parts = [f"Require {_coq_string(library)[1:-1]}.", targets_command(nonce, library, targets)]
+    command = targets_command(nonce, library, targets, exact=exact)
+    parts = [f"Require {_coq_string(library)[1:-1]}.", command]
     segments = session.run_check(files, parts, deadline)
     errors = [e for s in segments for e in s.errors]
     if errors:
@@ -586,6 +595,7 @@ def dump_targets_warm(
     library: str = "Candidate",
     preload: Sequence[str] = (),
     timeout: float = 120.0,
+    exact: bool = False,
 ) -> KernelDump:
     """`dump_targets`, asked of a warm session of the backend's pool where one can answer
     (`preload`: `Require` sentences the session keeps loaded, e.g. from
@@ -602,10 +612,12 @@ def dump_targets_warm(
         try:
             with pool.session(preload) as session:
                 session.prepare(preload, deadline)
-                dump = session_dump_targets(session, files, targets, deadline, library=library)
+                dump = session_dump_targets(
+                    session, files, targets, deadline, library=library, exact=exact
+                )
             pool.succeeded()
             return dump
         except (SessionBroken, KernelDumpError) as why:
             log.info("the kernel dump runs one-shot: the session gave no answer (%s)", why)
     left = max(deadline - time.monotonic(), 1.0)
-    return dump_targets(backend, folder, targets, library=library, timeout=left)
+    return dump_targets(backend, folder, targets, library=library, timeout=left, exact=exact)
