@@ -21,6 +21,7 @@ import pytest
 
 from formalbench.backends import coq_assumptions_plugin as plugin
 from formalbench.backends import coq_kernel_dump as kd
+from formalbench.backends import coq_kernel_dump_format as kf
 from formalbench.backends.coq import CoqBackend
 
 pytestmark = [
@@ -42,7 +43,7 @@ def compiled(folder: Path, text: str, name: str = "Candidate") -> Path:
     return folder
 
 
-def targets(backend: CoqBackend, folder: Path, names: list[str]) -> kd.KernelDump:
+def targets(backend: CoqBackend, folder: Path, names: list[str]) -> kf.KernelDump:
     return kd.dump_targets(backend, folder, [f"Candidate.{n}" for n in names])
 
 
@@ -128,7 +129,7 @@ def test_inductives_records_and_the_closure(backend: CoqBackend, tmp_path: Path)
     assert tree.packets[0].nrealargs == 1 and tree.finite == "Finite"
     assert minds["Candidate.point"].record == "fake"
     prim = minds["Candidate.ppoint"].record
-    assert isinstance(prim, kd.PrimRecord) and prim.projections == [
+    assert isinstance(prim, kf.PrimRecord) and prim.projections == [
         "Candidate.qx",
         "Candidate.qy",
     ]
@@ -195,7 +196,7 @@ Lemma uses_U : U = U. Proof. reflexivity. Qed.
 
 def test_universe_levels_and_pairs(backend: CoqBackend, tmp_path: Path) -> None:
     dump = targets(backend, compiled(tmp_path, UNIVERSES), ["uses_U", "pid", "plt"])
-    assert dump.targets["Candidate.pid"].univs == kd.Univs(polymorphic=True, size=2, constraints=[])
+    assert dump.targets["Candidate.pid"].univs == kf.Univs(polymorphic=True, size=2, constraints=[])
     plt = dump.targets["Candidate.plt"].univs
     assert plt is not None and plt.constraints == [["Var(0)", "<", "Var(1)"]]
     levels = dump.universes.levels
@@ -364,7 +365,7 @@ def test_strings_are_escaped_whatever_they_hold(backend: CoqBackend, tmp_path: P
         if probe == "Probe2" and done.returncode != 0:
             continue  # this Coq refuses a file that is not UTF-8: nothing to escape
         out = done.stdout.decode("utf-8")  # must be valid UTF-8
-        data = kd.framed_json(out, "n1")
+        data = kf.framed_json(out, "n1")
         keys = set(data["targets"])
         assert "Candidate.αβ_γ'" in keys and data["targets"]["Candidate.αβ_γ'"]["found"]
         if expected is not None:
@@ -388,32 +389,32 @@ def test_reader_is_not_fooled_by_look_alike_frames(backend: CoqBackend, tmp_path
     good = kd.read_targets_dump(stdout, nonce, ["Candidate.x"])
     fake = _frame("0" * 32, json.dumps({"format": 1}))
     assert kd.read_targets_dump(fake + stdout, nonce, ["Candidate.x"]) == good
-    with pytest.raises(kd.KernelDumpError, match="markers"):
+    with pytest.raises(kf.KernelDumpError, match="markers"):
         kd.read_targets_dump(stdout + stdout, nonce)  # the same frame twice
-    with pytest.raises(kd.KernelDumpError, match="markers"):
+    with pytest.raises(kf.KernelDumpError, match="markers"):
         kd.read_targets_dump(stdout, "1" * 32)
-    data = kd.framed_json(stdout, nonce)
+    data = kf.framed_json(stdout, nonce)
     for broken, why in (
         ({**data, "extra": 1}, "extra"),
         ({**data, "format": 2}, "format"),
         ({k: v for k, v in data.items() if k != "universes"}, "universes"),
     ):
-        with pytest.raises(kd.KernelDumpError, match=why):
+        with pytest.raises(kf.KernelDumpError, match=why):
             kd.read_targets_dump(_frame(nonce, json.dumps(broken)), nonce)
     x = data["targets"]["Candidate.x"]
     for bad_type in (["Case", "I", 0], ["Rel", 0], ["Sort", "Typ"], ["Nope", 1], "x"):
         forged = {**data, "targets": {"Candidate.x": {**x, "type": bad_type}}}
-        with pytest.raises(kd.KernelDumpError, match="malformed"):
+        with pytest.raises(kf.KernelDumpError, match="malformed"):
             kd.read_targets_dump(_frame(nonce, json.dumps(forged)), nonce)
-    with pytest.raises(kd.KernelDumpError, match="not JSON"):
+    with pytest.raises(kf.KernelDumpError, match="not JSON"):
         kd.read_targets_dump(_frame(nonce, "{not json"), nonce)
-    with pytest.raises(kd.KernelDumpError, match="exactly the names"):
+    with pytest.raises(kf.KernelDumpError, match="exactly the names"):
         kd.read_targets_dump(stdout, nonce, ["Candidate.x", "Candidate.y"])
 
 
 def test_names_that_are_not_coq_names_are_refused_before_coq_runs() -> None:
     for bad in ['x" "y', "a b", "", "1x", 'Candidate.x". Fb_Print_Assumptions foo. "']:
-        with pytest.raises(kd.KernelDumpError, match="not a Coq name"):
+        with pytest.raises(kf.KernelDumpError, match="not a Coq name"):
             kd.targets_command("00", "Candidate", [bad])
 
 
