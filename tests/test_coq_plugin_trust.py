@@ -165,3 +165,31 @@ def test_a_sandboxed_process_cannot_write_the_cache_or_the_checked_copy(tmp_path
     assert outcome.returncode != 0
     assert not (root / "planted.cmxs").exists() and not (where / "planted.cmxs").exists()
     plugin.verify(where)  # unchanged
+
+
+def test_a_library_that_declares_the_plugins_name_gets_ours_not_a_planted_file(
+    tmp_path: Path,
+) -> None:
+    """A library compiled with `Declare ML Module "fb_assumptions_plugin:<our name>"` (here
+    against our real file, so that it compiles) is loaded after ours: Coq knows the name,
+    so the project's `-I` folder with a planted file of that name is not searched."""
+    where = plugin.plugin_folder("coqtop")
+    assert where is not None
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / plugin.PLUGIN_FILE).write_bytes(GARBAGE)
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    (folder / "Candidate.v").write_text(
+        f'Declare ML Module "fb_assumptions_plugin:{plugin.FINDLIB_NAME}".\nDefinition x := 0.\n',
+        encoding="utf-8",
+    )
+    subprocess.run(["coqc", "-q", "-I", str(where), "Candidate.v"], cwd=folder, check=True)
+    # control: loaded without ours first, the library does pick the planted file up
+    (folder / "Use.v").write_text("Require Candidate.\n", encoding="utf-8")
+    alone = subprocess.run(
+        ["coqc", "-q", "-I", str(project), "Use.v"], cwd=folder, capture_output=True, text=True
+    )
+    assert alone.returncode != 0
+    dump = kd.dump_targets(CoqBackend(args=["-I", str(project)]), folder, ["Candidate.x"])
+    assert dump.targets["Candidate.x"].found
