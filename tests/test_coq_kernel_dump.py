@@ -499,3 +499,15 @@ def test_the_shared_walk_answers_as_coqs_own_assumptions(
         "Coq.Logic.Classical_Prop.classic",
         "Coq.Logic.FunctionalExtensionality.functional_extensionality_dep",
     }
+
+
+def test_a_deep_numeral_in_a_statement_is_read(backend: CoqBackend, tmp_path: Path) -> None:
+    """`5000` is a chain of 5000 `S`: 10000 JSON levels, deeper than Python's default
+    recursion limit that json's parser obeys; the reader parses it anyway."""
+    text = "Definition n : nat := 5000.\nLemma big : n = 5000. Proof. reflexivity. Qed.\n"
+    dump = targets(backend, compiled(tmp_path, text), ["big"])
+    assert dump.targets["Candidate.big"].found
+    depth, term = 0, dump.closure.constants["Candidate.n"].body
+    while isinstance(term, list) and term[0] == "App":
+        depth, term = depth + 1, term[2][0]
+    assert depth == 5000 and term == ["Construct", "Coq.Init.Datatypes.nat", 0, 1, []]

@@ -11,6 +11,8 @@ line (`KernelDumpError`).
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
@@ -416,11 +418,48 @@ def framed_json(stdout: str, nonce: str) -> Any:
     if stop != start + 2:
         raise KernelDumpError("the dump is not one line between its markers")
     try:
-        return json.loads(lines[start + 1])
+        try:
+            return json.loads(lines[start + 1])
+        except RecursionError:
+            return _loads_deep(lines[start + 1])
     except RecursionError as exc:
         raise KernelDumpError("the dump nests deeper than this reader follows") from exc
     except ValueError as exc:
         raise KernelDumpError(f"the dump is not JSON: {exc}") from exc
+
+
+# A numeral in a statement is a chain of `S` as deep as its value (`3000` is 6000 JSON
+# levels), deeper than Python's default recursion limit, which json's C parser obeys. Such a
+# dump is parsed again in a thread of its own with a large stack and a raised limit (one at
+# a time: the limit is the interpreter's).
+DEEP_LIMIT = 400_000
+_DEEP_STACK = 512 << 20
+_deep_lock = threading.Lock()
+
+
+def _loads_deep(text: str) -> Any:
+    box: dict[str, Any] = {}
+
+    def parse() -> None:
+        try:
+            box["value"] = json.loads(text)
+        except BaseException as exc:  # handed to the caller's thread as is
+            box["error"] = exc
+
+    with _deep_lock:
+        old_limit = sys.getrecursionlimit()
+        old_stack = threading.stack_size(_DEEP_STACK)
+        try:
+            sys.setrecursionlimit(max(old_limit, DEEP_LIMIT))
+            worker = threading.Thread(target=parse, name="kdump-deep-json")
+            worker.start()
+        finally:
+            threading.stack_size(old_stack)
+        worker.join()
+        sys.setrecursionlimit(old_limit)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _validated(model: type[KernelDump] | type[LibraryDump], data: Any) -> Any:
