@@ -54,7 +54,8 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def _target(root: Path) -> Path:
-    return root / f"{coq_version('coqc')}-{plugin.source_hash()}"
+    version = coq_version("coqc")
+    return root / f"{version}-{plugin.source_hash(version)}"
 
 
 def test_a_project_folder_holding_a_file_named_like_the_plugin_is_never_searched(

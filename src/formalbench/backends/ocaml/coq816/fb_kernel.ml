@@ -1,10 +1,12 @@
 (* formalbench: the kernel objects of Coq 8.16 as JSON (format: kdump-format.md, v1).
 
-   This is the one file written against the version-specific parts of the kernel API (the
-   shape of Constr.kind, sorts, universe levels and instances, universe contexts, typing
-   flags, inductive bodies, the constructors of Printer.context_object). A build for another
-   Coq/Rocq replaces this file (and fb_memo.ml) and keeps the interface fb_kernel.mli, so
-   fb_dump.ml and the commands stay as they are.
+   With fb_memo.ml, the code written against the version-specific parts of the kernel API
+   (the shape of Constr.kind, sorts, universe levels and instances, universe contexts,
+   typing flags, inductive bodies, the constructors of Printer.context_object). A build for
+   another Coq/Rocq puts its own pair in a folder of its own (coq_assumptions_plugin's
+   API_FOLDERS) that defines the same values (hooks, term, constant_*, mind*, flags,
+   unsafe_words, assumptions, coq_assumptions, entails_le/lt, the names), so that
+   fb_dump.ml and the commands build unchanged.
 
    Every term is written by walking Constr.t: full canonical kernel names, universe levels
    by their raw names (`Candidate.12`, `Var(0)`), binder names dropped (comparison is up to
