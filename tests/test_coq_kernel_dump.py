@@ -511,3 +511,28 @@ def test_a_deep_numeral_in_a_statement_is_read(backend: CoqBackend, tmp_path: Pa
     while isinstance(term, list) and term[0] == "App":
         depth, term = depth + 1, term[2][0]
     assert depth == 5000 and term == ["Construct", "Coq.Init.Datatypes.nat", 0, 1, []]
+
+
+def test_a_session_with_frozen_preloads_answers_as_coqs_own_walk(
+    backend: CoqBackend, tmp_path: Path
+) -> None:
+    """In a session, the libraries preloaded below the mark are frozen (their walk is
+    remembered across checks): its dump equals the one-shot dump by Coq's own
+    Assumptions.assumptions, for two checks in a row."""
+    from formalbench.backends.coq_session import CoqSession, preload_sentences
+
+    folder = compiled(tmp_path, CLASSICAL)
+    names = ["Candidate.em", "Candidate.fe", "Candidate.both"]
+    exact = kd.dump_targets(backend, folder, names, exact=True)
+    session = CoqSession(backend, "coqtop")
+    try:
+        session.start()
+        session.prepare(preload_sentences(CLASSICAL, ["Candidate"]), time.monotonic() + 120)
+        assert session.preloaded  # the Classical libraries are frozen below the mark
+        for _ in range(2):
+            warm = kd.session_dump_targets(
+                session, [folder / "Candidate.vo"], names, time.monotonic() + 120
+            )
+            assert warm == exact
+    finally:
+        session.close()
