@@ -536,3 +536,34 @@ def test_a_session_with_frozen_preloads_answers_as_coqs_own_walk(
             assert warm == exact
     finally:
         session.close()
+
+
+EXTERNAL_CONSTRAINT = """
+Universe u.
+Definition T := Type@{u}.
+Constraint u < Coq.Init.Datatypes.list.u0.
+Lemma uses_T : T = T. Proof. reflexivity. Qed.
+"""
+
+
+def test_a_constraint_reaching_out_of_the_library_is_dumped(
+    backend: CoqBackend, tmp_path: Path
+) -> None:
+    """`Constraint u < list.u0` does not change the pairs among the library's own levels;
+    it shows in `universes.external` (a statement may hold only under it)."""
+    with_it = targets(backend, compiled(tmp_path, EXTERNAL_CONSTRAINT), ["uses_T"])
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    without = targets(
+        backend,
+        compiled(plain, EXTERNAL_CONSTRAINT.replace("Constraint", "(*").replace("u0.", "u0. *)")),
+        ["uses_T"],
+    )
+    body = with_it.closure.constants["Candidate.T"].body
+    u = body[1][1][0][0]  # type: ignore[index]  # T := Type@{u}
+    external = with_it.universes.external
+    added = set(external.levels) - set(without.universes.external.levels)
+    assert len(added) == 1 and next(iter(added)).startswith("Coq.Init.Datatypes.")
+    assert [u, *added] in external.lt and [u, *added] not in without.universes.external.le
+    assert with_it.universes.le == without.universes.le
+    assert with_it.universes.levels == without.universes.levels

@@ -334,10 +334,20 @@ class Unsafe(_Strict):
     object: Literal["constant", "inductive"]
 
 
+class ExternalUniverses(_Strict):
+    """Levels of other libraries the graph relates directly to a level of this one, and
+    the true pairs between them and this library's levels seen (either order)."""
+
+    levels: list[str]
+    le: list[LevelPair]
+    lt: list[LevelPair]
+
+
 class Universes(_Strict):
     levels: list[str]
     le: list[LevelPair]
     lt: list[LevelPair]
+    external: ExternalUniverses
 
 
 class Undumpable(_Strict):

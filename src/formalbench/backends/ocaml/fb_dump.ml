@@ -243,25 +243,40 @@ let postulates_and_unsafe st h =
       unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe);
   (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, List.rev !unsafe)
 
+(* the true pairs (a, b), a in [left], b in [right], a <> b, for which [test] holds *)
+let pairs test left right =
+  List.concat_map
+    (fun a ->
+      List.filter_map
+        (fun b ->
+          if Univ.Level.equal a b then None
+          else if (try test a b with e when CErrors.noncritical e -> false) then
+            Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
+          else None)
+        right)
+    left
+
+(* Pairs among the library's levels seen (and Set); and, for constraints that reach out of
+   the library (`Constraint u < Coq.Init.Datatypes.list.u0.`), pairs between those levels
+   and every other level the graph relates directly to any level of the library. *)
 let universes st =
   let levels = List.rev st.levels in
   let all = Univ.Level.set :: levels in
-  let pairs test =
-    List.concat_map
-      (fun a ->
-        List.filter_map
-          (fun b ->
-            if Univ.Level.equal a b then None
-            else if (try test a b with e when CErrors.noncritical e -> false) then
-              Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
-            else None)
-          all)
-      all
+  let is_local l =
+    let name = K.level_name l and n = String.length st.prefix in
+    String.length name > n && String.sub name 0 n = st.prefix
   in
+  let outside = K.adjacent_levels is_local in
+  let across test = pairs test levels outside @ pairs test outside levels in
   J.Obj
     [ ("levels", J.list (fun l -> J.Str (K.level_name l)) levels);
-      ("le", J.List (pairs K.entails_le));
-      ("lt", J.List (pairs K.entails_lt)) ]
+      ("le", J.List (pairs K.entails_le all all));
+      ("lt", J.List (pairs K.entails_lt all all));
+      ( "external",
+        J.Obj
+          [ ("levels", J.list (fun l -> J.Str (K.level_name l)) outside);
+            ("le", J.List (across K.entails_le));
+            ("lt", J.List (across K.entails_lt)) ] ) ]
 
 let library_of_name name =
   match DirPath.make (List.rev_map Id.of_string (String.split_on_char '.' name)) with

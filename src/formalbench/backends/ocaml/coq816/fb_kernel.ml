@@ -310,4 +310,17 @@ let entails_le l r =
 
 let entails_lt l r = UGraph.check_constraint (Global.universes ()) (l, Univ.Lt, r)
 
+(* the levels that are not [is_local] (nor Set) and that the graph relates directly to a
+   level that is: where a library's constraints reach into the rest of the graph *)
+let adjacent_levels is_local =
+  let cs, _ = UGraph.constraints_of_universes (Global.universes ()) in
+  let outside l = not (is_local l || Univ.Level.is_set l) in
+  Univ.Constraints.fold
+    (fun (l, _, r) acc ->
+      if is_local l && outside r then Univ.Level.Set.add r acc
+      else if is_local r && outside l then Univ.Level.Set.add l acc
+      else acc)
+    cs Univ.Level.Set.empty
+  |> Univ.Level.Set.elements
+
 let version = Coq_config.version
