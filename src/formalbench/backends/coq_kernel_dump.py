@@ -86,21 +86,30 @@ def _run_one_shot(
     backend: CoqBackend, folder: Path, library: str, command: str, timeout: float
 ) -> str:
     """Run `Require <library>.` and `command` in one sandboxed coqc in `folder`; stdout."""
-    where = plugin.plugin_folder(str(Path(backend.coqc).with_name("coqtop")))
+    chain = backend.toolchain
+    where = plugin.plugin_folder(chain)
     if where is None:
         raise KernelDumpError("the Coq plugin is not available here (see the log)")
     plugin.verify(where)  # its hash, just before the process that loads it
     text = f"{plugin.declare_sentence(where)}Require {_coq_string(library)[1:-1]}.\n{command}\n"
     (folder / f"{DUMP_FILE}.v").write_text(text, encoding="utf-8")
-    argv = [backend.coqc, "-q", *library_args(backend.coqc), *backend.args, f"{DUMP_FILE}.v"]
-    project = backend.project
+    library_path = library_args(chain)
+    # the plugin's ML path first (Rocq 9: before any project `-I`; none on 8.16)
+    argv = [
+        backend.coqc, *plugin.ml_path_args(where), "-q", *library_path, *backend.args,
+        f"{DUMP_FILE}.v",
+    ]  # fmt: skip
+    read_only = backend.read_only(library_path)
+    if not chain.is_host:  # a provisioned root shows no host file unless bound
+        read_only.append(str(where))
     outcome = run_limited(
         argv,
         cwd=folder,
         timeout=timeout,
         memory_mb=backend.memory_mb,
-        env=scrubbed_env(),
-        read_only=[str(p) for p in project.read_only] if project is not None else (),
+        env=chain.env(scrubbed_env()),
+        read_only=read_only,
+        root=chain.sandbox_root,
     )
     if outcome.status != CheckStatus.ok or outcome.returncode != 0:
         said = " ".join(outcome.stderr.split())[:300]
