@@ -44,9 +44,10 @@ let header kind lib =
     ("library", J.Str (DirPath.to_string lib));
     ("flags", K.flags (Global.typing_flags ())) ]
 
-(* ---- the library's structure, implementations resolved -------------------------------- *)
+(* ---- the library's structure (Fb_memo.walk_library: module bodies are read through the
+   version's API) ------------------------------------------------------------------------ *)
 
-type where = Module | Functor | Module_type | Functor_parameter
+type where = Fb_memo.where = Module | Functor | Module_type | Functor_parameter
 
 let where_word = function
   | Module -> "module"
@@ -54,45 +55,7 @@ let where_word = function
   | Module_type -> "module_type"
   | Functor_parameter -> "functor_parameter"
 
-type item =
-  | IConst of where * KerName.t * constant_body
-  | IMind of where * KerName.t * mutual_inductive_body
-
-let rec strip visit_param = function
-  | NoFunctor s -> s
-  | MoreFunctor (mbid, (mtb : module_type_body), rest) ->
-    visit_param mbid mtb;
-    strip visit_param rest
-
-(* Every object of the library, once: modules of the environment through their
-   implementation (as Print Assumptions sees them), functors through their bodies and
-   parameters, module types through their signatures. *)
-let walk_library lib (f : item -> unit) =
-  let rec fields where mp structure =
-    List.iter
-      (fun (lab, field) ->
-        match field with
-        | SFBconst cb -> f (IConst (where, KerName.make mp lab, cb))
-        | SFBmind mib -> f (IMind (where, KerName.make mp lab, mib))
-        | SFBmodule mb -> sub_module where (MPdot (mp, lab)) mb
-        | SFBmodtype mtb -> signature Module_type (MPdot (mp, lab)) mtb.mod_type)
-      structure
-  and params mbid (mtb : module_type_body) = signature Functor_parameter (MPbound mbid) mtb.mod_type
-  and signature where mp sg = fields where mp (strip params sg)
-  and sub_module where mp (mb : module_body) =
-    match (where, mb.mod_type) with
-    | Module, NoFunctor _ -> fields Module mp (Fb_memo.fields_in_impl mp)
-    | _, MoreFunctor _ -> (
-      match mb.mod_expr with
-      | Struct sg -> signature Functor mp sg
-      | Algebraic _ | Abstract | FullStruct -> signature Functor mp mb.mod_type)
-    | _, NoFunctor _ -> (
-      let inner = if where = Module_type || where = Functor_parameter then where else Functor in
-      match mb.mod_expr with
-      | Struct sg -> signature inner mp sg
-      | _ -> signature inner mp mb.mod_type)
-  in
-  fields Module (MPfile lib) (Fb_memo.fields_in_impl (MPfile lib))
+let walk_library = Fb_memo.walk_library
 
 let const_of kn = try Global.constant_of_delta_kn kn with e when CErrors.noncritical e -> Constant.make1 kn
 let mind_of kn = try Global.mind_of_delta_kn kn with e when CErrors.noncritical e -> MutInd.make1 kn
@@ -222,25 +185,36 @@ let unsafe_entry name obj words =
     (fun w -> J.Obj [ ("name", J.Str name); ("what", J.Str w); ("object", J.Str obj) ])
     words
 
+(* a constant's unsafe words: its typing flags', and "rewrite_rules" for a symbol (9.x: a
+   constant that rewrite rules compute with, which the kernel does not check for
+   consistency) *)
+let constant_words cb =
+  K.unsafe_words (K.constant_flags cb) @ (if K.constant_kind cb = "symbol" then [ "rewrite_rules" ] else [])
+
+(* a block of rewrite rules (9.x), named by its label *)
+let rules_entry kn = unsafe_entry (KerName.to_string kn) "rules" [ "rewrite_rules" ]
+
 (* the postulates (Undef constants of modules in the environment, implementations
    resolved) and the objects with non-default typing flags (everywhere) *)
 let postulates_and_unsafe st h =
   let postulates = ref [] and unsafe = ref [] and names = ref SSet.empty in
   walk_library st.lib (function
-    | IConst (where, kn, cb) ->
+    | Fb_memo.IConst (where, kn, cb) ->
       let name =
         if where = Module then K.const_name (const_of kn) else KerName.to_string kn
       in
-      unsafe := List.rev_append (unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb))) !unsafe;
-      if where = Module && K.constant_kind cb = "undef" && not (SSet.mem name !names) then begin
+      unsafe := List.rev_append (unsafe_entry name "constant" (constant_words cb)) !unsafe;
+      let assumed = K.constant_kind cb = "undef" || K.constant_kind cb = "symbol" in
+      if where = Module && assumed && not (SSet.mem name !names) then begin
         names := SSet.add name !names;
         postulates :=
           (name, J.Obj [ ("type", K.term h (K.constant_type cb)); ("univs", K.constant_univs h cb) ])
           :: !postulates
       end
-    | IMind (where, kn, mib) ->
+    | Fb_memo.IMind (where, kn, mib) ->
       let name = if where = Module then K.mind_name (mind_of kn) else KerName.to_string kn in
-      unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe);
+      unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe
+    | Fb_memo.IRules (_, kn) -> unsafe := List.rev_append (rules_entry kn) !unsafe);
   (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, List.rev !unsafe)
 
 (* the true pairs (a, b), a in [left], b in [right], a <> b, for which [test] holds *)
@@ -345,8 +319,8 @@ let dump_library nonce library =
       undumpable := J.Obj [ ("name", J.Str name); ("why", J.Str why) ] :: !undumpable;
       J.Null
   in
-  let add where name obj kind ty flags assumptions refs =
-    unsafe := List.rev_append (unsafe_entry name obj (K.unsafe_words flags)) !unsafe;
+  let add where name obj kind ty words flags assumptions refs =
+    unsafe := List.rev_append (unsafe_entry name obj words) !unsafe;
     objects :=
       J.Obj
         [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str obj);
@@ -355,7 +329,7 @@ let dump_library nonce library =
       :: !objects
   in
   walk_library lib (function
-    | IConst (where, kn, cb) ->
+    | Fb_memo.IConst (where, kn, cb) ->
       let c = if where = Module then const_of kn else Constant.make1 kn in
       let name = if where = Module then K.const_name c else KerName.to_string kn in
       if fresh where name then begin
@@ -363,15 +337,18 @@ let dump_library nonce library =
           if where = Module then (ask name (GlobRef.ConstRef c), J.Null) else (J.Null, refs_of cb)
         in
         add where name "constant" (J.Str (K.constant_kind cb))
-          (K.term K.no_hooks (K.constant_type cb)) (K.constant_flags cb) assumptions refs
+          (K.term K.no_hooks (K.constant_type cb)) (constant_words cb) (K.constant_flags cb)
+          assumptions refs
       end
-    | IMind (where, kn, mib) ->
+    | Fb_memo.IMind (where, kn, mib) ->
       let m = if where = Module then mind_of kn else MutInd.make1 kn in
       let name = if where = Module then K.mind_name m else KerName.to_string kn in
       if fresh where name then begin
         let assumptions = if where = Module then ask name (GlobRef.IndRef (m, 0)) else J.Null in
-        add where name "inductive" J.Null J.Null (K.mind_flags mib) assumptions J.Null
-      end);
+        add where name "inductive" J.Null J.Null
+          (K.unsafe_words (K.mind_flags mib)) (K.mind_flags mib) assumptions J.Null
+      end
+    | Fb_memo.IRules (_, kn) -> unsafe := List.rev_append (rules_entry kn) !unsafe);
   let json =
     J.Obj
       (header "library" lib

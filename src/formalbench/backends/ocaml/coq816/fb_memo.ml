@@ -362,3 +362,48 @@ let opaque_body (cb : constant_body) =
     | c, _ -> Some c
     | exception _ -> None)
   | _ -> None
+
+(* ---- the library's structure, implementations resolved (for the library dump) ---------- *)
+
+type where = Module | Functor | Module_type | Functor_parameter
+
+type item =
+  | IConst of where * KerName.t * constant_body
+  | IMind of where * KerName.t * mutual_inductive_body
+  | IRules of where * KerName.t  (* a block of rewrite rules (9.x; never on 8.16) *)
+
+let rec strip visit_param = function
+  | NoFunctor s -> s
+  | MoreFunctor (mbid, (mtb : module_type_body), rest) ->
+    visit_param mbid mtb;
+    strip visit_param rest
+
+(* Every object of the library, once: modules of the environment through their
+   implementation (as Print Assumptions sees them), functors through their bodies and
+   parameters, module types through their signatures. *)
+let walk_library lib (f : item -> unit) =
+  let rec fields where mp structure =
+    List.iter
+      (fun (lab, field) ->
+        match field with
+        | SFBconst cb -> f (IConst (where, KerName.make mp lab, cb))
+        | SFBmind mib -> f (IMind (where, KerName.make mp lab, mib))
+        | SFBmodule mb -> sub_module where (MPdot (mp, lab)) mb
+        | SFBmodtype mtb -> signature Module_type (MPdot (mp, lab)) mtb.mod_type)
+      structure
+  and params mbid (mtb : module_type_body) = signature Functor_parameter (MPbound mbid) mtb.mod_type
+  and signature where mp sg = fields where mp (strip params sg)
+  and sub_module where mp (mb : module_body) =
+    match (where, mb.mod_type) with
+    | Module, NoFunctor _ -> fields Module mp (fields_in_impl mp)
+    | _, MoreFunctor _ -> (
+      match mb.mod_expr with
+      | Struct sg -> signature Functor mp sg
+      | Algebraic _ | Abstract | FullStruct -> signature Functor mp mb.mod_type)
+    | _, NoFunctor _ -> (
+      let inner = if where = Module_type || where = Functor_parameter then where else Functor in
+      match mb.mod_expr with
+      | Struct sg -> signature inner mp sg
+      | _ -> signature inner mp mb.mod_type)
+  in
+  fields Module (MPfile lib) (fields_in_impl (MPfile lib))
