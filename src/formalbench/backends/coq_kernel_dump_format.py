@@ -30,6 +30,18 @@ class KernelDumpError(BackendError):
 # --- TERM, checked without recursion (terms can be deep) ---------------------------------
 _REL = ("R", "I")
 _CASTS = ("VM", "NATIVE", "DEFAULT")
+# Rocq 9.x forms (never written by 8.16): a sort variable's relevance or an instance's
+# quality is a string "q:<quality>" (`q:Prop`, `q:SProp`, `q:Type`, `q:QVar(0)`)
+_QUALITY = "q:"
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_relevance(v: object) -> bool:
+    return v in _REL or _is_quality(v)
+
+
+def _is_quality(v: object) -> bool:
+    return isinstance(v, str) and v.startswith(_QUALITY) and len(v) > len(_QUALITY)
 
 
 def _is_int(v: object) -> bool:
@@ -63,6 +75,9 @@ def check_sort(v: object) -> object:
     if isinstance(v, list) and len(v) == 2 and v[0] == "Type":
         _check_universe(v[1])
         return v
+    if isinstance(v, list) and len(v) == 3 and v[0] == "QSort" and isinstance(v[1], str):
+        _check_universe(v[2])  # Rocq 9.x: a sort-polymorphic sort
+        return v
     raise ValueError(f"not a sort: {v!r}")
 
 
@@ -87,10 +102,10 @@ def check_term(root: object) -> object:
             shape_ok = n == 4 and t[2] in _CASTS
             stack += [t[1], t[3]] if shape_ok else []
         elif head in ("Prod", "Lambda"):
-            shape_ok = n == 4 and t[1] in _REL
+            shape_ok = n == 4 and _is_relevance(t[1])
             stack += [t[2], t[3]] if shape_ok else []
         elif head == "LetIn":
-            shape_ok = n == 5 and t[1] in _REL
+            shape_ok = n == 5 and _is_relevance(t[1])
             stack += [t[2], t[3], t[4]] if shape_ok else []
         elif head == "App":
             shape_ok = n == 3 and isinstance(t[2], list) and bool(t[2])
@@ -119,7 +134,7 @@ def check_term(root: object) -> object:
                 and (t[6] is None or isinstance(t[6], list))
                 and isinstance(t[8], list)
                 and all(isinstance(b, list) and len(b) == 2 and _is_int(b[0]) for b in t[8])
-                and t[9] in _REL
+                and _is_relevance(t[9])
             )
             if shape_ok:
                 _check_instance(t[3])
@@ -149,6 +164,9 @@ def check_term(root: object) -> object:
             stack += [t[3]] if shape_ok else []
         elif head in ("Int", "Float"):
             shape_ok = n == 2 and isinstance(t[1], str)
+        elif head == "String":  # Rocq 9.x primitive string: its bytes in lower-case hex
+            shape_ok = n == 2 and isinstance(t[1], str) and len(t[1]) % 2 == 0
+            shape_ok = shape_ok and set(t[1]) <= _HEX
         elif head == "Array":
             shape_ok = n == 5 and isinstance(t[2], list)
             if shape_ok:
@@ -200,15 +218,34 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _check_quality(v: str) -> str:
+    if not _is_quality(v):
+        raise ValueError(f"not a quality: {v!r:.80}")
+    return v
+
+
+Quality = Annotated[str, AfterValidator(_check_quality)]
+
+
 class Univs(_Strict):
     polymorphic: bool
     size: int | None = None
     constraints: list[UnivConstraint] | None = None
+    # Rocq 9.x, only where a polymorphic context binds sort variables: their number and the
+    # elimination constraints [from, to] between qualities
+    qualities: int | None = None
+    elim_constraints: list[list[Quality]] | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> Univs:
         if self.polymorphic != (self.size is not None and self.constraints is not None):
             raise ValueError("a polymorphic context has a size and constraints, else neither")
+        if (self.qualities is None) != (self.elim_constraints is None) or (
+            self.qualities is not None and not self.polymorphic
+        ):
+            raise ValueError("sort variables come with their constraints, in a polymorphic context")
+        if any(len(c) != 2 for c in self.elim_constraints or []):
+            raise ValueError("an elimination constraint is a pair of qualities")
         return self
 
 
@@ -237,12 +274,16 @@ class Assumption(_Strict):
         return self
 
 
+# `symbol`: a Rocq 9.x rewrite-rule symbol (no body; listed in `unsafe` as rewrite_rules)
+Kind = Literal["def", "opaque", "undef", "primitive", "symbol"]
+
+
 class Target(_Strict):
     found: bool
     why: str | None = None
     user: str | None = None
     canonical: str | None = None
-    kind: Literal["def", "opaque", "undef", "primitive"] | None = None
+    kind: Kind | None = None
     type: Term | None = None
     univs: Univs | None = None
     assumptions: list[Assumption] | None = None
@@ -259,7 +300,7 @@ class Target(_Strict):
 
 
 class Constant(_Strict):
-    kind: Literal["def", "opaque", "undef", "primitive"]
+    kind: Kind
     type: Term
     body: Term | str | None
     univs: Univs
@@ -272,10 +313,23 @@ class Constant(_Strict):
             "primitive": isinstance(self.body, str),
             "opaque": self.body is None,
             "undef": self.body is None,
+            "symbol": self.body is None,
         }[self.kind]
         if not ok:
             raise ValueError(f"a `{self.kind}` constant has the wrong body")
         return self
+
+
+def _check_kelim(v: str) -> str:
+    if v in ("SProp", "Prop", "Set", "Type") or (v.startswith("squashed:") and len(v) > 9):
+        return v
+    raise ValueError(f"not an elimination sort: {v!r:.80}")
+
+
+def _check_relevance_word(v: str) -> str:
+    if v in ("Relevant", "Irrelevant") or _is_quality(v):
+        return v
+    raise ValueError(f"not a relevance: {v!r:.80}")
 
 
 class Packet(_Strict):
@@ -287,20 +341,33 @@ class Packet(_Strict):
     user_lc: list[Term]
     nrealargs: int
     nrealdecls: int
-    kelim: Literal["SProp", "Prop", "Set", "Type"]
-    relevance: Literal["Relevant", "Irrelevant"]
+    # Rocq 9.x: also "squashed:<qualities>" (a sort-polymorphic inductive squashed at some
+    # instances) or "squashed:always:<qvar>"
+    kelim: Annotated[str, AfterValidator(_check_kelim)]
+    relevance: Annotated[str, AfterValidator(_check_relevance_word)]
 
 
 class PrimRecord(_Strict):
     projections: list[str]
     types: list[Term]
-    relevances: list[Literal["Relevant", "Irrelevant"]]
+    relevances: list[Annotated[str, AfterValidator(_check_relevance_word)]]
 
 
 class Template(_Strict):
+    """Coq 8.16's template universes (global levels)."""
+
     param_levels: list[str | None]
     levels: list[str]
     constraints: list[UnivConstraint]
+
+
+class Template9(_Strict):
+    """Rocq 9.x's template universes: bound in an abstract context of their own."""
+
+    param_sorts: list[Sort | None]
+    concl: Sort
+    univs: Univs
+    defaults: list[str]
 
 
 class Inductive(_Strict):
@@ -311,7 +378,7 @@ class Inductive(_Strict):
     params: RelContext
     record: Literal["fake"] | PrimRecord | None
     univs: Univs
-    template: Template | None
+    template: Template | Template9 | None
     variance: list[Literal["Irrelevant", "Covariant", "Invariant"]] | None
     private: bool | None
     flags: Flags
@@ -331,7 +398,7 @@ class Postulate(_Strict):
 class Unsafe(_Strict):
     name: str
     what: str
-    object: Literal["constant", "inductive"]
+    object: Literal["constant", "inductive", "rules"]  # rules: a 9.x rewrite-rule block
 
 
 class ExternalUniverses(_Strict):
@@ -375,7 +442,7 @@ class LibraryObject(_Strict):
     name: str
     where: Literal["module", "functor", "module_type", "functor_parameter"]
     object: Literal["constant", "inductive"]
-    kind: Literal["def", "opaque", "undef", "primitive"] | None
+    kind: Kind | None
     type: Term | None
     flags: Flags
     assumptions: list[Assumption] | None
