@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -638,3 +639,138 @@ def test_a_constraint_reaching_out_of_the_library_is_dumped(
     assert [u, *added] in external.lt and [u, *added] not in without.universes.external.le
     assert with_it.universes.le == without.universes.le
     assert with_it.universes.levels == without.universes.levels
+
+
+# --- Rocq 9.2: its own forms, and the same dump as 8.16 where the two agree -------------
+ROCQ9_FORMS = """
+From Corelib Require Import PrimString.
+Definition s : string := "a""b\\n"%pstring.
+Set Universe Polymorphism.
+Definition sid@{s;u|} (A : Type@{s;u}) (a : A) : A := a.
+Unset Universe Polymorphism.
+Definition use_sid := sid@{Prop;Set} True I.
+Symbol pplus : nat -> nat -> nat.
+Rewrite Rule pplus_rules := | pplus ?n 0 => ?n.
+Definition uses_sym := pplus 1 0.
+Lemma about : s = s /\\ use_sid = I /\\ uses_sym = pplus 1 0.
+Proof. split; [reflexivity | split; reflexivity]. Qed.
+"""
+
+
+@pytest.fixture(scope="module")
+def rocq_backend() -> CoqBackend:
+    chosen = CoqBackend(toolchain=ROCQ)
+    if plugin.plugin_folder(chosen.toolchain) is None:
+        pytest.skip(f"the Coq plugin cannot be built for {ROCQ}")
+    return chosen
+
+
+@pytest.mark.rocq
+def test_rocq9_strings_sort_polymorphism_and_rewrite_rules(
+    rocq_backend: CoqBackend, tmp_path: Path
+) -> None:
+    """A primitive string by its exact bytes, a sort-polymorphic constant (QSort sort,
+    sort-variable relevance, a `q:` quality in the instance that uses it), and a rewrite-rule
+    symbol: kind `symbol`, a postulate, an axiom of the target, and `unsafe` with its rule
+    block."""
+    (tmp_path / "Candidate.v").write_text(ROCQ9_FORMS, encoding="utf-8")
+    done = compile_on(rocq_backend, tmp_path, "Candidate", ("-allow-rewrite-rules",))
+    assert done.returncode == 0, done.stderr[-2000:]
+    dump = targets(rocq_backend, tmp_path, ["about"])
+    consts = dump.closure.constants
+    assert consts["Candidate.s"].body == ["String", b'a"b\\n'.hex()]
+    sid = consts["Candidate.sid"]
+    assert sid.univs.qualities == 1 and sid.univs.size == 1
+    assert sid.type[2][0] == "Sort" and sid.type[2][1][0] == "QSort"  # type: ignore[index]
+    assert sid.type[3][1] == "q:QVar(0)"  # type: ignore[index]  # a relevance by sort variable
+    assert ["Const", "Candidate.sid", ["q:Prop", "Set"]] in _walk(consts["Candidate.use_sid"].body)
+    assert consts["Candidate.pplus"].kind == "symbol" and consts["Candidate.pplus"].body is None
+    assert "Candidate.pplus" in dump.postulates
+    axioms = {
+        a.name for a in dump.targets["Candidate.about"].assumptions or [] if a.kind == "axiom"
+    }
+    assert "Candidate.pplus" in axioms
+    unsafe = {(u.name, u.object) for u in dump.unsafe if u.what == "rewrite_rules"}
+    assert unsafe == {("Candidate.pplus", "constant"), ("Candidate.pplus_rules", "rules")}
+    library = kd.dump_library(rocq_backend, tmp_path)
+    assert [o.kind for o in library.objects if o.name == "Candidate.pplus"] == ["symbol"]
+    assert {(u.name, u.object) for u in library.unsafe} == unsafe
+
+
+SAME_ON_BOTH = """
+Inductive color := Red | Green | Blue.
+Record point := mk { px : nat; py : color }.
+Set Primitive Projections.
+Record ppoint := pmk { qx : nat; qy : nat }.
+Unset Primitive Projections.
+Fixpoint count (n : nat) : nat := match n with 0 => 0 | S k => S (count k) end.
+Definition uses (p : point) (q : ppoint) : nat := let k := px p in count k + qx q.
+Definition pick (c : color) : nat := match c with Red => 1 | _ => 2 end.
+Axiom ax : forall n : nat, count n = n.
+Module Type T. Parameter v : nat. End T.
+Module M : T. Definition v := 3. End M.
+Module F (X : T). Definition w := X.v + 1. End F.
+Module N := F M.
+Lemma about : forall p q, uses p q = uses p q /\\ N.w = N.w /\\ count 2 = 2 /\\ pick Red = 1.
+Proof. intros; split; [reflexivity | split; [reflexivity | split; [apply ax | reflexivity]]]. Qed.
+Section S. Variable a : nat. Lemma sec : a = a. Proof. reflexivity. Qed. End S.
+Universe u.
+Definition T0 := Type@{u}.
+Lemma pure : T0 = T0. Proof. reflexivity. Qed.
+"""
+
+
+def _as_coq8(data: Any) -> str:
+    """A dump in one canonical text: standard-library roots as Coq 8 names them, the
+    library's own universe levels renamed first seen first (as the comparator does), the
+    Coq version left out, and the two things the versions write differently for the same
+    source blanked: the `unfolded` flag of a Proj (8.16 marks the projection in a primitive
+    record's compatibility constant unfolded, 9.2 does not: a reduction hint, not a
+    meaning) and `universes.external` (8.16's template-polymorphic `eq` ties a library
+    level used under it to a global `Coq.Init.Logic.N`; 9.2 makes no such global level)."""
+    data = dict(data)
+    data.pop("coq")
+    data["universes"] = {**data["universes"], "external": None}
+    data = json.loads(json.dumps(data))  # a copy to blank in place
+    stack: list[Any] = [data]
+    while stack:
+        t = stack.pop()
+        if isinstance(t, dict):
+            stack.extend(t.values())
+        elif isinstance(t, list):
+            if len(t) == 4 and t[0] == "Proj" and isinstance(t[2], bool):
+                t[2] = None
+            stack.extend(t)
+    text = json.dumps(data, sort_keys=True)
+    text = text.replace('"Corelib.', '"Coq.').replace('"Stdlib.', '"Coq.')
+    seen: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        return seen.setdefault(match.group(0), f'"L{len(seen)}"')
+
+    return re.sub(r'"Candidate\.\d+"', rename, text)
+
+
+@pytest.mark.rocq
+def test_the_same_source_dumps_the_same_on_8_16_and_9_2(
+    rocq_backend: CoqBackend, tmp_path: Path
+) -> None:
+    """Inductives, records (primitive projections too), fixpoints, matches, let-ins, an
+    axiom, a sealed module and a functor application, a section, a named universe: the
+    same dump on both versions once names are mapped (Coq. for Corelib./Stdlib.) and the
+    library's levels renamed."""
+    host = CoqBackend(toolchain="host")
+    if plugin.plugin_folder(host.toolchain) is None:
+        pytest.skip("the Coq plugin cannot be built on the host")
+    names = ["about", "sec", "pure", "M.v", "N.w"]
+    dumps = []
+    for chosen in (host, rocq_backend):
+        folder = tmp_path / chosen.toolchain.name
+        folder.mkdir()
+        dumps.append(targets(chosen, compiled(chosen, folder, SAME_ON_BOTH), names))
+    old, new = (_as_coq8(d.model_dump()) for d in dumps)
+    assert dumps[0].coq.startswith("8.16") and dumps[1].coq.startswith("9.2")
+    assert json.loads(old) == json.loads(new)
+    assert dumps[1].closure.inductives and dumps[1].postulates
+    assert not dumps[1].universes.external.levels  # the one universe difference, as said
+    assert all(n.startswith("Coq.Init.Logic.") for n in dumps[0].universes.external.levels)
