@@ -121,9 +121,9 @@ class CoqBackend(Backend):
     def version(self) -> str:
         with self._lock:
             if self._version is None:
-                self._version = f"coq {self.toolchain.version()}"
-                if not self.toolchain.is_host:  # the host's keys stay as they were
-                    self._version += f" ({self.toolchain.key()})"
+                # the toolchain's name and library versions too: a verdict cached on one
+                # toolchain is never served for another
+                self._version = f"coq {self.toolchain.version()} ({self.toolchain.key()})"
                 self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
                 if self.project is not None:  # verdicts depend on its build too
                     self._version += f" project {self.project.root} {self.project.digest()}"

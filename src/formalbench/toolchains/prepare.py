@@ -30,7 +30,7 @@ _NEW_ROOTS = ("Stdlib", "Corelib")
 # on the UTF-8 bytes: coqc's offsets are byte offsets, and so is the length kept
 _FROM = re.compile(rb"\bFrom(\s+)(Stdlib|Corelib)(?=\s)")
 _QUALIFIED = re.compile(rb"(?<![\w.'])(Stdlib|Corelib)\.(?=[A-Za-z_])")
-_BARE = re.compile(rb"(?<![\w.'])(Stdlib|Corelib)(?![\w.'])")
+_BARE = re.compile(rb"(?<![\w.'])(Stdlib|Corelib)(?![\w']|\.[A-Za-z_])")  # `Module Stdlib.`
 
 
 class HasVersion(Protocol):

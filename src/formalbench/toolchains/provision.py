@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from formalbench.core.config import cache_path
-from formalbench.core.errors import FormalbenchError
+from formalbench.core.errors import FormalbenchError, ToolchainMissingError
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains.manifest import Manifest, PinnedPackage
 from formalbench.toolchains.rootfs import ENV_IN_ROOT, MERGED_USR, bwrap_program, root_argv
@@ -214,14 +214,19 @@ def _extract(manifest: Manifest, downloads: Path, root: Path, progress: Progress
 def _in_root(root: Path, argv: list[str], work: Path, timeout: float) -> tuple[int, str]:
     cap = shutil.which("prlimit")  # as checks run: under the sandbox's address-space cap
     limit = [cap, f"--as={SMOKE_MEMORY_MB << 20}", "--"] if cap else []
-    done = subprocess.run(
-        [*limit, *root_argv(root, argv, work=work)],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**ENV_IN_ROOT, "LANG": "C.UTF-8"},
-    )
+    try:
+        done = subprocess.run(
+            [*limit, *root_argv(root, argv, work=work)],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**ENV_IN_ROOT, "LANG": "C.UTF-8"},
+        )
+    except ToolchainMissingError as exc:  # the root lacks the program
+        return 127, str(exc)
+    except subprocess.TimeoutExpired:
+        return 124, f"`{' '.join(argv)}` took over {timeout:.0f}s"
     return done.returncode, (done.stdout + done.stderr).strip()
 
 

@@ -4,8 +4,8 @@ A `Toolchain` knows the host path of each program (`program`), how to run a trus
 in it (`run`: compiling formalbench's own library or plugin; outside the sandbox for the host,
 in the root through bwrap for a provisioned one), which root the sandbox must show as `/`
 (`sandbox_root`), and what a verdict records about it (`info`: name, Coq version, library
-package versions, and `known_unsound`, the soundness bugs known for that version, filled by
-`known_unsound_for` — a hook the replay work fills in).
+package versions, and `known_unsound`, the soundness bugs known for that version:
+`known_bugs.py`, a table the replay work fills in).
 
 Which one is used (`resolve`): the name given (`--toolchain`, a task's `toolchain` field),
 else FORMALBENCH_TOOLCHAIN, else the newest installed toolchain (by Coq version), else
@@ -21,14 +21,15 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.core.errors import ToolchainMissingError
-from formalbench.core.records import ToolchainInfo
+from formalbench.core.errors import InputError, ToolchainMissingError
+from formalbench.core.records import Language, Task, ToolchainInfo
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains import provision
+from formalbench.toolchains.known_bugs import known_unsound_for
 from formalbench.toolchains.rootfs import ENV_IN_ROOT, root_argv
 
 ENV_VAR = "FORMALBENCH_TOOLCHAIN"
@@ -83,11 +84,6 @@ def _host_libraries() -> dict[str, str]:
         return {}
     rows = (line.split() for line in done.stdout.splitlines())
     return {row[1]: row[2] for row in rows if len(row) == 3 and row[0].startswith("ii")}
-
-
-#: hook for the list of known kernel soundness bugs of a Coq version (issue 33, "replay"):
-#: given the Coq version, the identifiers of the known unfixed bugs. Empty until filled.
-known_unsound_for: Callable[[str], list[str]] = lambda _version: []  # noqa: E731
 
 
 @dataclass
@@ -229,3 +225,20 @@ def resolve(name: str | None = None, *, coqc: str = "coqc") -> Toolchain:
         found = Toolchain(chosen, provision.root_of(chosen))
     with _cache_lock:
         return _cache.setdefault(key, found)
+
+
+def tasks_toolchain(tasks: Sequence[Task]) -> str | None:
+    """The one toolchain the Coq tasks of a run name in their `toolchain` field, or None.
+
+    Only a name formalbench knows (`toolchain list`) counts: the field is free text for other
+    datasets ("coq 8.16"), which stays a note. One run has one backend, so tasks naming two
+    toolchains are refused in one line (evaluate them apart, or give --toolchain)."""
+    known = {*manifests.names(), HOST}
+    coq = [t for t in tasks if t.language == Language.coq and t.toolchain]
+    named = sorted({str(t.toolchain).strip() for t in coq} & known)
+    if len(named) > 1:
+        raise InputError(
+            f"the tasks name {len(named)} toolchains ({', '.join(named)}); one run uses one: "
+            "evaluate them apart, or give --toolchain"
+        )
+    return named[0] if named else None
