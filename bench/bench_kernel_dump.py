@@ -5,9 +5,11 @@ is compiled as the library `Candidate`, never the source): coqc of the copy, the
 `targets` dump of every top-level `Lemma`/`Theorem`, the `library` dump, and the same
 `targets` dump twice through a warm session that preloaded the file's `Require`s (the
 second is what the next candidate over the same libraries pays). Wall-clock seconds; the
-two session dumps must equal the one-shot dump.
+two session dumps must equal the one-shot dump. `--toolchain NAME` runs every step on a
+provisioned toolchain (default: the host's Coq; the default files are then that
+toolchain's own copies of the two standard library files).
 
-    python bench/bench_kernel_dump.py [FILE.v ...]
+    python bench/bench_kernel_dump.py [--toolchain rocq-9.2] [FILE.v ...]
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -27,9 +28,15 @@ from formalbench.backends.coq_session import CoqSession, preload_sentences
 _THEOREM = re.compile(r"^(?:Lemma|Theorem)\s+([A-Za-z_][\w']*)", re.MULTILINE)
 
 
-def stdlib(relative: str) -> Path:
-    where = subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True)
-    return Path(where.stdout.strip()) / "theories" / relative
+def stdlib(backend: CoqBackend, relative: str) -> Path:
+    """A file of the standard library as `backend`'s toolchain ships it (host path)."""
+    chain = backend.toolchain
+    done = chain.run([backend.coqc, "-where"], cwd=tempfile.gettempdir(), timeout=60)
+    where = Path(done.stdout.strip())
+    if chain.is_host:
+        return where / "theories" / relative
+    assert chain.root is not None
+    return chain.root / where.relative_to("/") / "user-contrib" / "Stdlib" / relative
 
 
 def measure(source: Path, backend: CoqBackend) -> str:
@@ -38,8 +45,10 @@ def measure(source: Path, backend: CoqBackend) -> str:
         work = Path(tmp)
         (work / "Candidate.v").write_text(text, encoding="utf-8")
         started = time.perf_counter()
-        subprocess.run(["coqc", "-q", "Candidate.v"], cwd=work, check=True)
+        done = backend.toolchain.run([backend.coqc, "-q", "Candidate.v"], cwd=work, timeout=600)
         coqc = time.perf_counter() - started
+        if done.returncode != 0:
+            raise SystemExit(f"{source.name} does not compile: {done.stderr[-300:]}")
         names = [f"Candidate.{n}" for n in sorted(set(_THEOREM.findall(text)))]
         started = time.perf_counter()
         dump = kd.dump_targets(backend, work, names, timeout=600)
@@ -47,7 +56,7 @@ def measure(source: Path, backend: CoqBackend) -> str:
         started = time.perf_counter()
         library = kd.dump_library(backend, work, timeout=600)
         whole = time.perf_counter() - started
-        session = CoqSession(backend, "coqtop")
+        session = CoqSession(backend, backend.toolchain.program("coqtop"))
         warm: list[float] = []
         try:
             session.start()
@@ -72,11 +81,15 @@ def measure(source: Path, backend: CoqBackend) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="*", type=Path)
+    parser.add_argument("--toolchain", default="host")
     args = parser.parse_args()
-    files = args.files or [stdlib("Arith/PeanoNat.v"), stdlib("Reals/Rtrigo_fun.v")]
-    if shutil.which("coqc") is None:
+    if args.toolchain == "host" and shutil.which("coqc") is None:
         raise SystemExit("coqc is not installed")
-    backend = CoqBackend()
+    backend = CoqBackend(toolchain=args.toolchain)
+    files = args.files or [
+        stdlib(backend, "Arith/PeanoNat.v"),
+        stdlib(backend, "Reals/Rtrigo_fun.v"),
+    ]
     for source in files:
         print(measure(source, backend), flush=True)
 

@@ -15,7 +15,9 @@
 
    Nothing here reads printed text: every term is walked by Fb_kernel, every assumption is
    a Printer.context_object. This file uses only the version-neutral parts of the API
-   (names, module structures) and Fb_kernel/Fb_memo for the rest. *)
+   (names, universe levels) and Fb_kernel/Fb_memo for the rest, module structures included
+   (Fb_memo.walk_library: 9.x reads module bodies through Mod_declarations), so that it
+   builds unchanged for Coq 8.16 and Rocq 9.2. *)
 
 open Names
 open Declarations
