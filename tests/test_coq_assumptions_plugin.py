@@ -97,30 +97,61 @@ def _answers(stdout: str) -> dict[str, str]:
     return {k: "\n".join(v) for k, v in out.items()}
 
 
-@coq
-def test_the_plugin_answers_exactly_as_print_assumptions(plugin_dir: Path, tmp_path: Path) -> None:
-    (tmp_path / "Lib.v").write_text(LIBRARY, encoding="utf-8")
-    subprocess.run(["coqc", "-q", "-R", ".", "", "Lib.v"], cwd=tmp_path, check=True)
-    script = f"Require Coq.Logic.Classical_Prop Coq.Program.Tactics.\n{plugin.FREEZE}\n"
+def _script(root: str) -> str:
+    """The queries: each subject asked of Print Assumptions and of the plugin, twice;
+    `root` is the standard library's (`Coq` on 8.16, `Stdlib` on Rocq 9)."""
+    script = f"Require {root}.Logic.Classical_Prop {root}.Program.Tactics.\n{plugin.FREEZE}\n"
     script += "Require Lib.\n"
     for round_ in (1, 2):
         for k, name in enumerate(SUBJECTS):
-            full = name if name.startswith("Coq.") else f"Lib.{name}"
+            full = root + name[3:] if name.startswith("Coq.") else f"Lib.{name}"
             script += f"Locate fbt_coq{round_}_{k}.\nPrint Assumptions {full}.\n"
             script += f"Locate fbt_ours{round_}_{k}.\n{plugin.QUERY_VERB} {full}.\n"
     # a section variable: the one kind a library cannot hold
     script += "Locate fbt_section.\nSection S. Variable v : nat. Definition dv := v + 0.\n"
     script += "Locate fbt_coqsec.\nPrint Assumptions dv.\nLocate fbt_ourssec.\n"
     script += f"{plugin.QUERY_VERB} dv.\nEnd S.\nLocate fbt_end.\n"
+    return script
+
+
+@coq
+def test_the_plugin_answers_exactly_as_print_assumptions(plugin_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "Lib.v").write_text(LIBRARY, encoding="utf-8")
+    subprocess.run(["coqc", "-q", "-R", ".", "", "Lib.v"], cwd=tmp_path, check=True)
     done = subprocess.run(
         ["coqtop", "-q", "-R", ".", "", *plugin.coqtop_args(plugin_dir)],
-        input=script,
+        input=_script("Coq"),
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    got = _answers(done.stdout)
+    _same_answers(done.stdout)
+
+
+@pytest.mark.rocq
+def test_the_plugin_answers_exactly_as_print_assumptions_on_rocq_9_2(tmp_path: Path) -> None:
+    """The same, on the provisioned Rocq 9.2 (its own Print Assumptions walks axioms' types
+    too: the plugin's 9.2 walk must follow it)."""
+    from formalbench.toolchains.toolchain import resolve
+
+    chain = resolve("rocq-9.2")
+    where = plugin.plugin_folder(chain)
+    assert where is not None, "the plugin does not build for rocq-9.2 (see the log)"
+    (tmp_path / "Lib.v").write_text(LIBRARY, encoding="utf-8")
+    done = chain.run(
+        [chain.program("coqc"), "-q", "-R", ".", "", "Lib.v"], cwd=tmp_path, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    argv = [chain.program("coqtop"), *plugin.coqtop_args(where), "-q", "-R", ".", ""]
+    done = chain.run(
+        argv, cwd=tmp_path, timeout=300, input=_script("Stdlib"), read_only=[str(where)]
+    )
+    _same_answers(done.stdout)
+
+
+def _same_answers(stdout: str) -> None:
+    got = _answers(stdout)
     for round_ in (1, 2):
         for k, name in enumerate(SUBJECTS):
             coqs = got[f"coq{round_}_{k}"]

@@ -195,10 +195,15 @@ class CoqSession:
     def start(self) -> None:
         chain = self.backend.toolchain
         library = library_args(chain)
-        argv = [self.coqtop, "-q", "-emacs", *library, *self.backend.args]
         self.plugin = assumptions_plugin.plugin_folder(chain)
+        loads: list[str] = []
         if self.plugin is not None:
-            argv += assumptions_plugin.coqtop_args(self.plugin)
+            try:  # its hash is checked again before every process that loads it
+                loads = assumptions_plugin.coqtop_args(self.plugin)
+            except assumptions_plugin.PluginTampered as exc:
+                raise SessionBroken(str(exc)) from exc
+        # the plugin's arguments first: on Rocq 9 its `-I` must precede any project's
+        argv = [self.coqtop, *loads, "-q", "-emacs", *library, *self.backend.args]
         read_only = self.backend.read_only(library)
         if self.plugin is not None and not chain.is_host:  # its root shows no host file
             read_only.append(str(self.plugin))
