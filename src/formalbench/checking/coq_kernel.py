@@ -1,0 +1,244 @@
+"""The Coq verdict route: both sides compiled as `Candidate`, dumped, and compared as kernel objects.
+
+The task's original (its holes `Admitted`) is compiled once, as `Candidate.v`, in a cache
+folder keyed by (assistant version, its arguments and project, the text), and dumped once
+(the dump kept beside its `.vo`). The candidate is compiled exactly as submitted, as
+`Candidate.v` in a throw-away folder (the verdict's own compile: its diagnostics and holes),
+then dumped by another process where none of its text runs (`backends.coq_dumps`: a warm
+coqtop where one answers). Both libraries have the same name, so kernel names coincide: a
+section, a functor application, a record or an inductive of the task is the same object on
+both sides, and `checking.coq_compare` decides on the two dumps alone.
+
+What the text still says: which declarations are the targets (the original's holes), which
+of them lie in a section (the candidate's `Qed` may abstract fewer section variables than
+the task's `Admitted`, `coq_compare.strengthened_match`), and the task's own last hole left
+open gets its `Admitted` (`closed`). Nothing of the candidate's text is read here.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from formalbench.backends.base import Backend
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_dumps import LIBRARY, Dumper, DumpFailed
+from formalbench.backends.coq_output import parse_messages
+from formalbench.backends.coq_session import pool_for, preload_sentences
+from formalbench.backends.sandbox import work_dir
+from formalbench.checking.coq_compare import AxiomStep, compare, full, minimal_axioms
+from formalbench.checking.decls import COQ_CLOSERS
+from formalbench.checking.holes import hole_decls
+from formalbench.core.config import VerifierPolicy
+from formalbench.core.records import CheckResult, CheckStatus, Finding, Language, Reason, Severity
+
+_cache_guard = threading.Lock()
+_cache_folder: list[Path] = []
+
+
+def process_cache_dir() -> Path:
+    """This process's folder of compiled originals and their dumps, shared by every verifier
+    in it; named like the sandbox's throw-away folders, so it is removed at exit and swept
+    by the next start after a SIGKILL."""
+    with _cache_guard:
+        if not _cache_folder:
+            folder = Path(tempfile.mkdtemp(prefix=f"formalbench-coqcache-{os.getpid()}-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)
+            _cache_folder.append(folder)
+        return _cache_folder[0]
+
+
+@dataclass
+class TaskBuild:
+    """The task's original as compiled and dumped, or why it could not be."""
+
+    dump: dict[str, Any] | None
+    problem: str | None = None
+
+
+class KernelCheck:
+    """The Coq verdict for one coqc backend: originals built and dumped once, candidates
+    compiled and dumped per check, the two dumps compared."""
+
+    def __init__(self, backend: CoqBackend, cache_dir: Path | None = None,
+                 *, session: bool = True, axiom_step: AxiomStep = minimal_axioms) -> None:  # fmt: skip
+        self.backend = backend
+        self.cache_dir = cache_dir or process_cache_dir()
+        self.dumper = Dumper(backend, pool_for(backend) if session else None)
+        self.axiom_step = axiom_step
+        self.kernel_checks = 0  # candidates whose dump was compared
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+
+    def _key(self, original: str) -> str:
+        parts = [self.backend.version(), "\0".join(self.backend.args), original]
+        return hashlib.sha256("\x01".join(parts).encode("utf-8")).hexdigest()[:32]
+
+    def task(self, original: str, targets: Sequence[str], timeout: float) -> TaskBuild:
+        """The original compiled as `Candidate` and dumped for `targets`, from the cache
+        when an earlier check of the task built it."""
+        key = self._key(original)
+        folder = self.cache_dir / key
+        names = sorted(full(t) for t in targets)
+        dump_file = (
+            folder / f"dump-{hashlib.sha256(' '.join(names).encode()).hexdigest()[:16]}.json"
+        )
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if dump_file.is_file():
+                return TaskBuild(json.loads(dump_file.read_text(encoding="utf-8")))
+            if (folder / "failed").is_file():
+                return TaskBuild(None, (folder / "failed").read_text(encoding="utf-8"))
+            started = time.monotonic()
+            if not (folder / f"{LIBRARY}.vo").is_file():
+                problem = self._build(original, folder, timeout)
+                if problem is not None:
+                    return TaskBuild(None, problem)
+            left = max(timeout - (time.monotonic() - started), 1.0)
+            try:
+                found = self.dumper.dump(
+                    folder, names, left, preload_sentences(original, (LIBRARY,))
+                )
+            except DumpFailed as why:
+                return TaskBuild(None, f"the task's library cannot be dumped: {why}")
+            tmp = dump_file.with_suffix(".tmp")
+            tmp.write_text(json.dumps(found), encoding="utf-8")
+            os.replace(tmp, dump_file)
+            return TaskBuild(found)
+
+    def _build(self, original: str, folder: Path, timeout: float) -> str | None:
+        self.cache_dir.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="build-", dir=self.cache_dir))
+        try:
+            outcome = self.backend.compile(work, LIBRARY, original, timeout)
+            if outcome.status != CheckStatus.ok or outcome.returncode:
+                problem = _failure(outcome.status, outcome.stderr)
+                if outcome.status == CheckStatus.ok:  # a timeout may pass another time
+                    folder.mkdir(parents=True, exist_ok=True)
+                    (folder / "failed").write_text(problem, encoding="utf-8")
+                return problem
+            for junk in work.iterdir():
+                if junk.suffix != ".vo":
+                    junk.unlink()
+            folder.mkdir(parents=True, exist_ok=True)
+            os.replace(work / f"{LIBRARY}.vo", folder / f"{LIBRARY}.vo")
+            return None
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def check(
+        self,
+        original: str,
+        candidate: str,
+        targets: Sequence[str],
+        timeout: float | None,
+        policy: VerifierPolicy,
+    ) -> tuple[CheckResult, list[Finding]]:
+        """(the candidate's own compile, the findings of the comparison: changed
+        statements, refused axioms and bypasses, or why nothing can be decided)."""
+        started = time.monotonic()
+        limit = float(timeout if timeout is not None else self.backend.timeout)
+        original = closed(original)
+        every = all_targets(original)
+        build = self.task(original, every, limit)
+        with work_dir("coq") as tmp:
+            work = Path(tmp)
+            left = limit - (time.monotonic() - started)
+            result = self.backend.check(candidate, timeout=left, workdir=work)
+            if not result.compiled or result.status != CheckStatus.ok:
+                return result, []
+            if build.dump is None:
+                message = f"environment: the task's original cannot be compiled or dumped here: {build.problem}"
+                return result, [Finding(reason=Reason.undecided, message=message[:500])]
+            postulates = [
+                p for p in build.dump.get("postulates", {}) if p not in set(map(full, every))
+            ]
+            names = sorted({*map(full, every), *postulates})
+            left = max(limit - (time.monotonic() - started), 1.0)
+            try:
+                theirs = self.dumper.dump(
+                    work, names, left, preload_sentences(original, (LIBRARY,))
+                )
+            except DumpFailed as why:
+                message = f"undecided: the candidate's library cannot be dumped: {why}"
+                return result, [Finding(reason=Reason.undecided, message=message[:500])]
+        self.kernel_checks += 1
+        outcome = compare(build.dump, theirs, every, policy,
+                          in_section=section_targets(original), axiom_step=self.axiom_step)  # fmt: skip
+        axioms = {t: a for t, a in outcome.axioms.items() if t in targets}
+        return result.model_copy(update={"axioms": axioms}), outcome.findings
+
+
+def all_targets(original: str) -> list[str]:
+    """The original's holes by name as its text qualifies them (`t`, `M.t`)."""
+    decls, holes = hole_decls(original, Language.coq)
+    return [d.name for d in decls if d.index in holes and d.name]
+
+
+def section_targets(original: str) -> frozenset[str]:
+    """The targets declared inside a `Section` (open around them in the original's text)."""
+    decls, holes = hole_decls(original, Language.coq)
+    scopes: list[bool] = []  # per open scope: is it a section
+    found = set()
+    for d in decls:
+        if d.index in holes and d.name and any(scopes):
+            found.add(d.name)
+        if d.kind == "Section" or (d.kind == "Module" and _module_opens(d)):
+            scopes.append(d.kind == "Section")
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return frozenset(found)
+
+
+def _module_opens(d: Any) -> bool:
+    """`Module M.` or `Module F (X : T) <: S.` opens a scope; `Module M := F X.` does not
+    (a `:=` inside a parameter's type does not count)."""
+    depth = 0
+    for t in d.tokens:
+        depth += {"(": 1, ")": -1}.get(t.text, 0)
+        if t.text == ":=" and depth == 0:
+            return False
+    return True
+
+
+def closed(original: str) -> str:
+    """The original as it is compiled: a last target left open (`Proof.` and the end of the
+    file, as some public datasets ship tasks) gets its `Admitted.`; coqc would otherwise
+    refuse the file for its pending proof, which says nothing about any candidate."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = decls[-1] if decls else None
+    if last is None or last.index not in holes:
+        return original
+    ends = [i for i, t in enumerate(last.tokens[:-1]) if t.text == "."]
+    closer = last.tokens[ends[-1] + 1].text if ends else ""
+    if closer in COQ_CLOSERS or last.tokens[-1].text != ".":
+        return original
+    return original.rstrip() + "\nAdmitted.\n"
+
+
+def _failure(status: CheckStatus, stderr: str) -> str:
+    if status != CheckStatus.ok:
+        return f"{LIBRARY}.v: coqc ended with {status.value}"
+    first = next(
+        (m.text for m in parse_messages(stderr, [0]) if m.severity == Severity.error),
+        stderr.strip()[-300:],
+    )
+    return f"{LIBRARY}.v: {' '.join(first.split())[:300]}"
+
+
+def kernel_check_for(backend: Backend | None, language: Language) -> KernelCheck | None:
+    """The kernel route where the backend is a real coqc backend, else None."""
+    if language == Language.coq and isinstance(backend, CoqBackend):
+        return KernelCheck(backend)
+    return None
