@@ -13,7 +13,16 @@ from formalbench.core.records import Reason
 
 NAT = ["Ind", "Coq.Init.Datatypes.nat", 0, []]
 EQ = ["Ind", "Coq.Init.Logic.eq", 0, ["Coq.Init.Logic.1"]]
-FLAGS = {"check_guarded": True, "check_positive": True, "check_universes": True}
+FLAGS = {
+    "check_guarded": True,
+    "check_positive": True,
+    "check_universes": True,
+    "allow_uip": False,
+    "impredicative_set": False,
+    "indices_matter": False,
+    "sprop_allowed": True,
+    "cumulative_sprop": False,
+}
 MONO = {"polymorphic": False}
 
 
@@ -41,6 +50,7 @@ def target(ty: Any, kind: str = "undef", assumptions: list[Any] | None = None) -
 def dump(targets: dict[str, Any], **more: Any) -> dict[str, Any]:
     d: dict[str, Any] = {
         "format": 1,
+        "dump": "targets",
         "coq": "8.16.1",
         "library": "Candidate",
         "flags": FLAGS,
@@ -137,7 +147,7 @@ def _inductive(consnames: list[str], lc: list[Any]) -> dict[str, Any]:
         "flags": FLAGS,
         "packets": [{"name": "color", "arity_ctxt": [], "user_arity": ["Sort", "Set"],
                      "sort": "Set", "consnames": consnames, "user_lc": lc, "nrealargs": 0,
-                     "nrealdecls": 0, "squashed": None, "relevance": "Relevant"}],
+                     "nrealdecls": 0, "kelim": "Type", "relevance": "Relevant"}],
     }  # fmt: skip
 
 
@@ -151,7 +161,7 @@ def test_an_inductive_is_compared_field_by_field() -> None:
         lambda m: m["packets"][0].update(consnames=["green", "red"]),
         lambda m: m["packets"][0]["user_lc"].append(color),
         lambda m: m.update(finite="CoFinite"),
-        lambda m: m.update(record={"projections": []}),
+        lambda m: m.update(record={"projections": [], "types": [], "relevances": []}),
     ):
         cand = proved(task)
         change(cand["closure"]["inductives"]["Candidate.color"])

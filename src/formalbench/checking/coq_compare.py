@@ -629,25 +629,67 @@ def _same_constant(cmp: Comparer, a: Mapping[str, Any], b: Mapping[str, Any]) ->
         cmp.generic(a.get(key), b.get(key))
 
 
-_MIND_TYPED = frozenset(("params", "univs", "packets", "flags"))
+_MIND_TYPED = frozenset(("params", "univs", "packets", "flags", "record", "template"))
+_PACKET_TYPED = frozenset(("arity_ctxt", "user_arity", "sort", "user_lc"))
 
 
 def _same_inductive(cmp: Comparer, a: Mapping[str, Any], b: Mapping[str, Any]) -> None:
+    """Every field of a mutual inductive block; those holding terms or universe levels
+    through the bijection, the others (finiteness, counts, names, variance ...) exactly."""
     for key in sorted((set(a) | set(b)) - _MIND_TYPED):
-        cmp.generic(a.get(key), b.get(key))  # finite, ntypes, nparams, record, template ...
+        cmp.generic(a.get(key), b.get(key))
     cmp.context(a["params"], b["params"])
     cmp.univs(a["univs"], b["univs"])
     cmp.generic(a.get("flags"), b.get("flags"))
+    _same_record(cmp, a.get("record"), b.get("record"))
+    _same_template(cmp, a.get("template"), b.get("template"))
     _lists(a["packets"], b["packets"], "inductive block")
     for p, q in zip(a["packets"], b["packets"], strict=True):
-        for key in sorted((set(p) | set(q)) - {"arity_ctxt", "user_arity", "sort", "user_lc"}):
+        for key in sorted((set(p) | set(q)) - _PACKET_TYPED):
             cmp.generic(p.get(key), q.get(key))
         cmp.context(p["arity_ctxt"], q["arity_ctxt"])
-        cmp.term(p["user_arity"], q["user_arity"])
+        if p.get("user_arity") is None or q.get("user_arity") is None:
+            cmp.generic(p.get("user_arity"), q.get("user_arity"))
+        else:
+            cmp.term(p["user_arity"], q["user_arity"])
         cmp.sort(p["sort"], q["sort"])
         _lists(p["user_lc"], q["user_lc"], "constructor list")
         for x, y in zip(p["user_lc"], q["user_lc"], strict=True):
             cmp.term(x, y)
+
+
+def _same_record(cmp: Comparer, a: Json, b: Json) -> None:
+    """`null`, `"fake"`, or a primitive record: projections by name, their types as terms."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        cmp.generic(a, b)
+        return
+    for key in sorted((set(a) | set(b)) - {"types"}):
+        cmp.generic(a.get(key), b.get(key))
+    if "types" in a or "types" in b:
+        _lists(a.get("types"), b.get("types"), "projection list")
+        for x, y in zip(a["types"], b["types"], strict=True):
+            cmp.term(x, y)
+
+
+def _same_template(cmp: Comparer, a: Json, b: Json) -> None:
+    """`null` or a template's levels (through the bijection) and constraints."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        cmp.generic(a, b)
+        return
+    for key in sorted((set(a) | set(b)) - {"param_levels", "levels", "constraints"}):
+        cmp.generic(a.get(key), b.get(key))
+    params_a, params_b = a.get("param_levels", []), b.get("param_levels", [])
+    _lists(params_a, params_b, "template parameter list")
+    for x, y in zip(params_a, params_b, strict=True):
+        if x is None or y is None:
+            cmp.generic(x, y)
+        else:
+            cmp.levels.same(x, y)
+    cmp.instance(a.get("levels", []), b.get("levels", []))
+    ours = {cmp._constraint(c, cmp.levels.there) for c in a.get("constraints", [])}
+    theirs = {cmp._constraint(c, {}) for c in b.get("constraints", [])}
+    if ours != theirs:
+        raise Differs("the template's universe constraints differ")
 
 
 def _stronger(task: Mapping[str, Any], cand: Mapping[str, Any], levels: Bijection) -> list[Finding]:
