@@ -1,0 +1,348 @@
+(* formalbench: the kernel dump of a loaded library (format: kdump-format.md, v1).
+
+   Two dumps, each ONE JSON object printed on one line between two marker lines carrying a
+   nonce the caller chose (`FBDUMP-BEGIN <nonce>` / `FBDUMP-END <nonce>`):
+
+   - `targets`: for each asked name, the constant it names (kind, type, universes, its
+     assumptions by the kernel's constructors), the closure of the library-local constants
+     and inductives its type reaches (transitively through transparent bodies and every
+     field of an inductive), the library's postulates, the objects whose typing flags are
+     not Coq's defaults, and the universe graph restricted to the library's levels seen;
+   - `library`: every object of the library, in modules, functor bodies, functor
+     parameters and module types alike: kind, type, typing flags, and where it is in the
+     environment its assumptions (objects of functor bodies and module types are not in
+     the environment: for those, the names their type and body mention).
+
+   Nothing here reads printed text: every term is walked by Fb_kernel, every assumption is
+   a Printer.context_object. This file uses only the version-neutral parts of the API
+   (names, module structures) and Fb_kernel/Fb_memo for the rest. *)
+
+open Names
+open Declarations
+module J = Fb_json
+module K = Fb_kernel
+module SSet = Set.Make (String)
+
+let rec root_of = function
+  | MPfile dp -> Some dp
+  | MPbound _ -> None
+  | MPdot (mp, _) -> root_of mp
+
+let in_library lib mp = match root_of mp with Some d -> DirPath.equal d lib | None -> false
+
+let print_framed nonce json =
+  Format.pp_print_flush Format.std_formatter ();
+  Format.pp_print_flush Format.err_formatter ();
+  let text = J.to_string json in
+  print_string ("\nFBDUMP-BEGIN " ^ nonce ^ "\n" ^ text ^ "\nFBDUMP-END " ^ nonce ^ "\n");
+  flush stdout
+
+let header kind lib =
+  [ ("format", J.Int 1);
+    ("dump", J.Str kind);
+    ("coq", J.Str K.version);
+    ("library", J.Str (DirPath.to_string lib));
+    ("flags", K.flags (Global.typing_flags ())) ]
+
+(* ---- the library's structure, implementations resolved -------------------------------- *)
+
+type where = Module | Functor | Module_type | Functor_parameter
+
+let where_word = function
+  | Module -> "module"
+  | Functor -> "functor"
+  | Module_type -> "module_type"
+  | Functor_parameter -> "functor_parameter"
+
+type item =
+  | IConst of where * KerName.t * constant_body
+  | IMind of where * KerName.t * mutual_inductive_body
+
+let rec strip visit_param = function
+  | NoFunctor s -> s
+  | MoreFunctor (mbid, (mtb : module_type_body), rest) ->
+    visit_param mbid mtb;
+    strip visit_param rest
+
+(* Every object of the library, once: modules of the environment through their
+   implementation (as Print Assumptions sees them), functors through their bodies and
+   parameters, module types through their signatures. *)
+let walk_library lib (f : item -> unit) =
+  let rec fields where mp structure =
+    List.iter
+      (fun (lab, field) ->
+        match field with
+        | SFBconst cb -> f (IConst (where, KerName.make mp lab, cb))
+        | SFBmind mib -> f (IMind (where, KerName.make mp lab, mib))
+        | SFBmodule mb -> sub_module where (MPdot (mp, lab)) mb
+        | SFBmodtype mtb -> signature Module_type (MPdot (mp, lab)) mtb.mod_type)
+      structure
+  and params mbid (mtb : module_type_body) = signature Functor_parameter (MPbound mbid) mtb.mod_type
+  and signature where mp sg = fields where mp (strip params sg)
+  and sub_module where mp (mb : module_body) =
+    match (where, mb.mod_type) with
+    | Module, NoFunctor _ -> fields Module mp (Fb_memo.fields_in_impl mp)
+    | _, MoreFunctor _ -> (
+      match mb.mod_expr with
+      | Struct sg -> signature Functor mp sg
+      | Algebraic _ | Abstract | FullStruct -> signature Functor mp mb.mod_type)
+    | _, NoFunctor _ -> (
+      let inner = if where = Module_type || where = Functor_parameter then where else Functor in
+      match mb.mod_expr with
+      | Struct sg -> signature inner mp sg
+      | _ -> signature inner mp mb.mod_type)
+  in
+  fields Module (MPfile lib) (Fb_memo.fields_in_impl (MPfile lib))
+
+let const_of kn = try Global.constant_of_delta_kn kn with _ -> Constant.make1 kn
+let mind_of kn = try Global.mind_of_delta_kn kn with _ -> MutInd.make1 kn
+
+(* ---- the `targets` dump ---------------------------------------------------------------- *)
+
+type closure = {
+  lib : DirPath.t;
+  prefix : string;
+  todo_c : Constant.t Queue.t;
+  todo_m : MutInd.t Queue.t;
+  mutable seen : SSet.t;  (* canonical names queued *)
+  mutable levels : Univ.Level.t list;  (* library-local levels, first seen first *)
+  mutable level_names : SSet.t;
+}
+
+let hooks st =
+  let local mp = in_library st.lib mp in
+  {
+    K.const =
+      (fun c ->
+        let name = K.const_name c in
+        if local (KerName.modpath (Constant.canonical c)) && not (SSet.mem name st.seen) then begin
+          st.seen <- SSet.add name st.seen;
+          Queue.add c st.todo_c
+        end);
+    K.mind =
+      (fun m ->
+        let name = K.mind_name m in
+        if local (KerName.modpath (MutInd.canonical m)) && not (SSet.mem name st.seen) then begin
+          st.seen <- SSet.add name st.seen;
+          Queue.add m st.todo_m
+        end);
+    K.level =
+      (fun l ->
+        let name = K.level_name l in
+        let n = String.length st.prefix in
+        if String.length name > n && String.sub name 0 n = st.prefix
+           && not (SSet.mem name st.level_names)
+        then begin
+          st.level_names <- SSet.add name st.level_names;
+          st.levels <- l :: st.levels
+        end);
+  }
+
+let assumptions_of cst =
+  if Fb_memo.frozen_any () then Fb_memo.assumptions (GlobRef.ConstRef cst)
+  else K.coq_assumptions cst
+
+let target st h name =
+  let not_found why = J.Obj [ ("found", J.Bool false); ("why", J.Str why) ] in
+  match Nametab.locate (Libnames.qualid_of_string name) with
+  | exception _ -> not_found "the name does not resolve to a global object"
+  | GlobRef.ConstRef cst ->
+    if not (in_library st.lib (Constant.modpath cst)) then
+      not_found "the name resolves to a constant of another library"
+    else (
+      match Global.lookup_constant cst with
+      | exception Not_found -> not_found "the constant is not in the environment"
+      | cb ->
+        let ty = K.term h (K.constant_type cb) in
+        let univs = K.constant_univs h cb in
+        let assumptions = K.assumptions h (assumptions_of cst) in
+        J.Obj
+          [ ("found", J.Bool true);
+            ("user", J.Str (K.user_const_name cst));
+            ("canonical", J.Str (K.const_name cst));
+            ("kind", J.Str (K.constant_kind cb));
+            ("type", ty);
+            ("univs", univs);
+            ("assumptions", assumptions);
+            ("section_vars", J.Null) ])
+  | GlobRef.IndRef _ -> not_found "an inductive type, not a constant"
+  | GlobRef.ConstructRef _ -> not_found "a constructor, not a constant"
+  | GlobRef.VarRef _ -> not_found "a section variable, not a constant"
+
+let closure_entries st h =
+  let consts = ref [] and minds = ref [] and undumpable = ref [] in
+  let rec drain () =
+    if not (Queue.is_empty st.todo_c) then begin
+      let c = Queue.pop st.todo_c in
+      (match Global.lookup_constant c with
+       | exception Not_found ->
+         undumpable :=
+           J.Obj [ ("name", J.Str (K.const_name c)); ("why", J.Str "not in the environment") ]
+           :: !undumpable
+       | cb ->
+         let entry =
+           J.Obj
+             [ ("kind", J.Str (K.constant_kind cb));
+               ("type", K.term h (K.constant_type cb));
+               ("body", K.constant_body h cb);
+               ("univs", K.constant_univs h cb);
+               ("flags", K.flags (K.constant_flags cb)) ]
+         in
+         consts := (K.const_name c, entry) :: !consts);
+      drain ()
+    end
+    else if not (Queue.is_empty st.todo_m) then begin
+      let m = Queue.pop st.todo_m in
+      (match Global.lookup_mind m with
+       | exception Not_found ->
+         undumpable :=
+           J.Obj [ ("name", J.Str (K.mind_name m)); ("why", J.Str "not in the environment") ]
+           :: !undumpable
+       | mib -> minds := (K.mind_name m, K.mind h m mib) :: !minds);
+      drain ()
+    end
+  in
+  drain ();
+  let sorted l = List.sort (fun (a, _) (b, _) -> String.compare a b) l in
+  (sorted !consts, sorted !minds, List.rev !undumpable)
+
+let unsafe_entry name obj words =
+  List.map
+    (fun w -> J.Obj [ ("name", J.Str name); ("what", J.Str w); ("object", J.Str obj) ])
+    words
+
+(* the postulates (Undef constants of modules in the environment, implementations
+   resolved) and the objects with non-default typing flags (everywhere) *)
+let postulates_and_unsafe st h =
+  let postulates = ref [] and unsafe = ref [] and names = ref SSet.empty in
+  walk_library st.lib (function
+    | IConst (where, kn, cb) ->
+      let name =
+        if where = Module then K.const_name (const_of kn) else KerName.to_string kn
+      in
+      unsafe := !unsafe @ unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb));
+      if where = Module && K.constant_kind cb = "undef" && not (SSet.mem name !names) then begin
+        names := SSet.add name !names;
+        postulates :=
+          (name, J.Obj [ ("type", K.term h (K.constant_type cb)); ("univs", K.constant_univs h cb) ])
+          :: !postulates
+      end
+    | IMind (where, kn, mib) ->
+      let name = if where = Module then K.mind_name (mind_of kn) else KerName.to_string kn in
+      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib)));
+  (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, !unsafe)
+
+let universes st =
+  let levels = List.rev st.levels in
+  let all = Univ.Level.set :: levels in
+  let pairs test =
+    List.concat_map
+      (fun a ->
+        List.filter_map
+          (fun b ->
+            if Univ.Level.equal a b then None
+            else if (try test a b with _ -> false) then
+              Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
+            else None)
+          all)
+      all
+  in
+  J.Obj
+    [ ("levels", J.list (fun l -> J.Str (K.level_name l)) levels);
+      ("le", J.List (pairs K.entails_le));
+      ("lt", J.List (pairs K.entails_lt)) ]
+
+let library_of_name name =
+  match DirPath.make (List.rev_map Id.of_string (String.split_on_char '.' name)) with
+  | dp -> dp
+
+let dump_targets nonce library names =
+  let lib = library_of_name library in
+  let st =
+    { lib; prefix = library ^ "."; todo_c = Queue.create (); todo_m = Queue.create ();
+      seen = SSet.empty; levels = []; level_names = SSet.empty }
+  in
+  let h = hooks st in
+  let unique = List.sort_uniq String.compare names in
+  let targets = List.map (fun n -> (n, target st h n)) unique in
+  let postulates, unsafe = postulates_and_unsafe st h in
+  let consts, minds, undumpable = closure_entries st h in
+  let missing =
+    List.filter_map
+      (fun (n, t) ->
+        match t with
+        | J.Obj (("found", J.Bool false) :: ("why", why) :: _) ->
+          Some (J.Obj [ ("name", J.Str n); ("why", why) ])
+        | _ -> None)
+      targets
+  in
+  let json =
+    J.Obj
+      (header "targets" lib
+      @ [ ("targets", J.Obj targets);
+          ("closure", J.Obj [ ("constants", J.Obj consts); ("inductives", J.Obj minds) ]);
+          ("postulates", J.Obj postulates);
+          ("unsafe", J.List unsafe);
+          ("universes", universes st);
+          ("undumpable", J.List (missing @ undumpable)) ])
+  in
+  print_framed nonce json
+
+(* ---- the `library` dump ------------------------------------------------------------------ *)
+
+let refs_of cb =
+  let names = ref SSet.empty in
+  let add s = names := SSet.add s !names in
+  let h = { K.const = (fun c -> add (K.const_name c)); K.mind = (fun m -> add (K.mind_name m)); K.level = ignore } in
+  K.constant_refs h cb;
+  (match Fb_memo.opaque_body cb with Some c -> ignore (K.term h c) | None -> ());
+  J.list J.str (SSet.elements !names)
+
+let dump_library nonce library =
+  let lib = library_of_name library in
+  let local = Fb_memo.new_local () in
+  let objects = ref [] and unsafe = ref [] and undumpable = ref [] in
+  let ask root =
+    try Some (K.assumptions K.no_hooks (Fb_memo.assumptions ~local root))
+    with e ->
+      undumpable := J.Obj [ ("name", J.Str (K.globref_name root)); ("why", J.Str (Printexc.to_string e)) ] :: !undumpable;
+      None
+  in
+  walk_library lib (function
+    | IConst (where, kn, cb) ->
+      let name, assumptions, refs =
+        if where = Module then
+          let c = const_of kn in
+          (K.const_name c, J.opt (fun x -> x) (ask (GlobRef.ConstRef c)), J.Null)
+        else (KerName.to_string kn, J.Null, refs_of cb)
+      in
+      let words = K.unsafe_words (K.constant_flags cb) in
+      unsafe := !unsafe @ unsafe_entry name "constant" words;
+      objects :=
+        J.Obj
+          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "constant");
+            ("kind", J.Str (K.constant_kind cb)); ("type", K.term K.no_hooks (K.constant_type cb));
+            ("flags", K.flags (K.constant_flags cb)); ("assumptions", assumptions); ("refs", refs) ]
+        :: !objects
+    | IMind (where, kn, mib) ->
+      let name, assumptions =
+        if where = Module then
+          let m = mind_of kn in
+          (K.mind_name m, J.opt (fun x -> x) (ask (GlobRef.IndRef (m, 0))))
+        else (KerName.to_string kn, J.Null)
+      in
+      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib));
+      objects :=
+        J.Obj
+          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "inductive");
+            ("kind", J.Null); ("type", J.Null);
+            ("flags", K.flags (K.mind_flags mib)); ("assumptions", assumptions); ("refs", J.Null) ]
+        :: !objects);
+  let json =
+    J.Obj
+      (header "library" lib
+      @ [ ("objects", J.List (List.rev !objects));
+          ("unsafe", J.List !unsafe);
+          ("undumpable", J.List (List.rev !undumpable)) ])
+  in
+  print_framed nonce json
