@@ -90,7 +90,7 @@ GENUINE = {
     ),
     "Global Set after a target": (
         GLOBAL_SET,
-        solved(GLOBAL_SET, "intros; rewrite Nat.add_0_r; reflexivity."),
+        solved(GLOBAL_SET, "induction n; simpl; congruence."),
     ),
     "a functor application in the context": (FUNCTOR, solved(FUNCTOR, "reflexivity.")),
     "targets in a section, fewer section variables": (SECTION, solved(SECTION, *SECTION_PROOFS)),
@@ -146,9 +146,11 @@ ATTACKS = {
     # the section target proved outside the section for a fixed `n`
     "a section target's variable instantiated": (
         SECTION,
-        solved(SECTION, *SECTION_PROOFS).replace(
-            "Definition d := n + 1.", "Definition d := 0 + 1."
-        ),
+        solved(
+            SECTION.replace("Definition d := n + 1.", "Definition d := 0 + 1."),
+            "reflexivity.",
+            "reflexivity.",
+        ),  # fmt: skip
         Reason.statement_changed,
     ),
     "a proof that holds only under an extra universe constraint": (

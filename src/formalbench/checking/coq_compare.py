@@ -187,8 +187,11 @@ class Comparer:
                 if n != m:
                     raise Differs(f"a `match` branch binds {n} names, {m} in the candidate")
                 self.term(u, v)
-        elif kind == "invert":
-            self.generic(x, y)
+        elif kind == "invert":  # null, or the index terms of an inverted match
+            if x is None or y is None:
+                self.generic(x, y)
+            else:
+                self.field("ts", x, y, where)
         elif x != y:  # names, numbers, relevances, cast kinds
             raise Differs(f"{_show(where)}: {x} is {y} in the candidate")
 
@@ -271,12 +274,11 @@ def _map_rels(t: Json, depth: int, outer: Callable[[int], int]) -> Json:
         return [tag, t[1], *(_map_rels(x, depth, outer) for x in t[2:4]),
                 _map_rels(t[4], depth + 1, outer)]  # fmt: skip
     if tag == "Case":
-        if t[6] not in (None, "NoInvert"):
-            raise _Used  # an inverted match (SProp): not renumbered here
+        invert = None if t[6] is None else [_map_rels(x, depth, outer) for x in t[6]]
         ret = [t[5][0], _map_rels(t[5][1], depth + t[5][0], outer)]
         branches = [[n, _map_rels(b, depth + n, outer)] for n, b in t[8]]
         params = [_map_rels(p, depth, outer) for p in t[4]]
-        return [*t[:4], params, ret, t[6], _map_rels(t[7], depth, outer), branches, t[9]]
+        return [*t[:4], params, ret, invert, _map_rels(t[7], depth, outer), branches, t[9]]
     if tag == "Fix":
         k = len(t[3])
         return [tag, t[1], t[2], [_map_rels(x, depth, outer) for x in t[3]],

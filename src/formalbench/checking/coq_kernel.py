@@ -128,9 +128,6 @@ class KernelCheck:
                     folder.mkdir(parents=True, exist_ok=True)
                     (folder / "failed").write_text(problem, encoding="utf-8")
                 return problem
-            for junk in work.iterdir():
-                if junk.suffix != ".vo":
-                    junk.unlink()
             folder.mkdir(parents=True, exist_ok=True)
             os.replace(work / f"{LIBRARY}.vo", folder / f"{LIBRARY}.vo")
             return None
