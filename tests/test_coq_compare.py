@@ -334,3 +334,36 @@ def test_an_unreadable_dump_is_undecided_never_a_pass() -> None:
     other = proved(task)
     other["coq"] = "9.2"
     assert reasons(task, other, ["t"]) == [Reason.undecided.value]
+
+
+def test_a_postulate_is_allowed_only_to_targets_after_it() -> None:
+    p = {"type": ["Sort", "Prop"], "univs": MONO}
+    task = dump({"t": target(TWO)}, postulates={"Candidate.p": p, "Candidate.M.q": p})
+    cand = proved(task)
+    cand["targets"]["Candidate.p"] = target(p["type"])
+    cand["targets"]["Candidate.M.q"] = target(p["type"])
+    uses = [{"kind": "axiom", "name": "Candidate.p"}, {"kind": "axiom", "name": "Candidate.M.q"}]
+    cand["targets"]["Candidate.t"]["assumptions"] = uses
+    policy = VerifierPolicy()
+    assert compare(task, cand, ["t"], policy).findings == []  # no order known: all allowed
+    after = {"t": (frozenset(), ())}  # both declared after `t` in the task
+    found = compare(task, cand, ["t"], policy, before=after).findings
+    assert sorted(f.subject for f in found) == ["Candidate.M.q", "Candidate.p"]
+    one = {"t": (frozenset({"Candidate.p"}), ("Candidate.M.",))}
+    assert compare(task, cand, ["t"], policy, before=one).findings == []
+
+
+def test_postulates_before_reads_the_tasks_order() -> None:
+    from formalbench.checking.coq_kernel import postulates_before
+
+    text = (
+        "Module M.\nParameters (a b : nat) (c : bool).\nTheorem t1 : True.\nAdmitted.\nEnd M.\n"
+        "Section S.\nVariable w : nat.\nTheorem t2 : True.\nAdmitted.\nEnd S.\n"
+        "Parameter p : 1 = 2.\nDeclare Module D : T.\n"
+        "Module Type MT.\nParameter q : nat.\nEnd MT.\nTheorem t3 : True.\nAdmitted.\n"
+    )
+    found = postulates_before(text)
+    abc = {"Candidate.M.a", "Candidate.M.b", "Candidate.M.c"}
+    assert found["M.t1"] == (frozenset(abc), ())
+    assert found["t2"] == (frozenset(abc), ())  # a section variable is no postulate
+    assert found["t3"] == (frozenset(abc | {"Candidate.p"}), ("Candidate.D.",))

@@ -420,12 +420,15 @@ def compare(
     policy: VerifierPolicy,
     *,
     in_section: frozenset[str] = frozenset(),
+    before: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] | None = None,
     axiom_step: AxiomStep = minimal_axioms,
 ) -> Outcome:
     """Compare the task's dump with the candidate's (`targets`: names as the task's text
-    qualifies them, `t`, `M.t`; `in_section`: those of them inside a section of the task)."""
+    qualifies them, `t`, `M.t`; `in_section`: those of them inside a section of the task;
+    `before`: per target, the task's postulates declared before it, by full name and by
+    module prefix, the only ones it may rest on; None: every task postulate)."""
     try:
-        return _compare(task, candidate, targets, policy, in_section, axiom_step)
+        return _compare(task, candidate, targets, policy, in_section, before, axiom_step)
     except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError) as why:
         message = f"undecided: a kernel dump cannot be read ({type(why).__name__}: {why})"
         return Outcome([_finding(Reason.undecided, None, message)])
@@ -437,6 +440,7 @@ def _compare(
     targets: Sequence[str],
     policy: VerifierPolicy,
     in_section: frozenset[str],
+    before: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] | None,
     axiom_step: AxiomStep,
 ) -> Outcome:
     out = Outcome()
@@ -537,7 +541,13 @@ def _compare(
         short = name[len(LIBRARY) + 1 :]
         assumptions = theirs.get("assumptions", [])
         out.axioms[short] = [str(a["name"]) for a in assumptions if a.get("kind") == "axiom"]
-        out.findings += axiom_step(short, assumptions, postulates, policy)
+        usable = postulates
+        if before is not None:
+            exact, prefixes = before.get(short, (frozenset(), ()))
+            usable = {
+                n: p for n, p in postulates.items() if n in exact or n.startswith(tuple(prefixes))
+            }
+        out.findings += axiom_step(short, assumptions, usable, policy)
     return out
 
 

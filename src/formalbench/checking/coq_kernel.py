@@ -21,6 +21,7 @@ import atexit
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -171,8 +172,8 @@ class KernelCheck:
                 message = f"undecided: the candidate's library cannot be dumped: {why}"
                 return result, [Finding(reason=Reason.undecided, message=message[:500])]
         self.kernel_checks += 1
-        outcome = compare(build.dump, theirs, every, policy,
-                          in_section=section_targets(original), axiom_step=self.axiom_step)  # fmt: skip
+        outcome = compare(build.dump, theirs, every, policy, in_section=section_targets(original),
+                          before=postulates_before(original), axiom_step=self.axiom_step)  # fmt: skip
         axioms = {t: a for t, a in outcome.axioms.items() if t in targets}
         return result.model_copy(update={"axioms": axioms}), outcome.findings
 
@@ -196,6 +197,83 @@ def section_targets(original: str) -> frozenset[str]:
         elif d.kind == "End" and scopes:
             scopes.pop()
     return frozenset(found)
+
+
+_POSTULATING = frozenset(
+    [
+        "Axiom",
+        "Axioms",
+        "Parameter",
+        "Parameters",
+        "Conjecture",
+        "Variable",
+        "Variables",
+        "Hypothesis",
+        "Hypotheses",
+        "Context",
+    ]
+)
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_']*$")
+
+
+def postulates_before(original: str) -> dict[str, tuple[frozenset[str], tuple[str, ...]]]:
+    """For each target, the postulates the original declares before it, by full name, and
+    the module prefixes (`Candidate.M.`) whose postulates come before it (`Declare Module M`,
+    `Module M := F X`, whose fields a functor may postulate). A task's postulate may be used
+    by a target only where the task declares it before that target: a candidate that moves a
+    later `Parameter p : 1 = 2` above the target and uses it proves something the task does
+    not let it assume. Read from the original's text (trusted); a postulate whose place the
+    text does not show is available to no target."""
+    decls, holes = hole_decls(original, Language.coq)
+    names: set[str] = set()
+    prefixes: list[str] = []
+    scopes: list[str | None] = []  # module name, or None for a section / module type
+    out: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
+    for d in decls:
+        texts = [t.text for t in d.tokens[d.head :]]
+        path = [m for m in scopes if m]
+        in_module_type = "" in scopes
+        if d.index in holes and d.name:
+            out[d.name] = (frozenset(names), tuple(prefixes))
+        if d.kind in _POSTULATING and None not in scopes and not in_module_type:
+            for name in _declared(texts[1:]):
+                names.add(".".join([LIBRARY, *path, name]))
+        if d.kind == "Declare" and texts[1:2] == ["Module"] and len(texts) > 2:
+            prefixes.append(".".join([LIBRARY, *path, texts[2]]) + ".")
+        if d.kind == "Module" and len(texts) > 1:
+            at = 2 if texts[1] in ("Import", "Export") else 1
+            name = texts[at] if at < len(texts) else ""
+            if texts[1] == "Type":
+                scopes.append("")  # a module type: its fields are no objects
+            elif _module_opens(d):
+                scopes.append(name)
+            else:
+                prefixes.append(".".join([LIBRARY, *path, name]) + ".")
+        elif d.kind == "Section":
+            scopes.append(None)
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+    return out
+
+
+def _declared(words: Sequence[str]) -> list[str]:
+    """The names a postulate command declares: `p q : T`, `(p q : T) (r : U)`, `{A : Type}`."""
+    found: list[str] = []
+    depth = 0
+    before_colon = True
+    for w in words:
+        if w in ("(", "{", "["):
+            depth += 1
+            before_colon = True
+        elif w in (")", "}", "]"):
+            depth -= 1
+        elif w == ":" and depth <= 1:
+            before_colon = False
+        elif before_colon and depth <= 1 and _IDENT.match(w):
+            found.append(w)
+        if w == "." and depth == 0:
+            break
+    return found
 
 
 def _module_opens(d: Any) -> bool:
