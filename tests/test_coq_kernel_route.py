@@ -175,6 +175,18 @@ ATTACKS = {
         solved(POSTULATE.replace("p > 0", "p = 1"), "rewrite p_pos; discriminate."),
         Reason.statement_changed,
     ),
+    # the task's postulate kept word for word, but what it speaks of made a definition: the
+    # allowed `p_pos` now says `0 > 0`
+    "a postulate's meaning changed through what it mentions": (
+        POSTULATE.replace("Theorem t : p <> 0.", "Theorem t : False."),
+        solved(
+            POSTULATE.replace("Parameter p : nat.", "Definition p := 0.").replace(
+                "Theorem t : p <> 0.", "Theorem t : False."
+            ),
+            "pose proof p_pos as H. inversion H.",
+        ),
+        Reason.statement_changed,
+    ),
     "an axiom of its own": (
         POSTULATE,
         solved(

@@ -106,11 +106,16 @@ class KernelCheck:
                 problem = self._build(original, folder, timeout)
                 if problem is not None:
                     return TaskBuild(None, problem)
-            left = max(timeout - (time.monotonic() - started), 1.0)
+            preload = preload_sentences(original, (LIBRARY,))
             try:
-                found = self.dumper.dump(
-                    folder, names, left, preload_sentences(original, (LIBRARY,))
-                )
+                found = self.dumper.dump(folder, names, _left(timeout, started), preload)
+                more = sorted(set(found["postulates"]) - set(names))
+                if more:
+                    # asked again with its postulates, so that the closure holds what their
+                    # types use too: a candidate may not change what an allowed postulate
+                    # means (`Definition p := 0` under the task's `Axiom p_spec : p = 1`)
+                    names = sorted({*names, *more})
+                    found = self.dumper.dump(folder, names, _left(timeout, started), preload)
             except DumpFailed as why:
                 return TaskBuild(None, f"the task's library cannot be dumped: {why}")
             tmp = dump_file.with_suffix(".tmp")
@@ -176,6 +181,10 @@ class KernelCheck:
                           before=postulates_before(original), axiom_step=self.axiom_step)  # fmt: skip
         axioms = {t: a for t, a in outcome.axioms.items() if t in targets}
         return result.model_copy(update={"axioms": axioms}), outcome.findings
+
+
+def _left(timeout: float, started: float) -> float:
+    return max(timeout - (time.monotonic() - started), 1.0)
 
 
 def all_targets(original: str) -> list[str]:
