@@ -367,3 +367,14 @@ def test_postulates_before_reads_the_tasks_order() -> None:
     assert found["M.t1"] == (frozenset(abc), ())
     assert found["t2"] == (frozenset(abc), ())  # a section variable is no postulate
     assert found["t3"] == (frozenset(abc | {"Candidate.p"}), ("Candidate.D.",))
+
+
+def test_deep_terms_are_compared_without_recursion() -> None:
+    deep: list[Any] = ["Construct", "Coq.Init.Datatypes.nat", 0, 1, []]
+    for _ in range(20_000):  # a numeral in `nat`: one `S` per level
+        deep = ["App", ["Construct", "Coq.Init.Datatypes.nat", 0, 2, []], [deep]]
+    task = dump({"t": target(eq(deep, deep))})
+    cand = dump({"t": target(eq(deep, deep), kind="opaque")})
+    assert reasons(task, cand, ["t"]) == []
+    other = dump({"t": target(eq(deep, ["Rel", 1]), kind="opaque")})
+    assert reasons(task, other, ["t"]) == [Reason.statement_changed.value]

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_kernel_dump import (
     KernelDumpError,
@@ -61,7 +63,7 @@ class Dumper:
             found = dump_targets(self.backend, folder, list(names), library=LIBRARY, timeout=left)
         except KernelDumpError as why:
             raise DumpFailed(str(why)) from why
-        return found.model_dump(mode="json")
+        return plain(found)
 
     def _in_session(
         self, folder: Path, names: Sequence[str], deadline: float, preload: Sequence[str]
@@ -82,4 +84,17 @@ class Dumper:
             return None
         self.pool.succeeded()
         self.session_dumps += 1
-        return found.model_dump(mode="json")
+        return plain(found)
+
+
+def plain(value: Any) -> Any:
+    """A validated dump as the format's plain JSON values. Not `model_dump`: pydantic's
+    serializer gives up on deep terms (its recursion guard reports a "circular reference"),
+    and the terms under the models are plain JSON already (validated, not converted)."""
+    if isinstance(value, BaseModel):
+        return {name: plain(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list) and any(isinstance(v, (BaseModel, dict)) for v in value):
+        return [plain(v) for v in value]
+    return value

@@ -153,6 +153,15 @@ class Comparer:
 
     # --- terms ---------------------------------------------------------------------------
     def term(self, a: Json, b: Json) -> None:
+        """Two terms equal up to the bijection; a worklist, not recursion (terms are deep:
+        a numeral in `nat`, a long list)."""
+        work = [(a, b)]
+        while work:
+            x, y = work.pop()
+            work.extend(self._node(x, y))
+
+    def _node(self, a: Json, b: Json) -> list[tuple[Json, Json]]:
+        """Compare the head of two terms; the pairs of subterms still to compare."""
         if not isinstance(a, list) or not isinstance(b, list) or not a or not b:
             raise Malformed(f"a term is not a list: {str(a)[:60]}")
         tag = a[0]
@@ -165,16 +174,18 @@ class Comparer:
             raise Malformed(f"unknown term constructor {tag!r}")
         if len(a) != len(shape) + 1 or len(b) != len(a):
             raise Malformed(f"a `{tag}` term has the wrong arity")
+        pending: list[tuple[Json, Json]] = []
         for kind, x, y in zip(shape, a[1:], b[1:], strict=True):
-            self.field(kind, x, y, a)
+            self.field(kind, x, y, a, pending)
+        return pending
 
-    def field(self, kind: str, x: Json, y: Json, where: Json) -> None:
+    def field(self, kind: str, x: Json, y: Json, where: Json, pending: list[Any]) -> None:
+        """One field of a term; subterms are appended to `pending`."""
         if kind == "t":
-            self.term(x, y)
+            pending.append((x, y))
         elif kind == "ts":
             _lists(x, y, "terms")
-            for u, v in zip(x, y, strict=True):
-                self.term(u, v)
+            pending.extend(zip(x, y, strict=True))
         elif kind == "i":
             self.instance(x, y)
         elif kind == "s":
@@ -186,12 +197,12 @@ class Comparer:
             for (n, u), (m, v) in zip(x, y, strict=True):
                 if n != m:
                     raise Differs(f"a `match` branch binds {n} names, {m} in the candidate")
-                self.term(u, v)
+                pending.append((u, v))
         elif kind == "invert":  # null, or the index terms of an inverted match
             if x is None or y is None:
                 self.generic(x, y)
             else:
-                self.field("ts", x, y, where)
+                self.field("ts", x, y, where, pending)
         elif x != y:  # names, numbers, relevances, cast kinds
             raise Differs(f"{_show(where)}: {x} is {y} in the candidate")
 
@@ -431,6 +442,9 @@ def compare(
         return _compare(task, candidate, targets, policy, in_section, before, axiom_step)
     except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError) as why:
         message = f"undecided: a kernel dump cannot be read ({type(why).__name__}: {why})"
+        return Outcome([_finding(Reason.undecided, None, message)])
+    except RecursionError:
+        message = "undecided: a term of the kernel dump nests deeper than this comparison follows"
         return Outcome([_finding(Reason.undecided, None, message)])
 
 
