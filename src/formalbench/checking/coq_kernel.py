@@ -152,7 +152,7 @@ class KernelCheck:
         statements, refused axioms and bypasses, or why nothing can be decided)."""
         started = time.monotonic()
         limit = float(timeout if timeout is not None else self.backend.timeout)
-        original = closed(original)
+        original = through_last_target(closed(original))
         every = all_targets(original)
         build = self.task(original, every, limit)
         with work_dir("coq") as tmp:
@@ -309,6 +309,44 @@ def closed(original: str) -> str:
     if closer in COQ_CLOSERS or last.tokens[-1].text != ".":
         return original
     return original.rstrip() + "\nAdmitted.\n"
+
+
+def through_last_target(original: str) -> str:
+    """The original up to the end of its last target, its open sections and modules closed:
+    what comes after cannot change a target's type or what it may rest on, and it may no
+    longer compile once a section lemma is admitted (it then takes every section variable:
+    `Check (t 1 eq_refl)` after the section). Not cut inside a module checked against a
+    signature (`Module F (X : A) <: T.`): its `End` needs the fields after the target."""
+    decls, holes = hole_decls(original, Language.coq)
+    last = max((i for i in holes if decls[i].name), default=-1)
+    if last < 0 or last == len(decls) - 1:
+        return original
+    scopes: list[str] = []
+    signed: list[bool] = []
+    for d in decls[:last]:
+        texts = [t.text for t in d.tokens[d.head :]]
+        opens = d.kind == "Section" or (d.kind == "Module" and _module_opens(d))
+        if opens and len(texts) > 1:
+            signed.append(d.kind == "Module" and _signed(texts))
+            at = 2 if d.kind == "Module" and texts[1] in ("Import", "Export", "Type") else 1
+            scopes.append(texts[min(at, len(texts) - 1)])
+        elif d.kind == "End" and scopes:
+            scopes.pop()
+            signed.pop()
+    if any(signed):
+        return original
+    closing = "".join(f"End {name}.\n" for name in reversed(scopes))
+    return original[: decls[last].end] + "\n" + closing
+
+
+def _signed(texts: Sequence[str]) -> bool:
+    """A module header with a signature (`: T` or `<: T`) outside its parameters."""
+    depth = 0
+    for text in texts:
+        depth += {"(": 1, ")": -1}.get(text, 0)
+        if text == ":" and depth == 0:
+            return True
+    return False
 
 
 def _failure(status: CheckStatus, stderr: str) -> str:
