@@ -213,3 +213,17 @@ def test_the_verdict_names_each_targets_axioms(verifier: StrictVerifier) -> None
     verdict = verifier.verify(original, solved(original, "exact classic."))
     assert verdict.passed, verdict.findings
     assert verdict.axioms == {"t": ["Coq.Logic.Classical_Prop.classic"]}
+
+
+def test_a_proof_that_instantiates_a_task_axiom_at_the_statements_level_passes(
+    verifier: StrictVerifier,
+) -> None:
+    # ClassicalEpsilon.v's shape: the proof uses the task's axiom at the target's `Type`,
+    # which adds `t's level <= the axiom's level` to the candidate's graph: a constraint on
+    # a level no statement has (only the axiom's type), like any lemma a proof instantiates
+    task = (
+        "Axiom choose : forall A : Type, A -> A.\n"
+        "Theorem t : forall B : Type, B -> B.\nProof.\nAdmitted.\n"
+    )
+    verdict = verifier.verify(task, solved(task, "exact choose."))
+    assert verdict.passed, verdict.findings

@@ -532,6 +532,10 @@ def _compare(
                 add(_finding(reason, short,
                              f"{'undecided: ' if reason == Reason.undecided else ''}`{short}`, "
                              f"which the task's statements use, differs: {why}"))  # fmt: skip
+    # the statements' own levels: constraints are compared on these; a level met only in a
+    # postulate's type (an axiom's `Type`) is like the level of any lemma a proof uses: a
+    # proof that instantiates it adds a constraint that says nothing about the statements
+    stated = dict(cmp.levels.back)
     for name in sorted(postulates):
         short = name[len(LIBRARY) + 1 :]
         other = cand["targets"].get(name) or {}
@@ -546,7 +550,7 @@ def _compare(
         except Differs as why:
             add(_finding(Reason.statement_changed, short,
                          f"the task's postulate `{short}` has another type: {why}"))  # fmt: skip
-    for finding in _stronger(task, cand, cmp.levels):
+    for finding in _stronger(task, cand, stated):
         add(finding)
     for name in names:
         theirs = cand["targets"].get(name) or {}
@@ -718,11 +722,14 @@ def _same_template(cmp: Comparer, a: Json, b: Json) -> None:
         raise Differs("the template's universe constraints differ")
 
 
-def _stronger(task: Mapping[str, Any], cand: Mapping[str, Any], levels: Bijection) -> list[Finding]:
-    """Every constraint the candidate's graph entails between renamed levels (or `Set`)
-    that the task's does not: the candidate's statement would hold only under it."""
+def _stronger(
+    task: Mapping[str, Any], cand: Mapping[str, Any], stated: Mapping[str, str]
+) -> list[Finding]:
+    """Every constraint the candidate's graph entails between the statements' renamed levels
+    (`stated`: candidate level -> task level; or `Set`) that the task's does not: the
+    candidate's statement would hold only under it."""
     findings = []
-    back = {**levels.back, "Set": "Set"}
+    back = {**stated, "Set": "Set"}
     for rel in ("le", "lt"):
         ours = {tuple(p) for p in task["universes"][rel]}
         for x, y in cand["universes"][rel]:
