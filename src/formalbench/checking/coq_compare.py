@@ -259,10 +259,29 @@ def _pair(x: Json) -> tuple[str, int]:
     return x[0], x[1]
 
 
+_WORDS = {
+    "App": "an application",
+    "Prod": "a product (forall)",
+    "Lambda": "a function",
+    "LetIn": "a let",
+    "Sort": "a sort",
+    "Case": "a match",
+    "Fix": "a fixpoint",
+    "CoFix": "a cofixpoint",
+    "Proj": "a projection",
+    "Cast": "a cast",
+}
+
+
 def _show(t: Json) -> str:
-    if isinstance(t, list) and t and t[0] in ("Const", "Ind", "Construct", "Var", "Rel"):
-        return f"{t[0]} {t[1]}"
-    return f"a `{t[0]}`" if isinstance(t, list) and t else str(t)[:40]
+    """A term's head in a message: a name where it has one, else what it is."""
+    if isinstance(t, list) and t and t[0] in ("Const", "Ind", "Construct", "Var"):
+        return str(t[1]) if t[0] != "Construct" else f"constructor {t[3]} of {t[1]}"
+    if isinstance(t, list) and t and t[0] == "Rel":
+        return f"bound variable {t[1]}"
+    if isinstance(t, list) and t and isinstance(t[0], str):
+        return _WORDS.get(t[0], f"a `{t[0]}`")
+    return str(t)[:40]
 
 
 # --- de Bruijn strengthening (targets in sections) ------------------------------------------
