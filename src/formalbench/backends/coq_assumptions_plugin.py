@@ -1,8 +1,8 @@
 """formalbench's Coq plugin: built on first use, trusted by content hash, loaded by absolute path.
 
 Why a plugin: Coq's kernel objects are only readable as data from OCaml. The plugin
-(`ocaml/`: `g_fb_assumptions.mlg` declares the commands; `fb_json.ml`, `fb_kernel.ml`,
-`fb_memo.ml`, `fb_dump.ml` hold the code) adds
+(`ocaml/`: `g_fb_assumptions.mlg` declares the commands; `fb_json.ml`, `fb_dump.ml` and,
+per kernel API, `coq816/fb_kernel.ml` and `coq816/fb_memo.ml` hold the code) adds
 
 * `Fb_Print_Assumptions t`: `Print Assumptions t`'s answer, but remembering the walk of the
   libraries frozen by `Fb_Freeze_Assumptions` (the warm session's preloads), so that a
@@ -62,15 +62,19 @@ log = logging.getLogger(__name__)
 
 OCAML = Path(__file__).with_name("ocaml")
 GRAMMAR = OCAML / "g_fb_assumptions.mlg"
-# linked in this order; the grammar file (the commands) last
-MODULES = [OCAML / "fb_json.ml", OCAML / "fb_kernel.ml", OCAML / "fb_memo.ml", OCAML / "fb_dump.ml"]
 SOURCE = GRAMMAR  # kept for callers that name the grammar file
+# The seam between Coq versions: `fb_kernel.ml` and `fb_memo.ml` are written against one
+# kernel API each, in a folder per API (a Rocq 9.2 build adds its folder and its findlib
+# package here); `fb_json.ml`, `fb_dump.ml` and the grammar are shared.
+API_FOLDERS = {"8.16": ("coq816", "coq-core.vernac")}
+VERSIONED = ("fb_kernel.ml", "fb_memo.ml")
 PLUGIN_FILE = "fb_assumptions_plugin.cmxs"
 FINDLIB_NAME = "formalbench.fb_assumptions"
 LOADER = "load.v"  # the one sentence that loads it, given to coqtop with `-l`
 QUERY_VERB = "Fb_Print_Assumptions"
 FREEZE = "Fb_Freeze_Assumptions."
 DUMP_VERB = "Fb_Kernel_Dump"
+DUMP_EXACT_VERB = "Fb_Kernel_Dump_Exact"
 DUMP_LIBRARY_VERB = "Fb_Kernel_Dump_Library"
 BUILD_TIMEOUT = 300.0
 _DONE = ".complete"
@@ -93,13 +97,30 @@ def enabled() -> bool:
     return os.environ.get("FORMALBENCH_COQ_PLUGIN", "1") != "0"
 
 
-def sources() -> list[Path]:
-    return [*MODULES, GRAMMAR]
+def api(version: str) -> tuple[Path, str]:
+    """The folder of version-specific sources and the findlib package for Coq `version`."""
+    key = ".".join(version.split(".")[:2])
+    if key not in API_FOLDERS:
+        known = ", ".join(sorted(API_FOLDERS))
+        raise BackendError(f"the plugin has no sources for Coq {version} (it has: {known})")
+    folder, package = API_FOLDERS[key]
+    return OCAML / folder, package
 
 
-def source_hash() -> str:
+def modules(version: str) -> list[Path]:
+    """The OCaml files of the plugin for Coq `version`, in link order (the grammar's
+    generated file comes last)."""
+    versioned, _ = api(version)
+    return [OCAML / "fb_json.ml", *(versioned / v for v in VERSIONED), OCAML / "fb_dump.ml"]
+
+
+def sources(version: str) -> list[Path]:
+    return [*modules(version), GRAMMAR]
+
+
+def source_hash(version: str) -> str:
     digest = hashlib.sha256()
-    for path in sources():
+    for path in sources(version):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
@@ -229,13 +250,14 @@ def _read_marker(target: Path) -> str | None:
 def _built(coqtop: str) -> BuiltPlugin:
     coqc = str(Path(coqtop).with_name("coqc"))
     root = cache_path("coq-plugin")
-    name = f"{coq_version(coqc)}-{source_hash()}"
+    version = coq_version(coqc)
+    name = f"{version}-{source_hash(version)}"
     distrust = cache_trusted(root)
     if distrust is not None:
         log.info("the Coq plugin is built for this process only: %s", distrust)
         work = Path(tempfile.mkdtemp(prefix=f"formalbench-pluginbuild-{os.getpid()}-"))
         _private.append(work)
-        return BuiltPlugin(work, _build_in(coqtop, work))
+        return BuiltPlugin(work, _build_in(coqtop, version, work))
     target = root / name
     recorded = _read_marker(target)
     if recorded is not None:
@@ -252,7 +274,7 @@ def _built(coqtop: str) -> BuiltPlugin:
             return BuiltPlugin(target, recorded)
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
         try:
-            digest = _build_in(coqtop, work)
+            digest = _build_in(coqtop, version, work)
             for junk in work.iterdir():
                 if junk.name != PLUGIN_FILE:
                     junk.unlink()
@@ -272,16 +294,17 @@ def _built(coqtop: str) -> BuiltPlugin:
     return BuiltPlugin(target, digest)
 
 
-def _build_in(coqtop: str, work: Path) -> str:
+def _build_in(coqtop: str, version: str, work: Path) -> str:
     """Build the plugin in `work` and smoke-test it; the sha256 of the plugin file."""
-    for path in sources():
+    _, package = api(version)
+    for path in sources(version):
         shutil.copyfile(path, work / path.name)
     _run(["coqpp", GRAMMAR.name], work)
     _run(
         [
             "ocamlfind", "ocamlopt", "-shared", "-rectypes", "-thread",
-            "-package", "coq-core.vernac", "-o", PLUGIN_FILE,
-            *(p.name for p in MODULES), GRAMMAR.with_suffix(".ml").name,
+            "-package", package, "-o", PLUGIN_FILE,
+            *(p.name for p in modules(version)), GRAMMAR.with_suffix(".ml").name,
         ],
         work,
     )  # fmt: skip

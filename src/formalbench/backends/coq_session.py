@@ -193,7 +193,10 @@ class CoqSession:
         argv = [self.coqtop, "-q", "-emacs", *library_args(self.backend.coqc), *self.backend.args]
         self.plugin = assumptions_plugin.plugin_folder(self.coqtop)
         if self.plugin is not None:
-            argv += assumptions_plugin.coqtop_args(self.plugin)
+            try:  # its hash is checked again before every process that loads it
+                argv += assumptions_plugin.coqtop_args(self.plugin)
+            except assumptions_plugin.PluginTampered as exc:
+                raise SessionBroken(str(exc)) from exc
         project = self.backend.project
         read_only = [str(p) for p in project.read_only] if project is not None else []
         if stopping():

@@ -94,8 +94,8 @@ let walk_library lib (f : item -> unit) =
   in
   fields Module (MPfile lib) (Fb_memo.fields_in_impl (MPfile lib))
 
-let const_of kn = try Global.constant_of_delta_kn kn with _ -> Constant.make1 kn
-let mind_of kn = try Global.mind_of_delta_kn kn with _ -> MutInd.make1 kn
+let const_of kn = try Global.constant_of_delta_kn kn with e when CErrors.noncritical e -> Constant.make1 kn
+let mind_of kn = try Global.mind_of_delta_kn kn with e when CErrors.noncritical e -> MutInd.make1 kn
 
 (* ---- the `targets` dump ---------------------------------------------------------------- *)
 
@@ -138,24 +138,35 @@ let hooks st =
         end);
   }
 
-let assumptions_of cst =
-  if Fb_memo.frozen_any () then Fb_memo.assumptions (GlobRef.ConstRef cst)
-  else K.coq_assumptions cst
+(* How a target's assumptions are computed: [`Exact] by Coq's own Assumptions.assumptions
+   (the walk of Print Assumptions, afresh for each target); [`Shared] by its memoizing twin
+   (fb_memo.ml: the same walk and constructors, frozen libraries remembered across commands)
+   with one table for all targets of the command, so that what two targets share is walked
+   once (a file's 136 lemmas over mathcomp: once, not 136 times). *)
+let assumptions_of mode local cst =
+  match mode with
+  | `Exact -> K.coq_assumptions cst
+  | `Shared -> Fb_memo.assumptions ~local (GlobRef.ConstRef cst)
 
-let target st h name =
+let target mode local st h name =
   let not_found why = J.Obj [ ("found", J.Bool false); ("why", J.Str why) ] in
   match Nametab.locate (Libnames.qualid_of_string name) with
-  | exception _ -> not_found "the name does not resolve to a global object"
+  | exception e when CErrors.noncritical e -> not_found "the name does not resolve to a global object"
   | GlobRef.ConstRef cst ->
     if not (in_library st.lib (Constant.modpath cst)) then
       not_found "the name resolves to a constant of another library"
     else (
       match Global.lookup_constant cst with
       | exception Not_found -> not_found "the constant is not in the environment"
+      | exception e when CErrors.noncritical e ->
+        not_found ("the constant cannot be read: " ^ Printexc.to_string e)
       | cb ->
         let ty = K.term h (K.constant_type cb) in
         let univs = K.constant_univs h cb in
-        let assumptions = K.assumptions h (assumptions_of cst) in
+        match K.assumptions h (assumptions_of mode local cst) with
+        | exception e when CErrors.noncritical e ->
+          not_found ("its assumptions cannot be computed: " ^ Printexc.to_string e)
+        | assumptions ->
         J.Obj
           [ ("found", J.Bool true);
             ("user", J.Str (K.user_const_name cst));
@@ -220,7 +231,7 @@ let postulates_and_unsafe st h =
       let name =
         if where = Module then K.const_name (const_of kn) else KerName.to_string kn
       in
-      unsafe := !unsafe @ unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb));
+      unsafe := List.rev_append (unsafe_entry name "constant" (K.unsafe_words (K.constant_flags cb))) !unsafe;
       if where = Module && K.constant_kind cb = "undef" && not (SSet.mem name !names) then begin
         names := SSet.add name !names;
         postulates :=
@@ -229,34 +240,49 @@ let postulates_and_unsafe st h =
       end
     | IMind (where, kn, mib) ->
       let name = if where = Module then K.mind_name (mind_of kn) else KerName.to_string kn in
-      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib)));
-  (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, !unsafe)
+      unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe);
+  (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, List.rev !unsafe)
 
+(* the true pairs (a, b), a in [left], b in [right], a <> b, for which [test] holds *)
+let pairs test left right =
+  List.concat_map
+    (fun a ->
+      List.filter_map
+        (fun b ->
+          if Univ.Level.equal a b then None
+          else if (try test a b with e when CErrors.noncritical e -> false) then
+            Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
+          else None)
+        right)
+    left
+
+(* Pairs among the library's levels seen (and Set); and, for constraints that reach out of
+   the library (`Constraint u < Coq.Init.Datatypes.list.u0.`), pairs between those levels
+   and every other level the graph relates directly to any level of the library. *)
 let universes st =
   let levels = List.rev st.levels in
   let all = Univ.Level.set :: levels in
-  let pairs test =
-    List.concat_map
-      (fun a ->
-        List.filter_map
-          (fun b ->
-            if Univ.Level.equal a b then None
-            else if (try test a b with _ -> false) then
-              Some (J.List [ J.Str (K.level_name a); J.Str (K.level_name b) ])
-            else None)
-          all)
-      all
+  let is_local l =
+    let name = K.level_name l and n = String.length st.prefix in
+    String.length name > n && String.sub name 0 n = st.prefix
   in
+  let outside = K.adjacent_levels is_local in
+  let across test = pairs test levels outside @ pairs test outside levels in
   J.Obj
     [ ("levels", J.list (fun l -> J.Str (K.level_name l)) levels);
-      ("le", J.List (pairs K.entails_le));
-      ("lt", J.List (pairs K.entails_lt)) ]
+      ("le", J.List (pairs K.entails_le all all));
+      ("lt", J.List (pairs K.entails_lt all all));
+      ( "external",
+        J.Obj
+          [ ("levels", J.list (fun l -> J.Str (K.level_name l)) outside);
+            ("le", J.List (across K.entails_le));
+            ("lt", J.List (across K.entails_lt)) ] ) ]
 
 let library_of_name name =
   match DirPath.make (List.rev_map Id.of_string (String.split_on_char '.' name)) with
   | dp -> dp
 
-let dump_targets nonce library names =
+let dump_targets ?(mode = `Shared) nonce library names =
   let lib = library_of_name library in
   let st =
     { lib; prefix = library ^ "."; todo_c = Queue.create (); todo_m = Queue.create ();
@@ -264,7 +290,8 @@ let dump_targets nonce library names =
   in
   let h = hooks st in
   let unique = List.sort_uniq String.compare names in
-  let targets = List.map (fun n -> (n, target st h n)) unique in
+  let local = Fb_memo.new_local () in
+  let targets = List.map (fun n -> (n, target mode local st h n)) unique in
   let postulates, unsafe = postulates_and_unsafe st h in
   let consts, minds, undumpable = closure_entries st h in
   let missing =
@@ -302,47 +329,54 @@ let dump_library nonce library =
   let lib = library_of_name library in
   let local = Fb_memo.new_local () in
   let objects = ref [] and unsafe = ref [] and undumpable = ref [] in
-  let ask root =
-    try Some (K.assumptions K.no_hooks (Fb_memo.assumptions ~local root))
+  let seen = ref SSet.empty in
+  (* a module alias (`Module M2 := M.`) shows M's objects again under M2: once is enough *)
+  let fresh where name =
+    if where <> Module then true
+    else if SSet.mem name !seen then false
+    else (seen := SSet.add name !seen; true)
+  in
+  (* the assumptions of an object of the environment; an object whose walk fails is named
+     in `undumpable` (and its assumptions are null) *)
+  let ask name root =
+    try K.assumptions K.no_hooks (Fb_memo.assumptions ~local root)
     with e ->
-      undumpable := J.Obj [ ("name", J.Str (K.globref_name root)); ("why", J.Str (Printexc.to_string e)) ] :: !undumpable;
-      None
+      let why = "its assumptions cannot be computed: " ^ Printexc.to_string e in
+      undumpable := J.Obj [ ("name", J.Str name); ("why", J.Str why) ] :: !undumpable;
+      J.Null
+  in
+  let add where name obj kind ty flags assumptions refs =
+    unsafe := List.rev_append (unsafe_entry name obj (K.unsafe_words flags)) !unsafe;
+    objects :=
+      J.Obj
+        [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str obj);
+          ("kind", kind); ("type", ty); ("flags", K.flags flags);
+          ("assumptions", assumptions); ("refs", refs) ]
+      :: !objects
   in
   walk_library lib (function
     | IConst (where, kn, cb) ->
-      let name, assumptions, refs =
-        if where = Module then
-          let c = const_of kn in
-          (K.const_name c, J.opt (fun x -> x) (ask (GlobRef.ConstRef c)), J.Null)
-        else (KerName.to_string kn, J.Null, refs_of cb)
-      in
-      let words = K.unsafe_words (K.constant_flags cb) in
-      unsafe := !unsafe @ unsafe_entry name "constant" words;
-      objects :=
-        J.Obj
-          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "constant");
-            ("kind", J.Str (K.constant_kind cb)); ("type", K.term K.no_hooks (K.constant_type cb));
-            ("flags", K.flags (K.constant_flags cb)); ("assumptions", assumptions); ("refs", refs) ]
-        :: !objects
+      let c = if where = Module then const_of kn else Constant.make1 kn in
+      let name = if where = Module then K.const_name c else KerName.to_string kn in
+      if fresh where name then begin
+        let assumptions, refs =
+          if where = Module then (ask name (GlobRef.ConstRef c), J.Null) else (J.Null, refs_of cb)
+        in
+        add where name "constant" (J.Str (K.constant_kind cb))
+          (K.term K.no_hooks (K.constant_type cb)) (K.constant_flags cb) assumptions refs
+      end
     | IMind (where, kn, mib) ->
-      let name, assumptions =
-        if where = Module then
-          let m = mind_of kn in
-          (K.mind_name m, J.opt (fun x -> x) (ask (GlobRef.IndRef (m, 0))))
-        else (KerName.to_string kn, J.Null)
-      in
-      unsafe := !unsafe @ unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib));
-      objects :=
-        J.Obj
-          [ ("name", J.Str name); ("where", J.Str (where_word where)); ("object", J.Str "inductive");
-            ("kind", J.Null); ("type", J.Null);
-            ("flags", K.flags (K.mind_flags mib)); ("assumptions", assumptions); ("refs", J.Null) ]
-        :: !objects);
+      let m = if where = Module then mind_of kn else MutInd.make1 kn in
+      let name = if where = Module then K.mind_name m else KerName.to_string kn in
+      if fresh where name then begin
+        let assumptions = if where = Module then ask name (GlobRef.IndRef (m, 0)) else J.Null in
+        add where name "inductive" J.Null J.Null (K.mind_flags mib) assumptions J.Null
+      end);
   let json =
     J.Obj
       (header "library" lib
       @ [ ("objects", J.List (List.rev !objects));
-          ("unsafe", J.List !unsafe);
+          ("unsafe", J.List (List.rev !unsafe));
           ("undumpable", J.List (List.rev !undumpable)) ])
   in
   print_framed nonce json

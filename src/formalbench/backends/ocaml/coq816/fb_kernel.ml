@@ -1,10 +1,12 @@
 (* formalbench: the kernel objects of Coq 8.16 as JSON (format: kdump-format.md, v1).
 
-   This is the one file written against the version-specific parts of the kernel API (the
-   shape of Constr.kind, sorts, universe levels and instances, universe contexts, typing
-   flags, inductive bodies, the constructors of Printer.context_object). A build for another
-   Coq/Rocq replaces this file (and fb_memo.ml) and keeps the interface fb_kernel.mli, so
-   fb_dump.ml and the commands stay as they are.
+   With fb_memo.ml, the code written against the version-specific parts of the kernel API
+   (the shape of Constr.kind, sorts, universe levels and instances, universe contexts,
+   typing flags, inductive bodies, the constructors of Printer.context_object). A build for
+   another Coq/Rocq puts its own pair in a folder of its own (coq_assumptions_plugin's
+   API_FOLDERS) that defines the same values (hooks, term, constant_*, mind*, flags,
+   unsafe_words, assumptions, coq_assumptions, entails_le/lt, the names), so that
+   fb_dump.ml and the commands build unchanged.
 
    Every term is written by walking Constr.t: full canonical kernel names, universe levels
    by their raw names (`Candidate.12`, `Var(0)`), binder names dropped (comparison is up to
@@ -307,5 +309,18 @@ let entails_le l r =
   UGraph.check_leq (Global.universes ()) (Univ.Universe.make l) (Univ.Universe.make r)
 
 let entails_lt l r = UGraph.check_constraint (Global.universes ()) (l, Univ.Lt, r)
+
+(* the levels that are not [is_local] (nor Set) and that the graph relates directly to a
+   level that is: where a library's constraints reach into the rest of the graph *)
+let adjacent_levels is_local =
+  let cs, _ = UGraph.constraints_of_universes (Global.universes ()) in
+  let outside l = not (is_local l || Univ.Level.is_set l) in
+  Univ.Constraints.fold
+    (fun (l, _, r) acc ->
+      if is_local l && outside r then Univ.Level.Set.add r acc
+      else if is_local r && outside l then Univ.Level.Set.add l acc
+      else acc)
+    cs Univ.Level.Set.empty
+  |> Univ.Level.Set.elements
 
 let version = Coq_config.version
