@@ -227,3 +227,17 @@ def test_a_proof_that_instantiates_a_task_axiom_at_the_statements_level_passes(
     )
     verdict = verifier.verify(task, solved(task, "exact choose."))
     assert verdict.passed, verdict.findings
+
+
+def test_a_proof_that_uses_library_lemmas_at_the_statements_level_passes(
+    verifier: StrictVerifier,
+) -> None:
+    # `rev`/`map` at `A : Type@{Candidate.1}` add `Candidate.1 <= Coq.Lists.List.*` to the
+    # candidate's graph (the dump's `universes.external`), which the task's admitted
+    # statement does not have: every genuine proof over `Type` does this, so such pairs
+    # are not compared (docs/decisions.md, "Coq verdicts on kernel objects")
+    task = (
+        "Require Import List.\nTheorem t : forall A : Type, list A -> list A.\nProof.\nAdmitted.\n"
+    )
+    verdict = verifier.verify(task, solved(task, "exact (fun A l => rev (map (fun x => x) l))."))
+    assert verdict.passed, verdict.findings
