@@ -529,10 +529,6 @@ def _compare(
             if name in asked:
                 continue  # a target met in the closure (a value hole): its type, above
             other = theirs_closure[kind].get(name)
-            if other is None and kind == "constants":
-                # a task postulate the candidate proved is asked as a target of its dump
-                found = cand["targets"].get(name)
-                other = found if found and found.get("found") else None
             short = name[len(LIBRARY) + 1 :] if name.startswith(f"{LIBRARY}.") else name
             if other is None:
                 add(_finding(Reason.statement_changed, short,
@@ -670,11 +666,7 @@ def _same_constant(cmp: Comparer, a: Mapping[str, Any], b: Mapping[str, Any]) ->
         raise Differs("another primitive")
     cmp.univs(a["univs"], b["univs"])
     cmp.generic(a.get("flags"), b.get("flags"))
-    for key in sorted(
-        (set(a) | set(b))
-        - _CONSTANT_KEYS
-        - {"found", "user", "canonical", "assumptions", "section_vars", "why"}
-    ):
+    for key in sorted((set(a) | set(b)) - _CONSTANT_KEYS):  # fields the format may add
         cmp.generic(a.get(key), b.get(key))
 
 
