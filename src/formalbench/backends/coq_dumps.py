@@ -75,9 +75,16 @@ class Dumper:
                 if session.plugin is None:
                     return None  # the plugin did not load there: one-shot says why
                 session.prepare(preload, deadline)
-                found = session_dump_targets(
-                    session, [folder / f"{LIBRARY}.vo"], list(names), deadline, library=LIBRARY
-                )
+                try:
+                    found = session_dump_targets(
+                        session, [folder / f"{LIBRARY}.vo"], list(names), deadline, library=LIBRARY
+                    )
+                except KernelDumpError:
+                    # an error in a session whose state passed its `Reset` check (an anomaly
+                    # about a `Candidate` object no longer loaded): that process is not
+                    # reused; the one-shot dump answers this check
+                    session.close()
+                    raise
         except (SessionBroken, KernelDumpError) as why:
             log.info("coq session gave no dump (%s); dumped one-shot", why)
             self.session_fallbacks += 1
