@@ -9,7 +9,7 @@ it, as a solver would submit). Three timings each:
 - `first`: the verifier's assistant route on an attempt at a task never seen (it also
   compiles the original, once per task);
 - `warm`: the same for every later attempt (the original's `.vo` comes from the cache):
-  the candidate compiled alone, plus the identity file (identity and axioms).
+  the candidate compiled alone, plus its kernel dump (a warm coqtop) and the comparison.
 
 Wall time and coqc CPU time (the children's, steadier on a shared machine). Prints the
 medians, the ratio of `warm` to `alone` (target <= 1.3x), and the static
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.coq_identity import KernelIdentity
+from formalbench.checking.coq_kernel import KernelCheck
 from formalbench.checking.holes import fill_holes, hole_decls
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
@@ -103,8 +103,7 @@ def measure(
     name: str, backend: CoqBackend, verifier: StrictVerifier, pairs: list[tuple[str, str]]
 ) -> None:
     cache = Path(tempfile.mkdtemp(prefix="bench-identity-"))
-    kernel = KernelIdentity(backend)
-    kernel.identity.cache_dir = cache
+    kernel = KernelCheck(backend, cache)
     policy = VerifierPolicy()
     rows: dict[str, list[tuple[float, ...]]] = {"wall": [], "cpu": []}
     refused = 0
@@ -128,7 +127,7 @@ def measure(
     if not rows["wall"]:
         print(f"[{name}] no candidate compiled")
         return
-    print(f"[{name}] candidates: {len(rows['wall'])}; refused by the identity file: {refused}")
+    print(f"[{name}] candidates: {len(rows['wall'])}; refused by the kernel route: {refused}")
     for clock, found in rows.items():
         alone_s, first_s, warm_s = (statistics.median(c) for c in zip(*found, strict=True))
         print(

@@ -8,7 +8,7 @@ per task:
 
 - `genuine`: the real file itself, which must be accepted;
 - `task`: the task text offered as its own proof, which must be refused (with
-  `--task-by-assistant` the forbidden-word pre-filter is off for it, so the identity file
+  `--task-by-assistant` the forbidden-word pre-filter is off for it, so the kernel route
   must refuse it: `Candidate.t` is an axiom of its library).
 
 Printed at the end: accepted/refused counts by reason (first reason of each verdict) for
@@ -17,8 +17,8 @@ apart: that task is broken, not the verifier), with one example message per reas
 the cost of a check against `coqc` of the candidate alone: `pair` (the first check of a task, which also compiles the original)
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
 Times are coqc CPU (the children's, steadier on a shared machine, plus the CPU of the warm
-coqtop sessions that answer identity files, `backends/coq_session.py`) and wall;
-FORMALBENCH_COQ_SESSION=0 measures the one-shot identity file instead.
+coqtop sessions that answer kernel dumps, `backends/coq_session.py`) and wall;
+FORMALBENCH_COQ_SESSION=0 measures the one-shot dump instead.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument(
         "--task-by-assistant",
         action="store_true",
-        help="judge the task text with no forbidden words, so that the identity file, not "
+        help="judge the task text with no forbidden words, so that the kernel route, not "
         "the text pre-filter, must refuse it (one more candidate compile per task)",
     )
     args = parser.parse_args()
@@ -165,7 +165,7 @@ def main() -> None:
     counts: dict[str, Counter[str]] = {"genuine": Counter(), "task": Counter()}
     examples: dict[tuple[str, str], str] = {}
     cost = {"alone": 0.0, "pair": 0.0, "eval": 0.0, "alone_wall": 0.0, "eval_wall": 0.0}
-    cost["eval_session"] = 0.0  # the warm coqtop's share of `eval` (identity files)
+    cost["eval_session"] = 0.0  # the warm coqtop's share of `eval` (kernel dumps)
     timed_tasks = 0
     broken_tasks = 0
     compiled_files = 0
@@ -251,15 +251,15 @@ def main() -> None:
         print(
             f"cost over {timed_tasks} tasks (coqc CPU, vs the candidate compiled alone): "
             f"pair {cost['pair'] / cost['alone']:.2f}x, eval {cost['eval'] / cost['alone']:.2f}x"
-            f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x; identity files in "
+            f" (wall eval {cost['eval_wall'] / cost['alone_wall']:.2f}x; kernel dumps in "
             f"the warm coqtop: {cost['eval_session'] / cost['alone']:.2f}x of it)"
         )
     kernels = [k for k in (kernel_of(v.backend) for v in judges if v.backend) if k is not None]
-    answered = sum(k.identity.session_checks for k in kernels)
-    missed = sum(k.identity.session_fallbacks for k in kernels)
+    answered = sum(k.dumper.session_dumps for k in kernels)
+    missed = sum(k.dumper.session_fallbacks for k in kernels)
     state = "on" if coq_session.enabled() else f"off ({coq_session.SWITCH}=0)"
     print(
-        f"identity files: {answered} answered by a warm coqtop session, {missed} compiled "
+        f"kernel dumps: {answered} answered by a warm coqtop session, {missed} dumped "
         f"one-shot after a session gave no answer (sessions {state}; CPU counted above)"
     )
     coq_session.close_all()

@@ -157,7 +157,7 @@ def test_axioms_by_full_path_in_a_file_that_only_requires_the_candidate(coq: Coq
     """What the identity file does for the verifier (`library_assumptions`, same grammar):
     the file's own postulates, holes and unguarded fixpoints are `Candidate.*` whatever they
     are named, a library axiom comes back by its full path."""
-    from formalbench.backends.coq_identity import library_assumptions
+    from formalbench.backends.coq_assumptions import library_assumptions
     from formalbench.backends.sandbox import work_dir
 
     source = (

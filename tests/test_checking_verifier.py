@@ -164,7 +164,7 @@ COQ_ORIGINAL = (
 
 
 def test_a_coq_backend_without_coqc_cannot_accept() -> None:
-    """A Coq verdict is decided by the identity file or not at all: a backend that is not a
+    """A Coq verdict is decided by the kernel route or not at all: a backend that is not a
     coqc backend (here one that answers every check "compiled, no axioms", the shape an
     appended `Print Assumptions` redirected by a notation gives) gets `undecided`, in both
     entry points, and is never asked to check the candidate in its own scope."""
@@ -177,7 +177,7 @@ def test_a_coq_backend_without_coqc_cannot_accept() -> None:
         asyncio.run(verifier.averify(COQ_ORIGINAL, candidate)),
     ):
         assert not verdict.passed and verdict.reasons == [Reason.undecided]
-        assert "cannot run Coq's identity file" in verdict.findings[0].message
+        assert "cannot run Coq's kernel route" in verdict.findings[0].message
     assert backend.calls == []
 
 
@@ -217,8 +217,8 @@ def test_coq_axiom_rules_with_real_coqc() -> None:
 
         task_stated = verify(stated)  # f and f_spec are postulated by the task itself
         assert task_stated.passed, task_stated.findings
-        # by kernel name: the shared context (the task's own text) is its own library
-        assert set(task_stated.axioms["t"]) == {"FbContext.f", "FbContext.f_spec"}
+        # by kernel name: the task's own postulates, declared before the target
+        assert set(task_stated.axioms["t"]) == {"Candidate.f", "Candidate.f_spec"}
         assert verify(classic).passed
         refused = verify(classic, allow_library_axioms=False)
         assert refused.reasons == [Reason.disallowed_axiom]

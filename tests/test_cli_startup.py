@@ -104,8 +104,8 @@ NOT_FOR_STATIC_CHECK = {
     "formalbench.pipelines.formalize",
     "formalbench.pipelines.evaluate",
     "formalbench.pipelines.ape",
-    "formalbench.checking.coq_identity",
-    "formalbench.checking.coq_plans",
+    "formalbench.checking.coq_kernel",
+    "formalbench.checking.coq_compare",
     "formalbench.store",
 }
 

@@ -1,9 +1,10 @@
-"""Targets inside a functor or a module type, decided by the kernel (issue 18), real coqc.
+"""Targets inside a functor or a module type (issue 28), real coqc.
 
-The identity file declares generic arguments of the original's parameter types (located by
-Coq in the original's scope) and applies both sides to them; genuine proofs pass, and a
-candidate that changes the functor's parameters, seals it differently or proves the lemma
-from a postulate of its own module type is refused by the identity file alone."""
+A field of a functor or a module type is no constant of the library until the functor is
+applied, so the kernel dump has no object to compare for it: the verdict is `undecided`,
+naming the case, for a genuine proof as for an attack (issue 18's identity file applied both
+sides to declared arguments; that planning is gone, see docs/decisions.md). No candidate of
+either kind passes."""
 
 from __future__ import annotations
 
@@ -13,10 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_identity import Instance, TargetPlan, identity_text
 from formalbench.backends.coq_queries import UnreadableOutput, read_assumptions
-from formalbench.checking.coq_functors import Undecided
-from formalbench.checking.coq_plans import plans
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Reason
 
@@ -104,59 +102,22 @@ def verifier() -> Iterator[StrictVerifier]:
 
 @needs_coq
 @pytest.mark.parametrize("name", list(GENUINE))
-def test_genuine_proofs_inside_functors_pass(verifier: StrictVerifier, name: str) -> None:
+def test_genuine_proofs_inside_functors_are_undecided_and_named(
+    verifier: StrictVerifier, name: str
+) -> None:
     original, candidate = GENUINE[name]
     verdict = verifier.verify(original, candidate, timeout=60)
-    assert verdict.passed, verdict.findings
-    # the arguments' fields are no axioms; a module type's own are the original's fields
-    assert all(n.startswith("Original.Q.") for names in verdict.axioms.values() for n in names)
+    assert not verdict.passed
+    assert verdict.reasons == [Reason.undecided], verdict.findings
+    assert all("functor or module type" in f.message for f in verdict.findings)
 
 
 @needs_coq
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_functor_attacks_are_refused_by_the_identity_file(
-    verifier: StrictVerifier, name: str
-) -> None:
+def test_functor_attacks_never_pass(verifier: StrictVerifier, name: str) -> None:
     original, candidate = ATTACKS[name]
-    targets = verifier.targets(original)
-    _, findings = verifier.assistant_layer(original, candidate, targets, None)
-    assert findings, name
-    assert all(f.reason != Reason.undecided for f in findings), findings
-
-
-def test_plans_name_the_functor_and_its_parameters() -> None:
-    (plan,) = plans(TASK_F)
-    assert plan.name == "F.f_id" and plan.instance is not None
-    assert plan.instance.path == "F" and not plan.instance.module_type
-    assert plan.instance.params == (("Sig",), ("Sig2", "#0"))
-    (plan,) = plans(TASK_P)
-    assert plan.instance is not None and plan.instance.module_type
-    (plan,) = plans(TASK_F.replace("Module F", "Module Import F"))
-    assert plan.instance is not None and plan.instance.path == "F"
-
-
-def test_identity_text_applies_both_sides_to_the_same_arguments() -> None:
-    instance = Instance("M.F", False, (("Coq.A.T",), ("Coq.A.U", "#0")))
-    text, lines = identity_text([TargetPlan("M.F.l", instance=instance)])
-    declared = [line for line in text.splitlines() if line.startswith("Declare Module")]
-    first = declared[0].split()[2]
-    assert declared[1].endswith(f": Coq.A.U {first}.")
-    applied = [line for line in text.splitlines() if ":= Candidate.M.F " in line]
-    assert applied and lines[text.splitlines().index(applied[0]) + 1] == "M.F.l"
-    assert "exact (@" in text and ".l)" in text
-
-
-@pytest.mark.parametrize(
-    "header",
-    [
-        "Module F (X : Sig with Definition t := nat).\n",  # a `with` constraint
-        "Module F (X : Sig).\nModule G (Y : Sig).\n",  # a functor inside a functor
-    ],
-)
-def test_functor_shapes_not_read_here_are_undecided(header: str) -> None:
-    ends = "End G.\nEnd F.\n" if "Module G" in header else "End F.\n"
-    with pytest.raises(Undecided):
-        plans(SIG + header + "Lemma l : True.\nProof.\nAdmitted.\n" + ends)
+    verdict = verifier.verify(original, candidate, timeout=60)
+    assert not verdict.passed and verdict.findings, name
 
 
 def test_a_long_assumption_printed_on_two_lines_is_read() -> None:

@@ -11,7 +11,6 @@ import shutil
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.coq_plans import context_of
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Reason
 
@@ -179,10 +178,3 @@ def test_genuine_proof_passes(verifier: StrictVerifier, name: str) -> None:
     original, candidate = GENUINE[name]
     verdict = verifier.verify(original, candidate)
     assert verdict.passed, (name, verdict.findings)
-
-
-def test_context_is_cut_after_the_last_task_declared_constant() -> None:
-    context, replay = context_of(TASK_CONTEXT)
-    assert context.endswith("Axiom f_spec : forall n, f n = n.")
-    assert replay == "Require Import Arith.\n"
-    assert context_of(PLUS) is None

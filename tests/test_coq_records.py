@@ -1,11 +1,10 @@
 """Records, structures and classes declared in a section still open at the target (issue 18,
 class R3 of the scale run), with real coqc.
 
-Both sides are compiled whole there (no shared library can be cut out), so each record is
-renamed side to side and compared in the identity file: its induction scheme (the
-constructor's arguments, in order, with their types) and each field's projection. A genuine
-proof passes; a candidate that changes the record in a way that changes what the statement
-means is refused by the identity file alone."""
+Both sides are compiled as the library `Candidate`, so a record is the same kernel name on
+both sides and is compared as a kernel object (every field of the inductive, its projections
+with it: `checking/coq_compare.py`). A genuine proof passes; a candidate that changes the
+record in a way that changes what the statement means is refused."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from collections.abc import Iterator
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.checking.coq_plans import plans
 from formalbench.checking.verifier import StrictVerifier
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -42,16 +40,6 @@ def verifier() -> Iterator[StrictVerifier]:
 GENUINE_T = "Theorem t : forall (P : Pos) (x y : A), fst' (mkp x y) = x /\\ 0 < pos."
 
 
-def test_records_are_planned_by_scheme_and_fields() -> None:
-    kinds = [(p.name, p.scheme, p.record) for p in plans(task(GENUINE_T), unshared=True)]
-    assert ("pair", True, ()) in kinds
-    assert ("pair", False, ("mkp", "fst'", "snd'")) in kinds
-    assert ("Pos", False, ("Build_Pos", "pos", "pos_ok")) in kinds
-    # a definitional class (one field, no record) is not renamed: its uses stay undecided
-    single = "Class One := one : nat.\n"
-    assert not any(p.record for p in plans(task("Theorem t : True.", single), unshared=True))
-
-
 @needs_coq
 def test_genuine_proof_over_section_records_passes(verifier: StrictVerifier) -> None:
     original = task(GENUINE_T)
@@ -70,12 +58,11 @@ def test_genuine_proof_over_a_record_indexed_by_another_passes(verifier: StrictV
 
 
 @needs_coq
-def test_a_record_no_later_text_names_is_not_compared(verifier: StrictVerifier) -> None:
-    # a `Prop` record of data has no projections (Coq warns and defines none): comparing it
-    # could only fail; a target that does not mention it is decided as before
+def test_a_record_no_statement_uses_is_not_compared(verifier: StrictVerifier) -> None:
+    # a `Prop` record of data has no projections (Coq warns and defines none); a target that
+    # does not mention it does not have it in its closure
     records = PAIR + "Record wit : Prop := { w : nat; w_ok : w = 0 }.\n"
     statement = "Theorem t : forall x y : A, fst' (mkp x y) = x."
-    assert not any(p.name == "wit" for p in plans(task(statement, records), unshared=True))
     verdict = verifier.verify(task(statement, records), proved(statement, "reflexivity.", records))
     assert verdict.passed, verdict.findings
 
@@ -149,7 +136,7 @@ ATTACKS = {
 
 @needs_coq
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_changed_records_are_refused_by_the_identity_file(
+def test_changed_records_are_refused_by_the_kernel_comparison(
     verifier: StrictVerifier, name: str
 ) -> None:
     original, candidate = ATTACKS[name]

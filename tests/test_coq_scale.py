@@ -152,11 +152,9 @@ def test_genuine_proofs_of_these_shapes_pass(
 
 
 @needs_coq
-def test_an_original_that_does_not_compile_split_is_decided_whole(
-    verifier: StrictVerifier,
-) -> None:
-    # a local definition before the inductive is not imported with the shared context:
-    # both sides are compiled whole instead (`c` renamed side to side, `c_ind` compared)
+def test_an_original_that_did_not_compile_split_is_decided(verifier: StrictVerifier) -> None:
+    # a local definition before the inductive was not imported with issue 18's shared
+    # context; both sides are now compiled whole as `Candidate`
     real = (
         "Local Definition d := 1.\nInductive c := A | B.\n"
         "Theorem t : d = 1 /\\ A = A.\nProof. split; reflexivity. Qed.\n"
@@ -164,11 +162,9 @@ def test_an_original_that_does_not_compile_split_is_decided_whole(
     task = task_of(real, "Theorem t : d = 1 /\\ A = A.")
     verdict = verifier.verify(task, real)
     assert verdict.passed, verdict.findings
-    # another statement there is undecided (never a pass), not the candidate's "change"
+    # another statement there is refused as such (issue 18: `undecided`)
     verdict = verifier.verify(task, real.replace("A = A", "B = B"))
-    assert not verdict.passed
-    assert {f.reason for f in verdict.findings} == {Reason.undecided}
-    assert "compiled whole" in verdict.findings[0].message
+    assert verdict.reasons == [Reason.statement_changed], verdict.findings
 
 
 @needs_coq

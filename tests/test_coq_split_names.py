@@ -1,11 +1,10 @@
-"""A proof that breaks only because the shared context became a library of its own (issue 18, R4).
+"""Proofs that broke issue 18's shared-context split (R4, R5), under the kernel route (issue 28).
 
 `destruct` names a record's hypotheses after its fields, avoiding the names of constants of
 the file being compiled but not those of an imported library: `f0` in the real file, `f`
-once the record is in `FbContext` (coq-topology NeighborhoodBases.v, Filters.v). Where only
-the split compile fails, both sides are compiled whole (`plans(..., unshared=True)`): a pass
-is the kernel's; a mismatch there is `undecided`. A candidate that changes the shared text
-is still refused before, and breaking the split on purpose gains nothing (real coqc).
+once the record was in issue 18's `FbContext` (coq-topology NeighborhoodBases.v, Filters.v).
+Both sides are now compiled whole as `Candidate`, so these proofs compile as written and are
+decided on kernel objects; what issue 18 left `undecided` is decided (real coqc).
 """
 
 from __future__ import annotations
@@ -56,31 +55,27 @@ def test_an_original_that_breaks_split_is_decided_whole(verifier: StrictVerifier
 @pytest.mark.parametrize(
     ("candidate", "reason"),
     [
-        # another statement about the context's postulate: `Candidate.p` is not `Original.p`
+        # another statement about the task's postulate
         (
             CONTEXT + "Theorem t : p = p.\nProof. destruct r0. clear f0. reflexivity. Qed.\n",
-            Reason.undecided,
+            Reason.statement_changed,
         ),
         # the shadowed name is another constant, whatever the text says
         (
             CONTEXT
             + "Module M.\nDefinition p := 0.\nEnd M.\nImport M.\n"
             + "Theorem t : 0 = 0 /\\ p = 0.\nProof. destruct r0. clear f0. split; reflexivity. Qed.\n",
-            Reason.undecided,
+            Reason.statement_changed,
         ),
-        # the context's postulate, allowed as `FbContext.q` on the split route, is the
-        # candidate's own copy `Candidate.q` on the whole route: refused (stricter)
+        # the task's postulate made a definition where the statement uses it
         (
-            CONTEXT + STATEMENT + "\nProof. destruct r0. clear f0. exact q. Qed.\n",
-            Reason.disallowed_axiom,
-        ),
-        # a changed shared postulate: refused before any compile of the split
-        (
-            GENUINE.replace("Parameter p : nat.", "Definition p : nat := 0."),
+            GENUINE.replace("Parameter p : nat.", "Definition p : nat := 0.")
+            .replace("Theorem t : 0 = 0.", "Theorem t : 0 = 0 /\\ p = 0.")
+            .replace("exact f0.", "split; [exact f0 | reflexivity]."),
             Reason.statement_changed,
         ),
     ],
-    ids=["other-statement", "shadowed-postulate", "context-postulate", "changed-context"],
+    ids=["other-statement", "shadowed-postulate", "changed-postulate"],
 )
 def test_breaking_the_split_on_purpose_gains_nothing(
     verifier: StrictVerifier, candidate: str, reason: Reason
@@ -100,11 +95,18 @@ SECTION_UNFOLDS = (  # TietzeExtension.v's shape: `d` unfolds to `l`, proved (op
 )
 
 
-def test_a_section_definition_over_a_proved_lemma_is_undecided_not_changed(
-    verifier: StrictVerifier,
-) -> None:
+def test_a_section_definition_over_a_proved_lemma_is_decided(verifier: StrictVerifier) -> None:
+    # R5, `undecided` in issue 18 (each side had its own opaque `l`): one `Candidate.l` now
     task = SECTION_UNFOLDS.replace("d = d.\nProof. reflexivity. Qed.", "d = d.\nAdmitted.")
     verdict = verifier.verify(task, SECTION_UNFOLDS)
-    assert not verdict.passed  # R5: refused, but not as the candidate's changed statement
-    assert {f.reason for f in verdict.findings} == {Reason.undecided}, verdict.findings
-    assert "inside a section still open" in verdict.findings[0].message
+    assert verdict.passed, verdict.findings
+
+
+def test_a_proof_from_the_tasks_postulate_before_the_target_passes(
+    verifier: StrictVerifier,
+) -> None:
+    # issue 18 refused it on its whole route (`Candidate.q`, the candidate's own copy)
+    candidate = CONTEXT + STATEMENT + "\nProof. destruct r0. clear f0. exact q. Qed.\n"
+    verdict = verifier.verify(TASK, candidate)
+    assert verdict.passed, verdict.findings
+    assert verdict.axioms == {"t": ["Candidate.q"]}

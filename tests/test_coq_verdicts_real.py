@@ -194,11 +194,13 @@ def test_attacks_are_refused_by_the_identity_file_alone(
         ),
     ],
 )
-def test_tasks_off_the_kernel_route_are_undecided_not_relaxed(
+def test_tasks_in_a_section_or_module_are_decided_on_kernel_objects(
     verifier: StrictVerifier, original: str, proof: str
 ) -> None:
-    # a candidate that only re-notates `+` before the target: no relaxed text rule lets it
-    # through; the verdict says why the kernel route could not decide
+    # issue 18 left these `undecided` (each side had its own copy of `c`, `M.p`); under one
+    # library name they are the same objects. A re-notation of `+` the statement does not
+    # use changes no kernel object: a pass. The same re-notation where the statement uses
+    # `+` gives another statement: refused.
     head, tail = original.split("Theorem t", 1)
     candidate = (
         head
@@ -206,9 +208,13 @@ def test_tasks_off_the_kernel_route_are_undecided_not_relaxed(
         + tail.replace("Proof.\nAdmitted.", f"Proof. {proof}. Qed.")
     )
     verdict = verifier.verify(original, candidate, timeout=60)
-    assert not verdict.passed
-    undecided = [f for f in verdict.findings if f.reason == Reason.undecided]
-    assert undecided and "section or module" in undecided[0].message
+    assert verdict.passed, verdict.findings
+    plus = original.replace("Theorem t : ", "Theorem t : 1 + 1 = 1 /\\ ")
+    changed = candidate.replace("Theorem t : ", "Theorem t : 1 + 1 = 1 /\\ ").replace(
+        f"Proof. {proof}. Qed.", f"Proof. split; [reflexivity | {proof}]. Qed."
+    )
+    refused = verifier.verify(plus, changed, timeout=60)
+    assert Reason.statement_changed in refused.reasons, refused.findings
 
 
 def test_assumptions_are_read_with_a_strict_grammar() -> None:

@@ -52,20 +52,23 @@ def test_a_helper_that_shadows_a_statement_name_compiles_but_the_kernel_refuses_
     # coqc accepts the proof of the shadowed statement; the kernel identity check refuses it
     assert not any(d.severity == Severity.error for d in verdict.diagnostics), verdict.findings
     assert verdict.reasons == [Reason.statement_changed], verdict.findings
-    assert any("kernel check" in f.message for f in verdict.findings), verdict.findings
+    assert any("does not state the task's statement" in f.message for f in verdict.findings)
 
 
 @needs_shared
-def test_a_shadowing_helper_whose_proof_still_proves_the_statement_passes() -> None:
-    """`fact := 0` makes the candidate prove `0 mod 10 = 0`, which the kernel converts to
-    the original `fact 9 mod 10 = 0`: a real proof of the task, so it passes."""
+def test_a_shadowing_helper_whose_statement_only_converts_is_refused() -> None:
+    """`fact := 0` makes the candidate state `Candidate.fact 9 mod 10 = 0`, which converts to
+    the original `fact 9 mod 10 = 0` but is another term. Issue 18's identity file accepted it
+    (kernel conversion); the kernel route compares statements as terms, as the comparators
+    do (issue 28), so the statement must be the task's own, not one that computes to it."""
     original = (MINIF2F / "valid/mathd_numbertheory_739.v").read_text()
     candidate = fill_holes(original, Language.coq, ["reflexivity."])
     at = candidate.index("Theorem")
     candidate = candidate[:at] + "Definition fact (n : nat) := 0.\n" + candidate[at:]
     with CoqBackend(workers=1, timeout=60) as backend:
         verdict = StrictVerifier(backend).verify(original, candidate)
-    assert verdict.passed, verdict.findings
+    assert verdict.reasons == [Reason.statement_changed], verdict.findings
+    assert "Candidate.fact" in verdict.findings[0].message
 
 
 def test_extraction_is_refused_and_never_run(tmp_path: Path) -> None:

@@ -167,7 +167,7 @@ class Backend(ABC):
         runs, `assistant` being the backend object there: this backend itself here; for a
         backend that runs its checks elsewhere (`ray_backend.RayBackend`), the backend that a
         worker owns, on that worker. A check that needs several runs of the assistant and
-        the files they leave behind (Coq's identity file, `checking/coq_identity.py`) runs
+        the files they leave behind (Coq's kernel route, `checking/coq_kernel.py`) runs
         as one such call, so its files stay on one machine. `work` must be a module-level
         function (it is sent by reference) and its arguments and result picklable."""
         return work(self, *args)

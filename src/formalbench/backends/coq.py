@@ -7,8 +7,8 @@ isolated (one thread = one process = one throw-away directory, so checks are thr
 Nothing is appended to the source, and `targets` are refused: the axioms of a Coq target
 are never read in the candidate's own scope, where a notation, an abbreviation or an
 unterminated last sentence can make a query answer for something else. They are read in a
-file of ours that only `Require`s the compiled candidate (the verifier's identity file,
-`coq_identity`; `coq_identity.library_assumptions` for other pipelines).
+process of ours that only `Require`s the compiled candidate (the verifier's kernel dump,
+`checking/coq_kernel.py`; `coq_assumptions.library_assumptions` for other pipelines).
 
 Status: `timeout` when the time limit hit; `out_of_memory` when coqc reports `out of
 memory` (under RLIMIT_AS the OCaml runtime aborts with "Fatal error: out of memory") or
@@ -147,14 +147,14 @@ class CoqBackend(Backend):
         timeout: float | None = None,
         workdir: Path | None = None,
     ) -> CheckResult:
-        """`workdir` (used by `coq_identity`): compile there, next to the `.vo` files it
+        """`workdir` (used by `coq_kernel`): compile there, next to the `.vo` files it
         holds, and leave `Candidate.vo` behind; by default a throw-away directory."""
         if not isinstance(source, str):
             raise InputError(f"Coq source must be text, got {type(source).__name__}")
         if targets:
             raise InputError(
                 "the Coq backend reports no axioms: a target's axioms are read by the "
-                "identity file (checking/coq_identity.py), never in the candidate's scope"
+                "kernel route (checking/coq_kernel.py), never in the candidate's scope"
             )
         limit = float(timeout if timeout is not None else self.timeout)
         started = time.perf_counter()

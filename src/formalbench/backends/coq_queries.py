@@ -1,7 +1,7 @@
 """The queries appended to files of ours, and how their output is read back.
 
-The files are ours, never the candidate's: the identity file (`coq_identity`) and the query
-files of `library_assumptions` and APE (`pipelines/ape/completeness.py`) only `Require` the
+The files are ours, never the candidate's: the query files of `library_assumptions`
+(`coq_assumptions`) and APE (`pipelines/ape/completeness.py`) only `Require` the
 compiled candidate, so nothing of its scope (notations, abbreviations, `Import`s) is active
 where the queries run. `Print Assumptions` prints each assumption by its shortest name in
 that file's context (`classic`, `Candidate.adm`, `Classical_Prop.classic`), which does not say

@@ -1,7 +1,7 @@
 """Statement preservation (Lean): the candidate must prove the task's statement, not another one.
 
-Coq has no text rule here: with coqc the identity file decides every target's statement and
-its context by kernel names (`checking/coq_identity.py`), and a text comparison refuses
+Coq has no text rule here: with coqc the kernel route decides every target's statement and
+its context on kernel objects (`checking/coq_kernel.py`), and a text comparison refuses
 genuine proofs the kernel accepts (a renamed binder, a `Notation` after the target, a helper
 whose name a statement uses but whose proof still proves it), so it cannot be a pre-filter.
 For Coq this module only names the candidate commands copied verbatim from the original's

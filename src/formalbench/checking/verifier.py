@@ -11,21 +11,21 @@ lists every reason the text layer found; pass `compile_always=True` to also get 
 assistant's reasons (an evaluation that wants the full error taxonomy of each attempt),
 except for a candidate the gate refuses (`core/gate.py`), which is never run.
 
-Coq with a backend: every verdict is decided by the identity file (`coq_identity`): whether
-each target still states what the original states, in the original's context, and which
-axioms it rests on, both by full kernel names in a file where nothing of the candidate's
-scope is active. The identity route needs its files (the compiled original, `Candidate.vo`)
-on one machine, so it runs whole where the assistant runs (`Backend.on_assistant`: here,
-or on the Ray actor that owns the coqc backend with `--executor ray`). A backend that
-cannot run it (no coqc behind it) gets `undecided`, never a verdict read from queries
-appended in the candidate's own scope, which a notation or abbreviation can redirect.
+Coq with a backend: every verdict is decided by the kernel route (`coq_kernel`): the task's
+original and the candidate are each compiled as the library `Candidate` (same kernel names),
+a plugin dumps each side's kernel objects, and `coq_compare` decides on the two dumps whether
+each target still states the original's statement over the same objects, and which axioms it
+rests on. The route needs its files on one machine, so it runs whole where the assistant runs
+(`Backend.on_assistant`: here, or on the Ray actor that owns the coqc backend with
+`--executor ray`). A backend that cannot run it (no coqc behind it) gets `undecided`, never
+a verdict read from queries appended in the candidate's own scope.
 No text rule compares Coq statements (`preservation`), with or without coqc.
 
 Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused); a target
 whose axioms the assistant did not report cannot be checked and fails (disallowed_axiom),
-since axioms are read from the assistant, never text. Coq's axiom rule is applied in the
-identity file (`coq_identity.axiom_findings`).
+since axioms are read from the assistant, never text. Coq's axiom rule is applied to the
+kernel's assumptions of each target (`coq_compare`, its axiom step).
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ from formalbench.core.records import (
 if TYPE_CHECKING:
     import asyncio
 
-    from formalbench.checking.coq_identity import KernelIdentity
+    from formalbench.checking.coq_kernel import KernelCheck
     from formalbench.store.verdict_cache import VerdictCache
 
 CONSTRUCTION_KINDS = frozenset({TaskKind.evaluation, TaskKind.algorithm, TaskKind.transformation})
@@ -154,11 +154,11 @@ class StrictVerifier:
             # the effective list, so a kept verdict never outlives a longer default list
             "forbidden": self.policy.forbidden_for(self.language),
         }
-        # Coq with a backend: identity and axioms are decided by the identity file, run where
+        # Coq with a backend: identity and axioms are decided by the kernel route, run where
         # the assistant runs (`coq_layer`); there is no other route to a Coq verdict.
         self.coq_kernel = self.language == Language.coq and backend is not None
         if self.coq_kernel:
-            self._rules["identity"] = "identity-file-1"  # identity and axioms, one file
+            self._rules["identity"] = "kernel-dump-1"  # identity and axioms, two dumps compared
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
@@ -229,7 +229,7 @@ class StrictVerifier:
     ) -> list[Finding]:
         """Findings from one run of the assistant over the candidate; `axioms=False` where
         the axioms are read elsewhere. Coq's axioms are never read here (only in the
-        identity file, `coq_identity`), whatever `axioms` says."""
+        kernel route, `coq_kernel`), whatever `axioms` says."""
         findings = compile_findings(result, self.policy)
         if result.status in _STATUS_REASONS or result.errors:
             return findings  # a text that does not compile has no axioms to read
@@ -481,20 +481,20 @@ class StrictVerifier:
         return self._verdict(findings, result, t0)
 
 
-_kernels: weakref.WeakKeyDictionary[Backend, KernelIdentity] = weakref.WeakKeyDictionary()
+_kernels: weakref.WeakKeyDictionary[Backend, KernelCheck] = weakref.WeakKeyDictionary()
 _kernels_guard = threading.Lock()
 
 
-def kernel_of(assistant: Backend) -> KernelIdentity | None:
-    """The one identity checker of a coqc backend (None for any other backend): one per
-    backend object, so its original builds, located functor parameters and warm sessions
-    are shared by every verifier that uses that backend."""
-    from formalbench.checking.coq_identity import kernel_identity_for
+def kernel_of(assistant: Backend) -> KernelCheck | None:
+    """The one kernel route of a coqc backend (None for any other backend): one per backend
+    object, so its originals' builds and dumps and its warm sessions are shared by every
+    verifier that uses that backend."""
+    from formalbench.checking.coq_kernel import kernel_check_for
 
     with _kernels_guard:
-        kernel: KernelIdentity | None = _kernels.get(assistant)
+        kernel: KernelCheck | None = _kernels.get(assistant)
         if kernel is None:
-            kernel = kernel_identity_for(assistant, Language.coq)
+            kernel = kernel_check_for(assistant, Language.coq)
             if kernel is not None:
                 _kernels[assistant] = kernel
     return kernel
@@ -511,13 +511,13 @@ def coq_layer(
 ) -> tuple[CheckResult | None, list[Finding]]:
     """The Coq assistant layer, run where the assistant runs (`Backend.on_assistant`: in
     this process, or on the Ray actor that owns `assistant`): the candidate compiled alone,
-    the identity file deciding identity and axioms (`coq_identity`), and for a construction
+    the kernel route deciding identity and axioms (`coq_kernel`), and for a construction
     that compiled, the value-level check. A backend that is not a coqc backend cannot run
-    the identity file: `undecided`, and no result, rather than any other route."""
+    the kernel route: `undecided`, and no result, rather than any other route."""
     kernel = kernel_of(assistant)
     if kernel is None:
         message = (
-            f"undecided: backend `{assistant.name}` cannot run Coq's identity file (it is not "
+            f"undecided: backend `{assistant.name}` cannot run Coq's kernel route (it is not "
             "a coqc backend), and a Coq verdict is decided there or not at all: axioms read "
             "by queries in the candidate's own scope can be redirected by its notations"
         )

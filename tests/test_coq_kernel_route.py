@@ -1,0 +1,243 @@
+"""The kernel route end to end (issue 28), real coqc and the kernel-dump plugin.
+
+Both sides are compiled as the library `Candidate`, dumped, and compared
+(`checking/coq_kernel.py`, `checking/coq_compare.py`). Each case of the issue: several targets
+with an inductive, a record and a parameter between them; a `Global Set` after a target; a
+functor application in the context; sections; universe constraints the candidate adds; a
+changed definition; a changed postulate. Genuine proofs must pass, attacks must be refused
+by the comparison itself (the text pre-filter is off: `forbidden=[]`)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from formalbench.backends.coq import CoqBackend
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
+from formalbench.core.records import Reason
+
+pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Iterator[StrictVerifier]:
+    with CoqBackend(workers=1, timeout=60) as backend:
+        yield StrictVerifier(backend, VerifierPolicy(forbidden=[]))
+
+
+def solved(task: str, *proofs: str) -> str:
+    """`task` with its `Admitted.` holes replaced by `proofs`, in order."""
+    out = task
+    for proof in proofs:
+        out = out.replace("Admitted.", f"Proof. {proof} Qed.", 1)
+    return out
+
+
+BETWEEN = (
+    "Inductive color := red | green.\n"
+    "Theorem t1 : forall c : color, c = red \\/ c = green.\nProof.\nAdmitted.\n"
+    "Record box := { v : color; w : nat }.\n"
+    "Parameter p : nat.\n"
+    "Inductive even : nat -> Prop := e0 : even 0 | e2 n : even n -> even (S (S n)).\n"
+    "Theorem t2 : forall b : box, even (w b + w b) -> v b = v b.\nProof.\nAdmitted.\n"
+    "Theorem t3 : even 4 /\\ p = p.\nProof.\nAdmitted.\n"
+)
+BETWEEN_PROOFS = ("destruct c; auto.", "reflexivity.", "split; [repeat constructor | reflexivity].")
+
+GLOBAL_SET = (
+    "Theorem t : forall n : nat, n + 0 = n.\nProof.\nAdmitted.\n"
+    'Global Set Default Proof Mode "Classic".\n'
+    "Global Set Implicit Arguments.\n"
+    "Definition later (A : Type) (x : A) := x.\n"
+)
+
+FUNCTOR = (
+    "Module Type NUM.\nParameter t : Type.\nParameter one : t.\nParameter add : t -> t -> t.\n"
+    "End NUM.\n"
+    "Module SmallN <: NUM.\nDefinition t := nat.\nDefinition one := 1.\n"
+    "Definition add := Nat.add.\nEnd SmallN.\n"
+    "Module Make (N : NUM).\nDefinition one := N.one.\nDefinition two := N.add one one.\n"
+    "End Make.\n"
+    "Module Big := Make SmallN.\n"
+    "Theorem big_two : Big.two = 2.\nProof.\nAdmitted.\n"
+)
+
+SECTION = (
+    "Section S.\nVariable A : Type.\nVariables (n m : nat).\nHypothesis H : n = 0.\n"
+    "Context {B : Type} (b : B).\n"
+    "Definition d := n + 1.\n"
+    "Theorem refl_A : forall x : A, x = x.\nProof.\nAdmitted.\n"
+    "Theorem d_one : d = 1.\nProof.\nAdmitted.\n"
+    "End S.\n"
+)
+SECTION_PROOFS = ("reflexivity.", "unfold d; rewrite H; reflexivity.")
+
+# two levels of the library, unrelated in the task; a proof of `t` forces `Lo <= Hi`
+UNIVERSES = (
+    "Definition Lo := Type.\nDefinition Hi := Type.\nTheorem t : Lo -> Hi.\nProof.\nAdmitted.\n"
+)
+
+DEFINED = "Definition double (n : nat) := n + n.\nTheorem t : double 2 = 4.\nProof.\nAdmitted.\n"
+POSTULATE = "Parameter p : nat.\nAxiom p_pos : p > 0.\nTheorem t : p <> 0.\nProof.\nAdmitted.\n"
+
+GENUINE = {
+    "targets with an inductive, a record and a parameter between them": (
+        BETWEEN,
+        solved(BETWEEN, *BETWEEN_PROOFS),
+    ),
+    "Global Set after a target": (
+        GLOBAL_SET,
+        solved(GLOBAL_SET, "induction n; simpl; congruence."),
+    ),
+    "a functor application in the context": (FUNCTOR, solved(FUNCTOR, "reflexivity.")),
+    "targets in a section, fewer section variables": (SECTION, solved(SECTION, *SECTION_PROOFS)),
+    "a proof resting on the task's postulate": (
+        POSTULATE,
+        solved(POSTULATE, "intro E. pose proof p_pos as P. rewrite E in P. inversion P."),
+    ),
+}
+GENUINE["a definition of the context used by the proof"] = (
+    DEFINED,
+    solved(DEFINED, "reflexivity."),
+)
+
+
+@pytest.mark.parametrize("name", list(GENUINE))
+def test_genuine_proofs_pass(verifier: StrictVerifier, name: str) -> None:
+    original, candidate = GENUINE[name]
+    verdict = verifier.verify(original, candidate)
+    assert verdict.passed, (name, verdict.findings)
+
+
+ATTACKS = {
+    # a record between the targets changed: t2 is about another `box`
+    "a record between targets changed": (
+        BETWEEN,
+        solved(
+            BETWEEN.replace("w : nat }", "w : bool }").replace("w b + w b", "0"), *BETWEEN_PROOFS
+        ),  # fmt: skip
+        Reason.statement_changed,
+    ),
+    # the parameter between the targets made a definition: `p = p` unchanged, `p` is not
+    "a parameter between targets defined": (
+        BETWEEN,
+        solved(BETWEEN.replace("Parameter p : nat.", "Definition p := 0."), *BETWEEN_PROOFS),
+        Reason.statement_changed,
+    ),
+    "an inductive between targets with one more constructor": (
+        BETWEEN,
+        solved(BETWEEN.replace("| e2 n", "| e4 : even 4 | e2 n"), *BETWEEN_PROOFS),
+        Reason.statement_changed,
+    ),
+    # the functor's argument changed: `Big.two` unfolds to 4 instead of 2
+    "the functor's argument changed": (
+        FUNCTOR.replace("Big.two = 2", "Big.two = 4"),
+        solved(
+            FUNCTOR.replace("Big.two = 2", "Big.two = 4").replace(
+                "Definition one := 1.", "Definition one := 2."
+            ),
+            "reflexivity.",
+        ),  # fmt: skip
+        Reason.statement_changed,
+    ),
+    # the section target proved outside the section for a fixed `n`
+    "a section target's variable instantiated": (
+        SECTION,
+        solved(
+            SECTION.replace("Definition d := n + 1.", "Definition d := 0 + 1."),
+            "reflexivity.",
+            "reflexivity.",
+        ),  # fmt: skip
+        Reason.statement_changed,
+    ),
+    "a proof that holds only under an extra universe constraint": (
+        UNIVERSES,
+        solved(UNIVERSES, "intro A; exact A."),
+        Reason.statement_changed,
+    ),
+    "an explicit constraint between the task's levels": (
+        UNIVERSES,
+        UNIVERSES.replace("Theorem t", "Definition fb_force : Hi := Lo.\nTheorem t").replace(
+            "Admitted.", "exact (fun A => A). Qed."
+        ),
+        Reason.statement_changed,
+    ),
+    "a changed definition in the closure": (
+        DEFINED,
+        solved(DEFINED.replace("n + n", "n * n"), "reflexivity."),
+        Reason.statement_changed,
+    ),
+    "a changed postulate": (
+        POSTULATE,
+        solved(POSTULATE.replace("p > 0", "p = 1"), "rewrite p_pos; discriminate."),
+        Reason.statement_changed,
+    ),
+    # the task's postulate kept word for word, but what it speaks of made a definition: the
+    # allowed `p_pos` now says `0 > 0`
+    "a postulate's meaning changed through what it mentions": (
+        POSTULATE.replace("Theorem t : p <> 0.", "Theorem t : False."),
+        solved(
+            POSTULATE.replace("Parameter p : nat.", "Definition p := 0.").replace(
+                "Theorem t : p <> 0.", "Theorem t : False."
+            ),
+            "pose proof p_pos as H. inversion H.",
+        ),
+        Reason.statement_changed,
+    ),
+    "an axiom of its own": (
+        POSTULATE,
+        solved(
+            POSTULATE.replace("Theorem t", "Axiom cheat : False.\nTheorem t"), "destruct cheat."
+        ),  # fmt: skip
+        Reason.disallowed_axiom,
+    ),
+    "the task text itself": (BETWEEN, BETWEEN, Reason.forbidden_construct),
+}
+
+
+@pytest.mark.parametrize("name", list(ATTACKS))
+def test_attacks_are_refused_by_the_comparison(verifier: StrictVerifier, name: str) -> None:
+    original, candidate, reason = ATTACKS[name]
+    targets = verifier.targets(original)
+    result, findings = verifier.assistant_layer(original, candidate, targets, None)
+    assert result is not None and result.compiled, (name, result and result.errors)
+    assert reason in {f.reason for f in findings}, (name, findings)
+    assert not verifier.verify(original, candidate).passed
+
+
+def test_the_verdict_names_each_targets_axioms(verifier: StrictVerifier) -> None:
+    original = "Require Import Classical.\nTheorem t : forall P, P \\/ ~ P.\nProof.\nAdmitted.\n"
+    verdict = verifier.verify(original, solved(original, "exact classic."))
+    assert verdict.passed, verdict.findings
+    assert verdict.axioms == {"t": ["Coq.Logic.Classical_Prop.classic"]}
+
+
+def test_a_proof_that_instantiates_a_task_axiom_at_the_statements_level_passes(
+    verifier: StrictVerifier,
+) -> None:
+    # ClassicalEpsilon.v's shape: the proof uses the task's axiom at the target's `Type`,
+    # which adds `t's level <= the axiom's level` to the candidate's graph: a constraint on
+    # a level no statement has (only the axiom's type), like any lemma a proof instantiates
+    task = (
+        "Axiom choose : forall A : Type, A -> A.\n"
+        "Theorem t : forall B : Type, B -> B.\nProof.\nAdmitted.\n"
+    )
+    verdict = verifier.verify(task, solved(task, "exact choose."))
+    assert verdict.passed, verdict.findings
+
+
+def test_a_proof_that_uses_library_lemmas_at_the_statements_level_passes(
+    verifier: StrictVerifier,
+) -> None:
+    # `rev`/`map` at `A : Type@{Candidate.1}` add `Candidate.1 <= Coq.Lists.List.*` to the
+    # candidate's graph (the dump's `universes.external`), which the task's admitted
+    # statement does not have: every genuine proof over `Type` does this, so such pairs
+    # are not compared (docs/decisions.md, "Coq verdicts on kernel objects")
+    task = (
+        "Require Import List.\nTheorem t : forall A : Type, list A -> list A.\nProof.\nAdmitted.\n"
+    )
+    verdict = verifier.verify(task, solved(task, "exact (fun A l => rev (map (fun x => x) l))."))
+    assert verdict.passed, verdict.findings
