@@ -100,7 +100,16 @@ def test_proved_targets_with_the_tasks_types_pass() -> None:
 
 def test_an_unproved_or_missing_or_changed_target_is_refused() -> None:
     task = dump({"t": target(TWO)})
-    assert reasons(task, task, ["t"]) == [Reason.forbidden_construct.value]
+    admitted = copy.deepcopy(task)  # an admitted target is its own axiom
+    admitted["targets"]["Candidate.t"]["assumptions"] = [
+        {"kind": "axiom", "name": "Candidate.t", "type": TWO}
+    ]
+    assert reasons(task, admitted, ["t"]) == [
+        Reason.forbidden_construct.value,
+        Reason.disallowed_axiom.value,
+    ]
+    # `undef` whose walk does not meet itself: a sealed module's field, proved inside
+    assert reasons(task, task, ["t"]) == []
     gone = proved(task)
     gone["targets"]["Candidate.t"] = {"found": False, "why": "not a constant"}
     assert reasons(task, gone, ["t"]) == [Reason.missing_target.value]

@@ -241,3 +241,30 @@ def test_a_proof_that_uses_library_lemmas_at_the_statements_level_passes(
     )
     verdict = verifier.verify(task, solved(task, "exact (fun A l => rev (map (fun x => x) l))."))
     assert verdict.passed, verdict.findings
+
+
+SEALED = (
+    "Module Type S.\nParameter t : forall n : nat, n + 0 = n.\nEnd S.\n"
+    "Module M : S.\nLemma t : forall n : nat, n + 0 = n.\nProof.\nAdmitted.\nEnd M.\n"
+)
+
+
+def test_a_target_in_a_module_sealed_by_its_signature(verifier: StrictVerifier) -> None:
+    # ssrunder.v's shape: the environment holds the signature's `Parameter M.t` on both
+    # sides; the kernel's assumptions walk reaches the implementation, proved or admitted
+    proof = "induction n; simpl; congruence."
+    verdict = verifier.verify(SEALED, solved(SEALED, proof))
+    assert verdict.passed, verdict.findings
+    task_text = verifier.verify(SEALED, SEALED)
+    assert Reason.forbidden_construct in task_text.reasons, task_text.findings
+    axiom = SEALED.replace(
+        "Module M : S.", "Axiom cheat : forall n : nat, n + 0 = n.\nModule M : S."
+    )
+    cheat = verifier.verify(axiom, solved(axiom, "exact cheat."))
+    assert cheat.passed  # the task's own axiom, before the target
+    sneaky = solved(
+        SEALED.replace("Module M : S.", "Axiom cheat : forall n, n + 0 = n.\nModule M : S."),
+        "exact cheat.",
+    )
+    refused = verifier.verify(SEALED, sneaky)
+    assert refused.reasons == [Reason.disallowed_axiom], refused.findings

@@ -510,7 +510,7 @@ def _compare(
             add(_finding(Reason.missing_target, short,
                          f"target `{short}` is not a constant of the candidate: {why}"))  # fmt: skip
             continue
-        if theirs["kind"] not in PROVED:
+        if not _proved(name, theirs):
             add(_finding(
                 Reason.forbidden_construct, short,
                 f"`{short}` is not proved: the kernel holds it as `{theirs['kind']}` "
@@ -582,6 +582,18 @@ def _compare(
             }
         out.findings += axiom_step(short, assumptions, usable, policy)
     return out
+
+
+def _proved(name: str, target: Mapping[str, Any]) -> bool:
+    """A constant with a body, or a field of a module sealed by its signature (`Module M :
+    T`: the environment holds the signature's `Parameter`, `undef`) whose implementation the
+    kernel's assumptions walk resolved to a proof: the target is then not among its own
+    assumptions. A real postulate (`Parameter`, `Axiom`, `Admitted`, a `Declare Module`
+    field) always is, so it stays unproved."""
+    if target["kind"] in PROVED:
+        return True
+    own = any(a.get("kind") == "axiom" and a.get("name") == name for a in target["assumptions"])
+    return target["kind"] == "undef" and not own
 
 
 def _undumpable(dump: Mapping[str, Any], name: str) -> str | None:

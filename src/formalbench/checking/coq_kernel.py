@@ -65,6 +65,7 @@ class TaskBuild:
 
     dump: dict[str, Any] | None
     problem: str | None = None
+    compiled: bool = True  # False: coqc refused the text (not a timeout, not the dump)
 
 
 class KernelCheck:
@@ -100,12 +101,12 @@ class KernelCheck:
             if dump_file.is_file():
                 return TaskBuild(json.loads(dump_file.read_text(encoding="utf-8")))
             if (folder / "failed").is_file():
-                return TaskBuild(None, (folder / "failed").read_text(encoding="utf-8"))
+                return TaskBuild(None, (folder / "failed").read_text(encoding="utf-8"), False)
             started = time.monotonic()
             if not (folder / f"{LIBRARY}.vo").is_file():
                 problem = self._build(original, folder, timeout)
                 if problem is not None:
-                    return TaskBuild(None, problem)
+                    return TaskBuild(None, problem, not (folder / "failed").is_file())
             preload = preload_sentences(original, (LIBRARY,))
             try:
                 found = self.dumper.dump(folder, names, _left(timeout, started), preload)
@@ -152,9 +153,17 @@ class KernelCheck:
         statements, refused axioms and bypasses, or why nothing can be decided)."""
         started = time.monotonic()
         limit = float(timeout if timeout is not None else self.backend.timeout)
-        original = through_last_target(closed(original))
+        original = closed(original)
         every = all_targets(original)
         build = self.task(original, every, limit)
+        cut = through_last_target(original)
+        if build.dump is None and not build.compiled and cut != original:
+            # the whole task is its environment (a later lemma's universe constraints are
+            # the candidate's too); where it does not compile with its holes admitted (a
+            # section lemma admitted takes every section variable: `Check (t 1 eq_refl)`
+            # after the section fails), the task through its last target
+            original = cut
+            build = self.task(original, every, max(limit - (time.monotonic() - started), 1.0))
         with work_dir("coq") as tmp:
             work = Path(tmp)
             left = limit - (time.monotonic() - started)
