@@ -383,3 +383,69 @@ def test_a_version_with_a_known_unfixed_bug_is_marked(monkeypatch: pytest.Monkey
     host = resolve("host").info()
     assert host.known_unsound == ["fixed-in-9.1", "unfixed"]  # 8.16 has both
     assert known_bugs.known_unsound_for("9.2") == ["unfixed"]
+
+
+@rocq
+def test_coqchk_and_rocq_run_in_the_root(tmp_path: Path) -> None:
+    chain = resolve(ROCQ)
+    (tmp_path / "M.v").write_text("Definition one := 1.\n")
+    built = chain.run([chain.program("coqc"), "-Q", ".", "Lib", "M.v"], cwd=tmp_path, timeout=120)
+    assert built.returncode == 0, built.stderr
+    checked = chain.run(
+        [chain.program("coqchk"), "-silent", "-Q", ".", "Lib", "Lib.M"], cwd=tmp_path, timeout=120
+    )
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    said = chain.run([chain.program("rocq"), "--version"], cwd=tmp_path, timeout=60)
+    assert "Rocq Prover, version 9.2" in said.stdout
+
+
+@needs_coq
+def test_the_toolchain_option_reaches_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from formalbench.toolchains.toolchain import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, "host")  # restored after: the option sets it for the process
+    (tmp_path / "o.v").write_text(
+        "From Stdlib Require Import Arith.\nTheorem t : 1 = 1.\nAdmitted.\n"
+    )
+    (tmp_path / "c.v").write_text(
+        "From Stdlib Require Import Arith.\nTheorem t : 1 = 1.\nProof. reflexivity. Qed.\n"
+    )
+    names = ["host"] + ([ROCQ] if provision.record_of(ROCQ) else [])
+    for name in names:
+        done = CliRunner().invoke(
+            app,
+            ["check", str(tmp_path / "c.v"), "--against", str(tmp_path / "o.v"), "--json",
+             "--toolchain", name],
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        verdict = json.loads(done.stdout)
+        verdict = verdict.get("verdict", verdict)
+        assert verdict["passed"] and verdict["toolchain"]["name"] == name
+        assert bool(verdict["prepared"]) == (name == "host")  # From Stdlib mapped for 8.16
+
+
+@needs_dpkg
+@needs_bwrap
+def test_an_install_that_passes_its_smoke_test_is_renamed_into_place_and_removed(
+    tmp_path: Path, cache: Path, mirror: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = mirror
+    fake = _fake_manifest(tmp_path, url, [_deb(tmp_path, "one", {"usr/share/one/a.txt": "a"})])
+    monkeypatch.setattr(manifest, "load", lambda _name: fake)
+    monkeypatch.setattr(provision, "_smoke", lambda *_a: "9.9")  # the root has no coqc
+    done = provision.install("fake")
+    root = cache / "toolchains" / "fake"
+    assert done.root == root and (root / "usr/share/one/a.txt").read_text() == "a"
+    assert (root / "lib64").is_symlink() is False  # no usr/lib64 here: no dangling link made
+    record = provision.record_of("fake")
+    assert record is not None and record["coq_version"] == "9.9"
+    assert record["packages"] == {"one": "1.0"}
+    assert not (cache / "toolchains" / ".downloads" / "fake").exists()  # kept only on failure
+    assert provision.install("fake").already
+    again = provision.install("fake", force=True)  # the old root is swapped out, then deleted
+    assert not again.already and provision.record_of("fake") is not None
+    assert not list((cache / "toolchains").glob(".trash-*"))
+    assert provision.remove("fake") and provision.record_of("fake") is None
+    assert not provision.remove("fake")
