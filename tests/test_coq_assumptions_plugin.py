@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from formalbench.backends import coq_assumptions_plugin as plugin
+from formalbench.toolchains import provision
 
 coq = pytest.mark.skipif(shutil.which("coqtop") is None, reason="coqtop is not installed")
 
@@ -129,24 +130,35 @@ def test_the_plugin_answers_exactly_as_print_assumptions(plugin_dir: Path, tmp_p
     _same_answers(done.stdout)
 
 
-@pytest.mark.rocq
-def test_the_plugin_answers_exactly_as_print_assumptions_on_rocq_9_2(tmp_path: Path) -> None:
-    """The same, on the provisioned Rocq 9.2 (its own Print Assumptions walks axioms' types
-    too: the plugin's 9.2 walk must follow it)."""
+@pytest.mark.parametrize(
+    ("name", "root"),
+    [
+        pytest.param("rocq-9.2", "Stdlib", marks=pytest.mark.rocq),
+        pytest.param(
+            "coq-8.20",
+            "Coq",
+            marks=pytest.mark.skipif(
+                provision.record_of("coq-8.20") is None, reason="coq-8.20 is not installed"
+            ),
+        ),
+    ],
+)
+def test_the_plugin_answers_exactly_as_print_assumptions_on_a_toolchain(
+    name: str, root: str, tmp_path: Path
+) -> None:
+    """The same, on a provisioned toolchain (Rocq 9.2's own Print Assumptions walks axioms'
+    types too, 8.20's does not: the plugin's walk for each follows it)."""
     from formalbench.toolchains.toolchain import resolve
 
-    chain = resolve("rocq-9.2")
+    chain = resolve(name)
     where = plugin.plugin_folder(chain)
-    assert where is not None, "the plugin does not build for rocq-9.2 (see the log)"
+    assert where is not None, f"the plugin does not build for {name} (see the log)"
     (tmp_path / "Lib.v").write_text(LIBRARY, encoding="utf-8")
-    done = chain.run(
-        [chain.program("coqc"), "-q", "-R", ".", "", "Lib.v"], cwd=tmp_path, timeout=300
-    )
+    argv = [chain.program("coqc"), "-q", "-R", ".", "", "Lib.v"]
+    done = chain.run(argv, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     argv = [chain.program("coqtop"), *plugin.coqtop_args(where), "-q", "-R", ".", ""]
-    done = chain.run(
-        argv, cwd=tmp_path, timeout=300, input=_script("Stdlib"), read_only=[str(where)]
-    )
+    done = chain.run(argv, cwd=tmp_path, timeout=300, input=_script(root), read_only=[str(where)])
     _same_answers(done.stdout)
 
 

@@ -28,6 +28,7 @@ from formalbench.backends import coq_assumptions_plugin as plugin
 from formalbench.backends import coq_kernel_dump as kd
 from formalbench.backends import coq_kernel_dump_format as kf
 from formalbench.backends.coq import CoqBackend
+from formalbench.toolchains import provision
 
 pytestmark = [
     pytest.mark.coq,
@@ -36,7 +37,17 @@ pytestmark = [
 
 
 ROCQ = "rocq-9.2"
-TOOLCHAINS = ["host", pytest.param(ROCQ, marks=pytest.mark.rocq)]
+COQ820 = "coq-8.20"
+TOOLCHAINS = [
+    "host",
+    pytest.param(ROCQ, marks=pytest.mark.rocq),
+    pytest.param(
+        COQ820,
+        marks=pytest.mark.skipif(
+            provision.record_of(COQ820) is None, reason=f"{COQ820} is not installed"
+        ),
+    ),
+]
 
 
 @pytest.fixture(scope="module", params=TOOLCHAINS)
@@ -60,16 +71,16 @@ def std(backend: CoqBackend, name: str) -> str:
     return ("Corelib." if rest.startswith("Init.") else "Stdlib.") + rest
 
 
-# Rocq 9 makes a top-level `Variable`/`Context` an error by default (a warning on 8.16);
-# the tests' texts use them on purpose (PutnamBench's postulates are written so)
-ROCQ9_FLAGS = ["-w", "-declaration-outside-section,-context-outside-section"]
+# Coq 8.20 and Rocq 9 make a top-level `Variable`/`Context` an error by default (a warning
+# on 8.16); the tests' texts use them on purpose (PutnamBench's postulates are written so)
+OUTSIDE_SECTION = ["-w", "-declaration-outside-section,-context-outside-section"]
 
 
 def compile_on(
     backend: CoqBackend, folder: Path, name: str, extra: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
     """coqc of `backend`'s toolchain on `<name>.v` in `folder` (the test's own text)."""
-    flags = ROCQ9_FLAGS if rocq9(backend) else []
+    flags = [] if backend.toolchain.version().startswith("8.16") else OUTSIDE_SECTION
     argv = [backend.coqc, "-q", *flags, *extra, f"{name}.v"]
     return backend.toolchain.run(argv, cwd=folder, timeout=300)
 

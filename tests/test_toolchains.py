@@ -424,3 +424,28 @@ def test_the_toolchain_option_reaches_the_verdict(
         verdict = verdict.get("verdict", verdict)
         assert verdict["passed"] and verdict["toolchain"]["name"] == name
         assert bool(verdict["prepared"]) == (name == "host")  # From Stdlib mapped for 8.16
+
+
+@needs_dpkg
+@needs_bwrap
+def test_an_install_that_passes_its_smoke_test_is_renamed_into_place_and_removed(
+    tmp_path: Path, cache: Path, mirror: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = mirror
+    fake = _fake_manifest(tmp_path, url, [_deb(tmp_path, "one", {"usr/share/one/a.txt": "a"})])
+    monkeypatch.setattr(manifest, "load", lambda _name: fake)
+    monkeypatch.setattr(provision, "_smoke", lambda *_a: "9.9")  # the root has no coqc
+    done = provision.install("fake")
+    root = cache / "toolchains" / "fake"
+    assert done.root == root and (root / "usr/share/one/a.txt").read_text() == "a"
+    assert (root / "lib64").is_symlink() is False  # no usr/lib64 here: no dangling link made
+    record = provision.record_of("fake")
+    assert record is not None and record["coq_version"] == "9.9"
+    assert record["packages"] == {"one": "1.0"}
+    assert not (cache / "toolchains" / ".downloads" / "fake").exists()  # kept only on failure
+    assert provision.install("fake").already
+    again = provision.install("fake", force=True)  # the old root is swapped out, then deleted
+    assert not again.already and provision.record_of("fake") is not None
+    assert not list((cache / "toolchains").glob(".trash-*"))
+    assert provision.remove("fake") and provision.record_of("fake") is None
+    assert not provision.remove("fake")

@@ -12,7 +12,8 @@ per kernel API, `coq816/fb_kernel.ml` and `coq816/fb_memo.ml` hold the code) add
 It is OCaml against Coq's own API, so it is built for the toolchain at hand
 (`toolchains/`: the host's Coq, or a provisioned root whose programs run through bwrap): the
 sources of that API's folder (`API_FOLDERS`, chosen by the running version: `coq816/` with
-findlib package `coq-core.vernac`, `coq92/` with `rocq-runtime.vernac`), `coqpp`, then
+findlib package `coq-core.vernac`, `coq820/` (Coq 8.20) with the same, `coq92/` with
+`rocq-runtime.vernac`), `coqpp`, then
 `ocamlfind ocamlopt`, all run by the toolchain (Debian's `libcoq-core-ocaml-dev` on the
 host and in the root), into `$FORMALBENCH_CACHE/coq-plugin/[<toolchain>-]<version>-<source
 hash>` (a lock, a temporary folder renamed into place). Wherever a step fails, sessions keep
@@ -98,6 +99,10 @@ class Api:
 API_FOLDERS = {
     "8.16": Api(
         "coq816", "coq-core.vernac", "legacy", "Require Coq.Logic.Classical_Prop.",
+        "Coq.Init.Logic.eq_sym", "Coq.Logic.Classical_Prop.NNPP",
+    ),
+    "8.20": Api(
+        "coq820", "coq-core.vernac", "legacy", "Require Coq.Logic.Classical_Prop.",
         "Coq.Init.Logic.eq_sym", "Coq.Logic.Classical_Prop.NNPP",
     ),
     "9.2": Api(

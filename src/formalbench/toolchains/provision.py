@@ -311,9 +311,13 @@ def install(
                 "bytes": size,
             }
             (work / RECORD).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-            if target.exists() or target.is_symlink():
-                _discard(target)
+            old = None
+            if target.exists() or target.is_symlink():  # --force: swap, then delete the old
+                old = target.with_name(f".trash-{name}-{os.getpid()}-{time.time_ns()}")
+                os.rename(target, old)
             os.rename(work, target)
+            if old is not None:
+                shutil.rmtree(old, ignore_errors=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if not keep_downloads:

@@ -24,9 +24,10 @@ from formalbench.backends import coq_assumptions_plugin as plugin
 from formalbench.backends import coq_kernel_dump as kd
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_library import coq_version
+from formalbench.toolchains import provision
 
 ROCQ = "rocq-9.2"
-pytestmark = [pytest.mark.coq, pytest.mark.rocq]
+pytestmark = [pytest.mark.coq]
 
 GARBAGE = b"not a plugin: loading this file would fail\n"
 
@@ -70,6 +71,7 @@ def _library(backend: CoqBackend, folder: Path, text: str) -> None:
     assert said.startswith("0\n"), said[-2000:]
 
 
+@pytest.mark.rocq
 def test_our_folder_first_wins_over_a_planted_package_in_a_project_folder(
     rocq: CoqBackend, tmp_path: Path
 ) -> None:
@@ -93,6 +95,7 @@ def test_our_folder_first_wins_over_a_planted_package_in_a_project_folder(
     assert kd.dump_targets(backend, tmp_path, ["Candidate.x"]).targets["Candidate.x"].found
 
 
+@pytest.mark.rocq
 def test_a_library_declaring_our_name_gets_ours_not_the_planted_package(
     rocq: CoqBackend, tmp_path: Path
 ) -> None:
@@ -113,6 +116,7 @@ def test_a_library_declaring_our_name_gets_ours_not_the_planted_package(
     assert dump.targets["Candidate.x"].found
 
 
+@pytest.mark.rocq
 def test_a_changed_meta_or_plugin_copy_is_not_loaded(
     rocq: CoqBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +142,7 @@ def test_a_changed_meta_or_plugin_copy_is_not_loaded(
         kd.dump_targets(rocq, tmp_path, ["Candidate.x"])
 
 
+@pytest.mark.rocq
 def test_a_planted_plugin_in_the_rocq_cache_folder_is_built_over(
     rocq: CoqBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,3 +162,32 @@ def test_a_planted_plugin_in_the_rocq_cache_folder_is_built_over(
     assert loaded != GARBAGE and hashlib.sha256(loaded).hexdigest() == record["sha256"]
     _library(rocq, tmp_path, "Definition x := 0.\n")
     assert kd.dump_targets(rocq, tmp_path, ["Candidate.x"]).targets["Candidate.x"].found
+
+
+COQ820 = "coq-8.20"
+
+
+@pytest.mark.skipif(provision.record_of(COQ820) is None, reason=f"{COQ820} is not installed")
+def test_on_coq_8_20_the_plugin_is_loaded_by_absolute_path_never_searched(
+    tmp_path: Path,
+) -> None:
+    """Coq 8.20 still has 8.16's legacy loading: ours is named by absolute path and no ML
+    path is given, so a project `-I` folder holding a file named like ours is never
+    searched (control: the legacy searched form loads the planted file)."""
+    backend = CoqBackend(toolchain=COQ820)
+    where = plugin.plugin_folder(backend.toolchain)
+    assert where is not None
+    assert "-I" not in plugin.coqtop_args(where)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / plugin.PLUGIN_FILE).write_bytes(GARBAGE)
+    _library(backend, tmp_path, "Definition x := 0.\n")
+    (tmp_path / "Legacy.v").write_text(
+        f'Declare ML Module "fb_assumptions_plugin:{plugin.FINDLIB_NAME}".\n', encoding="utf-8"
+    )
+    legacy = _run(backend, tmp_path, ["-I", str(project), "-q", "Legacy.v"], [])
+    assert not legacy.startswith("0\n") and str(project) in legacy
+    dump = kd.dump_targets(
+        CoqBackend(toolchain=COQ820, args=["-I", str(project)]), tmp_path, ["Candidate.x"]
+    )
+    assert dump.targets["Candidate.x"].found
