@@ -68,7 +68,7 @@ from formalbench.backends.coq_queries import (
     UnreadableOutput,
     basename,
     parse_locate,
-    read_assumptions,
+    read_assumption_entries,
     resolve,
 )
 from formalbench.backends.coq_session import (
@@ -166,6 +166,8 @@ class IdentityReport:
     candidate: CheckResult
     mismatches: dict[str, str] = field(default_factory=dict)
     axioms: dict[str, list[str]] = field(default_factory=dict)
+    # target -> full path -> the kernel check switched off for it (`IdentityRun.kinds`)
+    kinds: dict[str, dict[str, str]] = field(default_factory=dict)
     undecided: str | None = None
     environment: bool = False  # `undecided` because the original does not compile here
     checked: bool = False  # the identity file ran
@@ -324,6 +326,9 @@ class CoqIdentity:
                 break
             names = sorted(set(names) | set(unknown))
         report.axioms = {t: [run.path(p) or p for p in ps] for t, ps in run.printed.items()}
+        report.kinds = {
+            t: {run.path(p) or p: kind for p, kind in ks.items()} for t, ks in run.kinds.items()
+        }
 
     def _session_run(
         self,
@@ -370,6 +375,9 @@ class IdentityRun:
 
     mismatches: dict[str, str] = field(default_factory=dict)
     printed: dict[str, list[str]] = field(default_factory=dict)
+    # target -> printed name -> the kernel check switched off for it (guarded, positive,
+    # type_in_type, uip); an entry not named here is an axiom
+    kinds: dict[str, dict[str, str]] = field(default_factory=dict)
     located: dict[str, list[Located]] = field(default_factory=dict)  # basename or qualid -> Located
     undecided: str | None = None
     own: tuple[str, ...] = _OWN  # libraries whose names are printed with their first word
@@ -636,10 +644,12 @@ def _answers(
             continue
         name = subjects[query.subject]
         try:
-            run.printed[name] = read_assumptions(outputs[index])
+            entries = read_assumption_entries(outputs[index])
         except UnreadableOutput as problem:
             run.undecided = f"the axioms of `{name}` cannot be read: {problem}"
             return run
+        run.printed[name] = list(entries)
+        run.kinds[name] = {p: kind for p, kind in entries.items() if kind != "axiom"}
     return run
 
 

@@ -25,19 +25,21 @@ declarations are renamed side to side without comparing them to themselves
 way, which reuses that compile.
 
 Axioms are read in the identity file too (`axiom_findings`), by full path: one source of
-truth for "same statement" and "rests on no disallowed axiom".
+truth for "same statement" and "rests on no disallowed axiom". What may be rested on is
+decided by `coq_axioms.axiom_findings` against an explicit allow-list (`coq_presets`): the
+task's own postulates (`Original.p` outside its holes, the shared context's `FbContext.*`,
+the task's own text verbatim), and the listed library axioms; nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_identity import (
     CONTEXT_MODULE,
     ORIGINAL_MODULE,
-    RESERVED,
     CoqIdentity,
     IdentityReport,
     TargetPlan,
@@ -45,6 +47,7 @@ from formalbench.backends.coq_identity import (
     is_argument,
 )
 from formalbench.backends.coq_queries import LOCAL_MODULE
+from formalbench.checking import coq_axioms
 from formalbench.checking.coq_functors import Undecided, resolved
 from formalbench.checking.coq_plans import (
     POSTULATES,
@@ -59,6 +62,7 @@ from formalbench.checking.coq_plans import (
     unfolds_in_section,
     wide_context,
 )
+from formalbench.checking.coq_presets import allowed_names
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, Finding, Language, Reason
@@ -77,6 +81,11 @@ class KernelIdentity:
         self._located: dict[
             tuple[str, tuple[str, str] | None, tuple[str, ...]], list[TargetPlan]
         ] = {}
+
+    def allowed(self, policy: VerifierPolicy) -> frozenset[str]:
+        """The library axioms the policy allows, as the running Coq confirmed them
+        (`coq_presets.allowed_names`: checked once per toolchain)."""
+        return allowed_names(policy.axiom_presets, policy.allowed_axioms or (), self.backend.coqc)
 
     def _plan(
         self,
@@ -175,7 +184,12 @@ class KernelIdentity:
             and report.undecided is None
             and not report.mismatches
             and report.checked
-            and not axiom_findings(_read_axioms(report.axioms, plan, every), original, policy)
+            and not axiom_findings(
+                _read_axioms(report.axioms, plan, every),
+                original,
+                self.allowed(policy),
+                _read_kinds(report.kinds, plan),
+            )
         )
         return report, plan, clean
 
@@ -307,8 +321,9 @@ class KernelIdentity:
             findings.append(
                 Finding(reason=Reason.undecided, message=f"{kind}{report.undecided}"[:500])
             )
+        kinds = _read_kinds(report.kinds, plan)
         report.axioms = _read_axioms(report.axioms, plan, every)
-        findings += axiom_findings(report.axioms, original, policy)
+        findings += axiom_findings(report.axioms, original, self.allowed(policy), kinds)
         result = report.candidate.model_copy(update={"axioms": report.axioms})
         if context is None:
             return result, findings
@@ -416,6 +431,14 @@ def same_text_renamed(plan: Sequence[TargetPlan], original: str, context: str) -
     return [p for p in plan if p.name in later or p.name not in own]
 
 
+def _read_kinds(
+    kinds: Mapping[str, Mapping[str, str]], plan: Sequence[TargetPlan]
+) -> dict[str, dict[str, str]]:
+    """`IdentityReport.kinds` under the names `_read_axioms` gives."""
+    sides = instance_sides(plan)
+    return {t: {_side_name(n, sides): k for n, k in ks.items()} for t, ks in kinds.items()}
+
+
 def _side_name(name: str, sides: Mapping[str, str]) -> str:
     """A field of an instance module by the functor it applies (`Candidate.F.adm`)."""
     head, _, rest = name.partition(".")
@@ -448,33 +471,28 @@ def given_postulates(original: str) -> set[str]:
 
 
 def axiom_findings(
-    axioms: Mapping[str, Sequence[str]], original: str, policy: VerifierPolicy
+    axioms: Mapping[str, Sequence[str]],
+    original: str,
+    allowed: Collection[str],
+    kinds: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[Finding]:
-    """Which axioms of the identity constants are refused, by full path: anything of the
-    candidate's own library (`Candidate.*`, whatever it is named); of the original's, only
-    what the original postulates outside its holes; the shared context's (`FbContext.*`,
-    the task's own text verbatim) always allowed; a library axiom as the policy says. A
-    name of the identity file's own modules (`RESERVED*`: a functor applied there) is the
-    candidate's postulate (or the original's) made a field of that instance: refused. The
-    fields of its declared arguments were taken out before (`is_argument`)."""
+    """Which assumptions of the identity constants are refused (`coq_axioms.axiom_findings`):
+    the task's own postulates are what the original postulates outside its holes
+    (`Original.p`) and the shared context's (`FbContext.*`, the task's own text verbatim);
+    a library axiom passes only where `allowed` lists it. Anything of the candidate's own
+    library (`Candidate.*`, whatever it is named) and a name of the identity file's own
+    modules (`RESERVED*`: a functor applied there, the candidate's postulate or the
+    original's made a field of that instance) are on no list: refused. The fields of its
+    declared arguments were taken out before (`is_argument`). `kinds`: target -> name ->
+    the kernel check switched off for it (refused whatever the lists say)."""
     given = given_postulates(original) if axioms else set()
-    findings = []
-    for target, names in axioms.items():
-        for name in names:
-            head = name.split(".", 1)[0]
-            if head == CONTEXT_MODULE or name in given:
-                continue
-            own = head in (LOCAL_MODULE, ORIGINAL_MODULE) or head.startswith(RESERVED)
-            if not own and (policy.allow_library_axioms or name in (policy.allowed_axioms or [])):
-                continue
-            findings.append(
-                Finding(
-                    reason=Reason.disallowed_axiom,
-                    subject=name,
-                    message=f"`{target}` depends on the axiom `{name}`",
-                )
-            )
-    return findings
+    shared = {n for names in axioms.values() for n in names if n.startswith(f"{CONTEXT_MODULE}.")}
+    every = set(all_targets(original)) if axioms else set()
+    holes = {f"{side}.{t}" for t in every for side in (LOCAL_MODULE, ORIGINAL_MODULE)}
+    targets = {
+        t: coq_axioms.from_printed(names, (kinds or {}).get(t)) for t, names in axioms.items()
+    }
+    return coq_axioms.axiom_findings(targets, given | shared, allowed, holes)
 
 
 def _undecided(why: Exception, kernel: str = "") -> Finding:
