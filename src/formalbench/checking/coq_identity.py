@@ -84,8 +84,10 @@ class KernelIdentity:
 
     def allowed(self, policy: VerifierPolicy) -> frozenset[str]:
         """The library axioms the policy allows, as the running Coq confirmed them
-        (`coq_presets.allowed_names`: checked once per toolchain)."""
-        return allowed_names(policy.axiom_presets, policy.allowed_axioms or (), self.backend.coqc)
+        (`coq_presets.allowed_names`: checked once per toolchain), less the preset names a
+        project's load path could provide from its own files."""
+        explicit = policy.allowed_axioms or ()
+        return allowed_names(policy.axiom_presets, explicit, self.backend.coqc, self.backend.args)
 
     def _plan(
         self,

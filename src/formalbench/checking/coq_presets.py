@@ -399,10 +399,15 @@ def verify_presets(coqc: str, timeout: float = 300.0, *, cached: bool = True) ->
 
 
 def allowed_names(
-    presets: Sequence[str] | None, extra: Iterable[str], coqc: str | None
+    presets: Sequence[str] | None,
+    extra: Iterable[str],
+    coqc: str | None,
+    load_args: Sequence[str] = (),
 ) -> frozenset[str]:
     """The allow-list of a verdict: the names of `presets` (None: the default) that the
-    running Coq confirmed (`verify_presets`; none where `coqc` is None), and `extra`."""
+    running Coq confirmed (`verify_presets`; none where `coqc` is None), less those a
+    binding of `load_args` (the coqc arguments of the checks: a project's `-Q`/`-R`) could
+    provide instead of the library that was checked (`shadowed`), and `extra`."""
     names = set(extra)
     chosen = expand(DEFAULT_PRESETS if presets is None else presets)
     if coqc is None or not chosen:
@@ -411,7 +416,25 @@ def allowed_names(
     table = PRESETS.get(check.family or "", {})
     for name in chosen:
         names.update(a for a in table[name].axioms if a in check.confirmed)
-    return frozenset(names)
+    return frozenset(n for n in names if n in extra or not shadowed(n, load_args))
+
+
+def shadowed(name: str, load_args: Sequence[str]) -> bool:
+    """Whether coqc run with `load_args` may load `name` from a file other than the one
+    the presets were checked on: a `-Q`/`-R` binding whose logical name is `name`'s or a
+    prefix of it (`-Q dir Coq.Logic` puts a `Classical_Prop.v` of the project's where
+    Coq's was, `classic : False` in it), an empty logical name (any name below the folder),
+    or a changed library root (`-coqlib`, `-boot`, `-noinit`). A preset name is then not
+    allowed by the preset: a project's own copy of the library needs `--allow-axiom`."""
+    args = list(load_args)
+    if any(a in ("-coqlib", "-boot", "-noinit", "-nois") for a in args):
+        return True
+    for at, flag in enumerate(args[:-2]):
+        if flag in ("-Q", "-R"):
+            logical = args[at + 2].strip()
+            if logical in ("", ".") or name == logical or name.startswith(f"{logical}."):
+                return True
+    return False
 
 
 def _table_digest(family: str | None) -> str:

@@ -328,6 +328,6 @@ def check_answer(tree: Path, before: FileView, content: str, timeout: float = 30
     from formalbench.checking.coq_presets import allowed_names
 
     policy = VerifierPolicy()
-    allowed = allowed_names(policy.axiom_presets, (), backend.coqc)
+    allowed = allowed_names(policy.axiom_presets, (), backend.coqc, backend.args)
     out.update(judge_completeness(before, after, policy, allowed))
     return out
