@@ -25,7 +25,8 @@ Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused); a target
 whose axioms the assistant did not report cannot be checked and fails (disallowed_axiom),
 since axioms are read from the assistant, never text. Coq's axiom rule is applied in the
-identity file (`coq_identity.axiom_findings`).
+identity file (`coq_identity.axiom_findings`): the task's own postulates and an explicit
+allow-list of fully qualified names (`coq_axioms`, `coq_presets`), nothing else.
 """
 
 from __future__ import annotations
