@@ -374,9 +374,7 @@ def test_a_project_shadowing_the_standard_library_cannot_pass_as_its_axiom(
     fake = tmp_path / "Logic"
     fake.mkdir()
     (fake / "Classical_Prop.v").write_text("Axiom classic : False.\n")
-    subprocess.run(
-        ["coqc", "-q", "-Q", ".", "Coq.Logic", "Classical_Prop.v"], cwd=fake, check=True
-    )
+    subprocess.run(["coqc", "-q", "-Q", ".", "Coq.Logic", "Classical_Prop.v"], cwd=fake, check=True)
     original = "Require Coq.Logic.Classical_Prop.\nTheorem t : 1 = 2.\nProof.\nAdmitted.\n"
     verdict = _verdict(
         original,
