@@ -383,3 +383,42 @@ def test_a_project_shadowing_the_standard_library_cannot_pass_as_its_axiom(
     )
     assert verdict.reasons == [Reason.disallowed_axiom]
     assert verdict.findings[0].subject == CLASSIC
+
+
+def _rocq_root() -> Path | None:
+    from formalbench.core.config import cache_path
+
+    root = cache_path("toolchains") / "rocq-9.2"
+    return root if (root / "usr" / "bin" / "coqc").exists() else None
+
+
+@pytest.mark.skipif(_rocq_root() is None, reason="no provisioned rocq-9.2 root")
+def test_every_rocq_9_preset_name_is_what_its_kernel_reports() -> None:
+    """The `rocq9` table against Rocq 9.2 itself (a root provisioned by `formalbench
+    toolchain install rocq-9.2`, its coqc run there through bwrap): every name confirmed
+    (the primitives and their axioms under `Corelib`, the rest under `Stdlib`), every probe
+    exact."""
+    import time
+
+    rootfs = pytest.importorskip("formalbench.toolchains.rootfs")
+    from formalbench.backends.sandbox import ProcessOutcome
+    from formalbench.core.records import CheckStatus
+
+    root = _rocq_root()
+    assert root is not None
+
+    class InRoot:
+        def compile(self, work, module, text, timeout, extra=()):
+            (Path(work) / f"{module}.v").write_text(text)
+            argv = rootfs.root_argv(root, ["coqc", "-q", *extra, f"{module}.v"], work=work)
+            started = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            took = time.perf_counter() - started
+            return ProcessOutcome(CheckStatus.ok, done.returncode, done.stdout, done.stderr, took)
+
+    coqc = str(root / "usr" / "bin" / "coqc")
+    check = verify_presets(coqc, cached=False, compiler=InRoot(), version="9.2.0")
+    assert check.family == "rocq9" and check.complete
+    assert check.problems == []
+    present = [p for p in PRESETS["rocq9"].values() if p.name not in check.skipped]
+    assert {a for p in present for a in p.axioms} == check.confirmed

@@ -1,12 +1,13 @@
 """Named sets of library axioms a Coq proof may rest on, each checked against the running Coq.
 
 A preset is a list of fully qualified axiom names, written per toolchain family (Coq 8's
-standard library is `Coq.*`; Rocq 9's is `Stdlib.*`), never matched by a short name or a
-suffix. What the names are is not taken on trust: `verify_presets` asks the running Coq,
+standard library is `Coq.*`; Rocq 9's is `Stdlib.*`, its primitive types and their axioms
+`Corelib.*`), never matched by a short name or a suffix. What the names are is not taken on trust: `verify_presets` asks the running Coq,
 once per toolchain (kept in memory and in the user cache), `Print Assumptions` of
 
-- every listed name: the kernel must answer with that very constant as an axiom (a name
-  that is missing, renamed, or a lemma here is not confirmed);
+- every listed name: the kernel must list that very constant among its own assumptions,
+  as an axiom (a name that is missing, renamed, a lemma or a definition here is not
+  confirmed);
 - known library lemmas (`Preset.probes`): the kernel must report exactly the axioms written
   beside each (Raxioms.completeness rests on the two ClassicalDedekindReals axioms and
   functional extensionality). A version that renames or adds an axiom fails there, and
@@ -40,6 +41,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
@@ -60,8 +62,45 @@ class Preset:
     requires: tuple[str, ...]
 
 
-def _stdlib(s: str) -> list[Preset]:
-    """The standard library's presets under its root name `s` (`Coq`, `Stdlib`)."""
+@dataclass(frozen=True)
+class _Primitives:
+    """Where a family keeps its primitive types and the axioms that specify them (Rocq 9
+    moved them to `Corelib`, the axioms to modules of their own, and added strings)."""
+
+    ints: str  # PrimInt63
+    uint: str  # Uint63's axioms
+    sint: str  # Sint63's axioms
+    floats: str  # PrimFloat
+    float_axioms: str
+    arrays: str  # the primitive array type and operations
+    array_axioms: str
+    strings: tuple[str, str] | None = None  # PrimString and its axioms
+
+
+_COQ8 = _Primitives(
+    "Coq.Numbers.Cyclic.Int63.PrimInt63",
+    "Coq.Numbers.Cyclic.Int63.Uint63",
+    "Coq.Numbers.Cyclic.Int63.Sint63",
+    "Coq.Floats.PrimFloat",
+    "Coq.Floats.FloatAxioms",
+    "Coq.Array.PArray",
+    "Coq.Array.PArray",
+)
+_ROCQ9 = _Primitives(
+    "Corelib.Numbers.Cyclic.Int63.PrimInt63",
+    "Corelib.Numbers.Cyclic.Int63.Uint63Axioms",
+    "Corelib.Numbers.Cyclic.Int63.Sint63Axioms",
+    "Corelib.Floats.PrimFloat",
+    "Corelib.Floats.FloatAxioms",
+    "Corelib.Array.PrimArray",
+    "Corelib.Array.ArrayAxioms",
+    ("Corelib.Strings.PrimString", "Corelib.Strings.PrimStringAxioms"),
+)
+
+
+def _stdlib(s: str, prim: _Primitives) -> list[Preset]:
+    """The standard library's presets under its root name `s` (`Coq`, `Stdlib`), its
+    primitives where `prim` says."""
     classic = f"{s}.Logic.Classical_Prop.classic"
     funext = f"{s}.Logic.FunctionalExtensionality.functional_extensionality_dep"
     propext = f"{s}.Logic.PropExtensionality.propositional_extensionality"
@@ -79,21 +118,28 @@ def _stdlib(s: str) -> list[Preset]:
     )
     forall_dec = f"{s}.Reals.ClassicalDedekindReals.sig_forall_dec"
     not_dec = f"{s}.Reals.ClassicalDedekindReals.sig_not_dec"
-    uint = f"{s}.Numbers.Cyclic.Int63.Uint63"
-    sint = f"{s}.Numbers.Cyclic.Int63.Sint63"
-    floats = f"{s}.Floats.FloatAxioms"
-    arrays = f"{s}.Array.PArray"
-    prim_int = f"{s}.Numbers.Cyclic.Int63.PrimInt63"
-    prim_float = f"{s}.Floats.PrimFloat"
+    uint, floats, prim_int, prim_float = prim.uint, prim.float_axioms, prim.ints, prim.floats
+    arrays, array_axioms = prim.arrays, prim.array_axioms
+    strings = (
+        (
+            *(f"{prim.strings[0]}.{n}" for n in _PRIM_STRING),
+            *(f"{prim.strings[1]}.{n}" for n in _STRING_AXIOMS),
+        )
+        if prim.strings
+        else ()
+    )
     primitive = (
         *(f"{prim_int}.{n}" for n in _PRIM_INT63),
         *(f"{prim_float}.{n}" for n in _PRIM_FLOAT),
         *(f"{arrays}.{n}" for n in _PRIM_ARRAY),
         *(f"{uint}.{n}" for n in _UINT63),
-        *(f"{sint}.{n}" for n in _SINT63),
+        *(f"{prim.sint}.{n}" for n in _SINT63),
         *(f"{floats}.{n}" for n in _FLOATS),
-        *(f"{arrays}.{n}" for n in _PARRAY),
+        *(f"{array_axioms}.{n}" for n in _PARRAY),
+        *strings,
     )
+    # the library modules the probes are lemmas of
+    uint_lemmas, array_lemmas = f"{s}.Numbers.Cyclic.Int63.Uint63", f"{s}.Array.PArray"
     return [
         Preset(
             "classical",
@@ -179,11 +225,11 @@ def _stdlib(s: str) -> list[Preset]:
         ),
         Preset(
             "primitive",
-            "the primitive integers, floats and arrays (`Print Assumptions` lists each "
-            "primitive a proof uses) and the axioms that specify them",
+            "the primitive integers, floats, arrays (and strings in Rocq 9: `Print "
+            "Assumptions` lists each primitive a proof uses) and the axioms that specify them",
             primitive,
             {
-                f"{uint}.eqb_spec": frozenset(
+                f"{uint_lemmas}.eqb_spec": frozenset(
                     {
                         f"{prim_int}.int",
                         f"{prim_int}.eqb",
@@ -191,12 +237,12 @@ def _stdlib(s: str) -> list[Preset]:
                         f"{uint}.eqb_refl",
                     }
                 ),
-                f"{arrays}.default_copy": frozenset(
+                f"{array_lemmas}.default_copy": frozenset(
                     {
                         *(f"{prim_int}.{n}" for n in ("int", "eqb", "land", "lsr", "ltb")),
-                        *(f"{arrays}.{n}" for n in ("array", "copy", "default", "get")),
-                        *(f"{arrays}.{n}" for n in ("length", "get_copy", "length_copy")),
-                        f"{arrays}.get_out_of_bounds",
+                        *(f"{arrays}.{n}" for n in ("array", "copy", "default", "get", "length")),
+                        *(f"{array_axioms}.{n}" for n in ("get_copy", "length_copy")),
+                        f"{array_axioms}.get_out_of_bounds",
                         f"{uint}.ltb_spec",
                     }
                 ),
@@ -210,7 +256,13 @@ def _stdlib(s: str) -> list[Preset]:
                     }
                 ),
             },
-            (prim_int, prim_float, uint, sint, floats, arrays, f"{s}.Floats.FloatLemmas"),
+            (
+                *sorted({prim_int, prim_float, uint, prim.sint, floats, arrays, array_axioms}),
+                *(prim.strings or ()),
+                uint_lemmas,
+                array_lemmas,
+                f"{s}.Floats.FloatLemmas",
+            ),
         ),
     ]
 
@@ -234,6 +286,11 @@ _LDEXP_FLOAT = ["abs", "div", "eqb", "float", "frshiftexp", "ldshiftexp", "ltb",
 _LDEXP_INT = ["add", "eqb", "int", "land", "leb", "lor", "lsl", "lsr", "ltb", "sub"]
 _LDEXP_UINT = _words(
     "add_spec eqb_correct eqb_refl leb_spec lor_spec lsl_spec lsr_spec ltb_spec of_to_Z sub_spec"
+)
+_PRIM_STRING = _words("string make length get sub cat compare")  # not max_length: a value
+_STRING_AXIOMS = _words(
+    "of_to_list to_list_length to_list_char63_valid length_spec get_spec make_spec "
+    "sub_spec cat_spec compare_spec"
 )
 _UINT63 = _words(
     "of_to_Z lsl_spec lsr_spec land_spec lor_spec lxor_spec add_spec sub_spec "
@@ -287,8 +344,8 @@ _MATHCOMP = Preset(
 
 # The presets of each toolchain family, by name.
 PRESETS: dict[str, dict[str, Preset]] = {
-    family: {p.name: p for p in [*_stdlib(root), _MATHCOMP]}
-    for family, root in (("coq8", "Coq"), ("rocq9", "Stdlib"))
+    family: {p.name: p for p in [*_stdlib(root, prim), _MATHCOMP]}
+    for family, root, prim in (("coq8", "Coq", _COQ8), ("rocq9", "Stdlib", _ROCQ9))
 }
 DEFAULT_PRESETS: tuple[str, ...] = (
     "classical",
@@ -375,23 +432,32 @@ _memo: dict[str, PresetCheck] = {}
 _memo_lock = threading.Lock()
 
 
-def verify_presets(coqc: str, timeout: float = 300.0, *, cached: bool = True) -> PresetCheck:
+def verify_presets(
+    coqc: str,
+    timeout: float = 300.0,
+    *,
+    cached: bool = True,
+    compiler: Any = None,
+    version: str | None = None,
+) -> PresetCheck:
     """The presets of the running Coq's family checked against it (see the module's
     docstring): one coqc run (more only where a library or a name is missing), once per
-    toolchain, kept in memory and in `cache_path("axiom-presets")`."""
+    toolchain, kept in memory and in `cache_path("axiom-presets")`. `compiler`: what
+    compiles the query file (an object with `CoqBackend.compile`'s signature, e.g. one that
+    runs a provisioned toolchain's coqc in its root; default: a bare `CoqBackend(coqc)`),
+    with its `version` (default: asked of `coqc`)."""
     path = os.path.realpath(shutil.which(coqc) or coqc)
-    version = toolchain_version(path)
+    version = version or toolchain_version(path)
     family = family_of(version)
-    key = hashlib.sha256(json.dumps([path, version, _table_digest(family)]).encode()).hexdigest()[
-        :24
-    ]
+    digest = json.dumps([path, version, _table_digest(family)]).encode()
+    key = hashlib.sha256(digest).hexdigest()[:24]
     with _memo_lock:
         if cached and key in _memo:
             return _memo[key]
         file = cache_path("axiom-presets") / f"{key}.json"
         found = _load(file, version, family) if cached else None
         if found is None:
-            found = _run(path, version, family, timeout)
+            found = _run(path, version, family, timeout, compiler)
             if found.complete:
                 _store(file, found)
         _memo[key] = found
@@ -478,7 +544,9 @@ def _store(file: Path, check: PresetCheck) -> None:
         log.info("axiom presets not cached (%s)", why)
 
 
-def _run(coqc: str, version: str, family: str | None, timeout: float) -> PresetCheck:
+def _run(
+    coqc: str, version: str, family: str | None, timeout: float, compiler: Any = None
+) -> PresetCheck:
     """Ask Coq: one query file, run again without what it could not load or find."""
     from formalbench.backends.coq import CoqBackend
     from formalbench.backends.coq_identity import query_file
@@ -494,17 +562,29 @@ def _run(coqc: str, version: str, family: str | None, timeout: float) -> PresetC
     missing: set[str] = set()  # names or probes Coq does not know
     located: set[str] = set()  # basenames printed but not among the names located first
     # the bare toolchain: no project's load path can stand in for the standard library
-    backend = CoqBackend(coqc=coqc, workers=1, timeout=timeout)
+    own = CoqBackend(coqc=coqc, workers=1, timeout=timeout) if compiler is None else None
+    backend = compiler if own is None else own
+    known: set[str] | None = None  # the full names Locate lists (first run: Locate only)
     try:
         for _ in range(len(presets) + 8):
             requires = sorted({r for p in presets for r in p.requires})
-            subjects = {s: s for p in presets for s in (*p.axioms, *p.probes) if s not in missing}
-            names = sorted({basename(a) for p in presets for a in p.axioms} | located)
+            wanted = [x for p in presets for x in (*p.axioms, *p.probes)]
+            subjects = {} if known is None else {x: x for x in wanted if x not in missing}
+            names = sorted({basename(x) for x in wanted} | located)
             text = "".join(f"Require {r}.\n" for r in requires)
             with work_dir("coq") as work:
                 run = query_file(
                     backend, Path(work), "FbAxiomPresets", text, {}, subjects, names, timeout, ()
                 )
+            if run.undecided is None and known is None:
+                # a name Coq does not have is not asked (`Print Assumptions` of it would
+                # stop the file): reported and dropped here, all at once
+                known = {o.path for found in run.located.values() for o in found}
+                for x in wanted:
+                    if x not in known and x not in missing:
+                        missing.add(x)
+                        check.problems.append(f"`{x}` does not exist in Coq {version}")
+                continue
             if run.undecided is None:
                 unknown = {
                     basename(p) for ps in run.printed.values() for p in ps if run.path(p) is None
@@ -534,7 +614,8 @@ def _run(coqc: str, version: str, family: str | None, timeout: float) -> PresetC
             check.problems.append("Coq gave no answer after dropping what it lacks")
             return check
     finally:
-        backend.close()
+        if own is not None:
+            own.close()
     reported = {
         s: [run.path(p) or f"<unresolved {p}>" for p in ps] for s, ps in run.printed.items()
     }
@@ -542,7 +623,10 @@ def _run(coqc: str, version: str, family: str | None, timeout: float) -> PresetC
         for axiom in p.axioms:
             if axiom in missing:
                 continue
-            if reported.get(axiom) == [axiom]:
+            # an assumption of itself, of kind axiom: an axiom or a primitive (a lemma or a
+            # definition is not; Rocq 9 also lists what the axiom's own type rests on)
+            bypassed = {run.path(p) or p for p in run.kinds.get(axiom, {})}
+            if axiom in reported.get(axiom, []) and axiom not in bypassed:
                 check.confirmed.add(axiom)
             else:
                 check.problems.append(
