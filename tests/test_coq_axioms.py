@@ -40,6 +40,7 @@ from formalbench.cli.main import app
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Reason, Task
+from formalbench.toolchains.toolchain import resolve
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
 CLASSIC = "Coq.Logic.Classical_Prop.classic"
@@ -152,7 +153,7 @@ def test_a_planted_cache_file_cannot_add_a_name(tmp_path: Path, monkeypatch) -> 
 def test_every_preset_name_is_what_the_kernel_reports() -> None:
     """Each listed name is an axiom of that full name in the running Coq, and each probe
     lemma rests on exactly the axioms written beside it (not cached: asked now)."""
-    check = verify_presets("coqc", cached=False)
+    check = verify_presets("host", cached=False)
     assert check.family == "coq8" and check.complete
     assert check.problems == []
     table = PRESETS["coq8"]
@@ -177,12 +178,12 @@ def test_a_renamed_axiom_is_caught_and_not_allowed(monkeypatch) -> None:
         ("Coq.Logic.Classical_Prop",),
     )
     monkeypatch.setitem(PRESETS, "coq8", {**PRESETS["coq8"], "classical": preset})
-    check = verify_presets("coqc", cached=False)
+    check = verify_presets("host", cached=False)
     assert wrong not in check.confirmed and CLASSIC in check.confirmed
     said = " ".join(check.problems)
     assert f"`{wrong}` does not exist" in said and "Classical_Prop.NNPP" in said
-    monkeypatch.setattr(coq_presets, "verify_presets", lambda coqc: check)
-    allowed = allowed_names(["classical"], [], "coqc")
+    monkeypatch.setattr(coq_presets, "verify_presets", lambda toolchain: check)
+    allowed = allowed_names(["classical"], [], resolve("host"))
     assert CLASSIC in allowed and wrong not in allowed
 
 
@@ -385,40 +386,14 @@ def test_a_project_shadowing_the_standard_library_cannot_pass_as_its_axiom(
     assert verdict.findings[0].subject == CLASSIC
 
 
-def _rocq_root() -> Path | None:
-    from formalbench.core.config import cache_path
-
-    root = cache_path("toolchains") / "rocq-9.2"
-    return root if (root / "usr" / "bin" / "coqc").exists() else None
-
-
-@pytest.mark.skipif(_rocq_root() is None, reason="no provisioned rocq-9.2 root")
+@pytest.mark.rocq
 def test_every_rocq_9_preset_name_is_what_its_kernel_reports() -> None:
-    """The `rocq9` table against Rocq 9.2 itself (a root provisioned by `formalbench
-    toolchain install rocq-9.2`, its coqc run there through bwrap): every name confirmed
-    (the primitives and their axioms under `Corelib`, the rest under `Stdlib`), every probe
-    exact."""
-    import time
-
-    rootfs = pytest.importorskip("formalbench.toolchains.rootfs")
-    from formalbench.backends.sandbox import ProcessOutcome
-    from formalbench.core.records import CheckStatus
-
-    root = _rocq_root()
-    assert root is not None
-
-    class InRoot:
-        def compile(self, work, module, text, timeout, extra=()):
-            (Path(work) / f"{module}.v").write_text(text)
-            argv = rootfs.root_argv(root, ["coqc", "-q", *extra, f"{module}.v"], work=work)
-            started = time.perf_counter()
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-            took = time.perf_counter() - started
-            return ProcessOutcome(CheckStatus.ok, done.returncode, done.stdout, done.stderr, took)
-
-    coqc = str(root / "usr" / "bin" / "coqc")
-    check = verify_presets(coqc, cached=False, compiler=InRoot(), version="9.2.0")
+    """The `rocq9` table against Rocq 9.2 itself (the provisioned toolchain, its coqc run
+    in its root): every name confirmed (the primitive types and their axioms under
+    `Corelib`, the rest under `Stdlib`), every probe exact."""
+    check = verify_presets("rocq-9.2", cached=False)
     assert check.family == "rocq9" and check.complete
     assert check.problems == []
     present = [p for p in PRESETS["rocq9"].values() if p.name not in check.skipped]
     assert {a for p in present for a in p.axioms} == check.confirmed
+    assert "Corelib.Numbers.Cyclic.Int63.Uint63Axioms.add_spec" in check.confirmed

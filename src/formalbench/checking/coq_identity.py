@@ -87,7 +87,9 @@ class KernelIdentity:
         (`coq_presets.allowed_names`: checked once per toolchain), less the preset names a
         project's load path could provide from its own files."""
         explicit = policy.allowed_axioms or ()
-        return allowed_names(policy.axiom_presets, explicit, self.backend.coqc, self.backend.args)
+        return allowed_names(
+            policy.axiom_presets, explicit, self.backend.toolchain, self.backend.args
+        )
 
     def _plan(
         self,

@@ -35,8 +35,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import subprocess
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +43,7 @@ from typing import Any
 
 from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
+from formalbench.toolchains.toolchain import Toolchain
 
 log = logging.getLogger(__name__)
 
@@ -421,35 +420,29 @@ class PresetCheck:
     complete: bool = False  # Coq answered (a run cut short is not kept in the cache)
 
 
-def toolchain_version(coqc: str) -> str:
-    """`coqc --print-version`'s version number (`8.16.1`), or `unknown`."""
-    done = subprocess.run([coqc, "--print-version"], capture_output=True, text=True, timeout=60)
-    words = done.stdout.split()
-    return words[0] if words else "unknown"
-
-
 _memo: dict[str, PresetCheck] = {}
 _memo_lock = threading.Lock()
 
 
 def verify_presets(
-    coqc: str,
+    toolchain: Toolchain | str | None = None,
     timeout: float = 300.0,
     *,
     cached: bool = True,
     compiler: Any = None,
-    version: str | None = None,
 ) -> PresetCheck:
-    """The presets of the running Coq's family checked against it (see the module's
-    docstring): one coqc run (more only where a library or a name is missing), once per
-    toolchain, kept in memory and in `cache_path("axiom-presets")`. `compiler`: what
-    compiles the query file (an object with `CoqBackend.compile`'s signature, e.g. one that
-    runs a provisioned toolchain's coqc in its root; default: a bare `CoqBackend(coqc)`),
-    with its `version` (default: asked of `coqc`)."""
-    path = os.path.realpath(shutil.which(coqc) or coqc)
-    version = version or toolchain_version(path)
+    """The presets of a toolchain's family (a `Toolchain`, its name, None for the default
+    one) checked against its Coq (see the module's docstring): one coqc run (more only
+    where a library is missing), once per toolchain (its key: name, version, library
+    versions), kept in memory and in `cache_path("axiom-presets")`. `compiler`: what
+    compiles the query file (`CoqBackend.compile`'s signature; default: a `CoqBackend` of
+    that toolchain with no project on its load path)."""
+    from formalbench.toolchains.toolchain import resolve
+
+    chain = toolchain if isinstance(toolchain, Toolchain) else resolve(toolchain)
+    version = chain.version()
     family = family_of(version)
-    digest = json.dumps([path, version, _table_digest(family)]).encode()
+    digest = json.dumps([chain.key(), chain.program("coqc"), _table_digest(family)]).encode()
     key = hashlib.sha256(digest).hexdigest()[:24]
     with _memo_lock:
         if cached and key in _memo:
@@ -457,7 +450,7 @@ def verify_presets(
         file = cache_path("axiom-presets") / f"{key}.json"
         found = _load(file, version, family) if cached else None
         if found is None:
-            found = _run(path, version, family, timeout, compiler)
+            found = _run(chain, version, family, timeout, compiler)
             if found.complete:
                 _store(file, found)
         _memo[key] = found
@@ -467,18 +460,18 @@ def verify_presets(
 def allowed_names(
     presets: Sequence[str] | None,
     extra: Iterable[str],
-    coqc: str | None,
+    toolchain: Toolchain | None,
     load_args: Sequence[str] = (),
 ) -> frozenset[str]:
     """The allow-list of a verdict: the names of `presets` (None: the default) that the
-    running Coq confirmed (`verify_presets`; none where `coqc` is None), less those a
+    toolchain's Coq confirmed (`verify_presets`; none without a toolchain), less those a
     binding of `load_args` (the coqc arguments of the checks: a project's `-Q`/`-R`) could
     provide instead of the library that was checked (`shadowed`), and `extra`."""
     names = set(extra)
     chosen = expand(DEFAULT_PRESETS if presets is None else presets)
-    if coqc is None or not chosen:
+    if toolchain is None or not chosen:
         return frozenset(names)
-    check = verify_presets(coqc)
+    check = verify_presets(toolchain)
     table = PRESETS.get(check.family or "", {})
     for name in chosen:
         names.update(a for a in table[name].axioms if a in check.confirmed)
@@ -545,7 +538,7 @@ def _store(file: Path, check: PresetCheck) -> None:
 
 
 def _run(
-    coqc: str, version: str, family: str | None, timeout: float, compiler: Any = None
+    toolchain: Toolchain, version: str, family: str | None, timeout: float, compiler: Any
 ) -> PresetCheck:
     """Ask Coq: one query file, run again without what it could not load or find."""
     from formalbench.backends.coq import CoqBackend
@@ -562,7 +555,7 @@ def _run(
     missing: set[str] = set()  # names or probes Coq does not know
     located: set[str] = set()  # basenames printed but not among the names located first
     # the bare toolchain: no project's load path can stand in for the standard library
-    own = CoqBackend(coqc=coqc, workers=1, timeout=timeout) if compiler is None else None
+    own = CoqBackend(toolchain=toolchain, workers=1, timeout=timeout) if compiler is None else None
     backend = compiler if own is None else own
     known: set[str] | None = None  # the full names Locate lists (first run: Locate only)
     try:

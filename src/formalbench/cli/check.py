@@ -26,10 +26,12 @@ from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
     ALLOW_AXIOM_HELP,
     ALLOW_AXIOMS_HELP,
+    TOOLCHAIN_HELP,
     at_least,
     axiom_policy,
     seconds,
 )
+from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.verdict_cache import open_cache
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
@@ -207,6 +209,9 @@ def check(
     ] = None,
     allow_axioms: Annotated[
         list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
+    ] = None,
+    toolchain: Annotated[
+        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
     ] = None,
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""

@@ -25,7 +25,6 @@ says which declarations changed statement, disappeared or were added.
 from __future__ import annotations
 
 import secrets
-import shutil
 import time
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -242,13 +241,18 @@ def judge_completeness(
 ) -> dict[str, Any]:
     """The verdict on an edited file against the file before it, and what changed.
     `allowed`: the library axioms a new use of which is no reason (default: the policy's
-    allow-list as the `coqc` on PATH confirms it)."""
+    allow-list as the default toolchain's Coq confirms it; none without one)."""
     policy = policy or VerifierPolicy()
     if allowed is None:
         from formalbench.checking.coq_presets import allowed_names
+        from formalbench.core.errors import ToolchainMissingError
+        from formalbench.toolchains.toolchain import resolve
 
-        coqc = shutil.which("coqc")
-        allowed = allowed_names(policy.axiom_presets, policy.allowed_axioms or (), coqc)
+        try:
+            chain = resolve()
+        except ToolchainMissingError:
+            chain = None
+        allowed = allowed_names(policy.axiom_presets, policy.allowed_axioms or (), chain)
     reasons = run_reasons(after.result)
     if after.problem and after.result.compiled:
         reasons.append(after.problem)
@@ -328,6 +332,6 @@ def check_answer(tree: Path, before: FileView, content: str, timeout: float = 30
     from formalbench.checking.coq_presets import allowed_names
 
     policy = VerifierPolicy()
-    allowed = allowed_names(policy.axiom_presets, (), backend.coqc, backend.args)
+    allowed = allowed_names(policy.axiom_presets, (), backend.toolchain, backend.args)
     out.update(judge_completeness(before, after, policy, allowed))
     return out
