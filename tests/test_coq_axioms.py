@@ -397,3 +397,16 @@ def test_every_rocq_9_preset_name_is_what_its_kernel_reports() -> None:
     present = [p for p in PRESETS["rocq9"].values() if p.name not in check.skipped]
     assert {a for p in present for a in p.axioms} == check.confirmed
     assert "Corelib.Numbers.Cyclic.Int63.Uint63Axioms.add_spec" in check.confirmed
+
+
+def test_ape_refuses_a_new_library_axiom_off_the_allow_list() -> None:
+    """APE's compile pass: an answer that makes a declaration rest on a library axiom the
+    file before did not use is incomplete unless the axiom is on the allow-list."""
+    from formalbench.core.records import CheckResult
+    from formalbench.pipelines.ape.completeness import FileView, judge_completeness
+
+    before = FileView(CheckResult(backend="coq"), {"Candidate.foo": "1 = 1"}, {"foo": []})
+    after = FileView(CheckResult(backend="coq"), {"Candidate.foo": "1 = 1"}, {"foo": [ADMIT]})
+    refused = judge_completeness(before, after, allowed={CLASSIC})
+    assert not refused["complete"] and ADMIT in " ".join(refused["reasons"])
+    assert judge_completeness(before, after, allowed={ADMIT})["complete"]

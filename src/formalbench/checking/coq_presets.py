@@ -453,6 +453,10 @@ def verify_presets(
             found = _run(chain, version, family, timeout, compiler)
             if found.complete:
                 _store(file, found)
+            if found.problems:  # said once per process: a preset name it concerns is refused
+                log.warning(
+                    "axiom presets on Coq %s: %s", version, "; ".join(found.problems)[:2000]
+                )
         _memo[key] = found
         return found
 

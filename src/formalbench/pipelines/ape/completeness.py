@@ -258,13 +258,13 @@ def judge_completeness(
         reasons.append(after.problem)
     new_holes = list((Counter(after.holes) - Counter(before.holes)).elements())
     reasons += [f"a hole the file before did not have, in `{k}`"[:300] for k in new_holes]
-    allowed = {a for axioms in before.assumptions.values() for a in axioms}
+    rested = {a for axioms in before.assumptions.values() for a in axioms}  # the file before
     local = set(after.statements)
     new_local: dict[str, list[str]] = {}
     new_library: set[str] = set()
     for name, axioms in after.assumptions.items():
         for ax in axioms:
-            if ax in allowed:
+            if ax in rested:
                 continue
             if ax.startswith(LOCAL) or ax in local:
                 new_local.setdefault(name, []).append(ax)
