@@ -39,7 +39,6 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
@@ -429,14 +428,12 @@ def verify_presets(
     timeout: float = 300.0,
     *,
     cached: bool = True,
-    compiler: Any = None,
 ) -> PresetCheck:
     """The presets of a toolchain's family (a `Toolchain`, its name, None for the default
     one) checked against its Coq (see the module's docstring): one coqc run (more only
     where a library is missing), once per toolchain (its key: name, version, library
-    versions), kept in memory and in `cache_path("axiom-presets")`. `compiler`: what
-    compiles the query file (`CoqBackend.compile`'s signature; default: a `CoqBackend` of
-    that toolchain with no project on its load path)."""
+    versions), kept in memory and in `cache_path("axiom-presets")`. The query file is
+    compiled by a `CoqBackend` of that toolchain with no project on its load path."""
     from formalbench.toolchains.toolchain import resolve
 
     chain = toolchain if isinstance(toolchain, Toolchain) else resolve(toolchain)
@@ -450,7 +447,7 @@ def verify_presets(
         file = cache_path("axiom-presets") / f"{key}.json"
         found = _load(file, version, family) if cached else None
         if found is None:
-            found = _run(chain, version, family, timeout, compiler)
+            found = _run(chain, version, family, timeout)
             if found.complete:
                 _store(file, found)
             if found.problems:  # said once per process: a preset name it concerns is refused
@@ -541,9 +538,7 @@ def _store(file: Path, check: PresetCheck) -> None:
         log.info("axiom presets not cached (%s)", why)
 
 
-def _run(
-    toolchain: Toolchain, version: str, family: str | None, timeout: float, compiler: Any
-) -> PresetCheck:
+def _run(toolchain: Toolchain, version: str, family: str | None, timeout: float) -> PresetCheck:
     """Ask Coq: one query file, run again without what it could not load or find."""
     from formalbench.backends.coq import CoqBackend
     from formalbench.backends.coq_identity import query_file
@@ -559,8 +554,7 @@ def _run(
     missing: set[str] = set()  # names or probes Coq does not know
     located: set[str] = set()  # basenames printed but not among the names located first
     # the bare toolchain: no project's load path can stand in for the standard library
-    own = CoqBackend(toolchain=toolchain, workers=1, timeout=timeout) if compiler is None else None
-    backend = compiler if own is None else own
+    backend = CoqBackend(toolchain=toolchain, workers=1, timeout=timeout)
     known: set[str] | None = None  # the full names Locate lists (first run: Locate only)
     try:
         for _ in range(len(presets) + 8):
@@ -611,8 +605,7 @@ def _run(
             check.problems.append("Coq gave no answer after dropping what it lacks")
             return check
     finally:
-        if own is not None:
-            own.close()
+        backend.close()
     reported = {
         s: [run.path(p) or f"<unresolved {p}>" for p in ps] for s, ps in run.printed.items()
     }
