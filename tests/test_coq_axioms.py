@@ -120,6 +120,17 @@ def test_assumptions_from_a_kernel_dump_and_from_printed_names() -> None:
     assert [(a.kind, a.name) for a in printed] == [("axiom", "A.b"), ("positive", "C.d")]
 
 
+def test_print_assumptions_of_an_axiom_used_inside_a_sealed_module_is_read() -> None:
+    from formalbench.backends.coq_queries import UnreadableOutput, read_assumption_entries
+
+    printed = ["Axioms:", "AdmitAxiom.proof_admitted : False", "used in x to prove", " 1 = 2"]
+    assert read_assumption_entries(printed) == {"AdmitAxiom.proof_admitted": "axiom"}
+    with pytest.raises(UnreadableOutput):  # never first: it belongs to an entry
+        read_assumption_entries(["Axioms:", "used in x to prove", " 1 = 2"])
+    uip = ["Axioms:", "Candidate.seq relies on definitional UIP."]
+    assert read_assumption_entries(uip) == {"Candidate.seq": "uip"}
+
+
 def test_presets_options_and_task_field_refuse_bad_input_in_one_line() -> None:
     assert expand(["standard"]) == list(DEFAULT_PRESETS)
     assert expand(["none"]) == []
@@ -217,9 +228,13 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip("needs coqc")
     root = tmp_path_factory.mktemp("installed")
     (root / "Cheat.v").write_text(
+        "Require Coq.Compat.AdmitAxiom.\n"
         "Lemma cheat : False.\nAdmitted.\nGoal 1 = 2.\nAdmitted.\n"
         "Unset Guard Checking.\nFixpoint loop (n : nat) : n + 0 = n := loop n.\n"
-        "Set Guard Checking.\n",
+        "Set Guard Checking.\n"
+        # behind a signature: the kernel reports the axiom `used in` the sealed field
+        "Module Type T. Parameter x : False. End T.\n"
+        "Module M : T. Definition x := Coq.Compat.AdmitAxiom.proof_admitted. End M.\n",
         encoding="utf-8",
     )
     subprocess.run(["coqc", "-q", "-Q", ".", "MyAx", "Cheat.v"], cwd=root, check=True)
@@ -240,6 +255,9 @@ def test_an_installed_librarys_admitted_lemma_goal_and_unguarded_fixpoint_are_re
     )
     assert goal.reasons == [Reason.disallowed_axiom]
     assert goal.findings[0].subject == "MyAx.Cheat.Unnamed_thm"
+    sealed = _verdict(original, "exfalso. exact MyAx.Cheat.M.x.", **on_path)
+    assert sealed.reasons == [Reason.disallowed_axiom]
+    assert sealed.findings[0].subject == ADMIT
     # a switched-off guard check is refused even where its name is listed
     listed = VerifierPolicy(allowed_axioms=["MyAx.Cheat.loop"])
     loop = _verdict(original, "exact MyAx.Cheat.loop.", listed, **on_path)

@@ -126,6 +126,7 @@ _ENTRY_LINE = re.compile(
 # the kind (`checking.coq_axioms.Assumption`) of an entry that is a switched-off check
 _RELIES = {"an unsafe hierarchy": "type_in_type", "definitional UIP": "uip"}
 _ALONE = re.compile(rf"^(?P<name>{QUALID})$")
+_USED_IN = re.compile(rf"used in {QUALID} to prove:?")
 _AXIOMS_HEADER = "Axioms:"
 
 
@@ -148,7 +149,9 @@ def read_assumption_entries(lines: list[str]) -> dict[str, str]:
     type may go on over lines that begin with a blank (a long one: the name alone, then
     the ` : type` on the next, indented line), or `qualid is assumed to be
     guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` / `... relies on
-    definitional UIP.` (a kernel check switched off for it). Every other header (`Section
+    definitional UIP.` (a kernel check switched off for it). An entry used inside a module
+    sealed by its signature is followed by `used in qualid to prove` and the proved type
+    (indented), which belong to it. Every other header (`Section
     Variables:`, the lists of constants relying on switched-off kernel checks) and every
     line that fits none of these raises `UnreadableOutput`: a line that cannot be read is
     never skipped, since it could hide an assumption."""
@@ -165,6 +168,8 @@ def read_assumption_entries(lines: list[str]) -> dict[str, str]:
     for at, line in enumerate(rest):
         if line[0].isspace() and names:
             continue  # the type of the entry above, continued
+        if names and _USED_IN.fullmatch(line):
+            continue  # where the entry above is used inside a sealed module (type below)
         entry = _ENTRY_LINE.match(line)
         after = rest[at + 1] if at + 1 < len(rest) else ""
         if entry is None and re.fullmatch(r"\s+:(?: .*)?", after):
