@@ -60,6 +60,9 @@ def test_only_postulates_and_listed_axioms_pass_and_each_refusal_is_named() -> N
     }
     found = axiom_findings(targets, {"Candidate.p"}, {CLASSIC})
     assert [f.subject for f in found] == [ADMIT, "Candidate.helper"]
+    # by full name only: a look-alike of a listed axiom in another library is refused
+    look_alike = {"t": [Assumption("axiom", "MyLib.Logic.Classical_Prop.classic")]}
+    assert len(axiom_findings(look_alike, set(), {CLASSIC})) == 1
     assert {f.reason for f in found} == {Reason.disallowed_axiom}
     assert all(f.message.startswith("`t` depends on") for f in found)
     assert f"--allow-axiom {ADMIT}" in found[0].message
