@@ -420,6 +420,16 @@ def test_every_rocq_9_preset_name_is_what_its_kernel_reports() -> None:
     assert "Corelib.Numbers.Cyclic.Int63.Uint63Axioms.add_spec" in check.confirmed
 
 
+def test_the_coq_8_table_holds_on_coq_8_20_too() -> None:
+    """The `coq8` table is one for every Coq 8: checked on the provisioned Coq 8.20 too."""
+    from formalbench.toolchains import provision
+
+    if provision.record_of("coq-8.20") is None:
+        pytest.skip("coq-8.20 is not installed (`formalbench toolchain install coq-8.20`)")
+    check = verify_presets("coq-8.20", cached=False)
+    assert check.family == "coq8" and check.problems == [] and len(check.confirmed) == 141
+
+
 def test_ape_refuses_a_new_library_axiom_off_the_allow_list() -> None:
     """APE's compile pass: an answer that makes a declaration rest on a library axiom the
     file before did not use is incomplete unless the axiom is on the allow-list."""
