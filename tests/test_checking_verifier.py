@@ -220,9 +220,9 @@ def test_coq_axiom_rules_with_real_coqc() -> None:
         # by kernel name: the task's own postulates, declared before the target
         assert set(task_stated.axioms["t"]) == {"Candidate.f", "Candidate.f_spec"}
         assert verify(classic).passed
-        refused = verify(classic, allow_library_axioms=False)
+        refused = verify(classic, axiom_presets=[])
         assert refused.reasons == [Reason.disallowed_axiom]
-        assert verify(classic, allow_library_axioms=False, allowed_axioms=library).passed
+        assert verify(classic, axiom_presets=[], allowed_axioms=library).passed
 
 
 @coq
@@ -261,7 +261,7 @@ def test_real_coq_task_axioms_and_classical_logic() -> None:
     candidate = candidate.replace("Admitted.", "exact classic. Qed.", 1)
     with CoqBackend(timeout=120) as backend:
         assert StrictVerifier(backend).verify(original, candidate).passed
-        strict = StrictVerifier(backend, VerifierPolicy(allow_library_axioms=False))
+        strict = StrictVerifier(backend, VerifierPolicy(axiom_presets=[]))
         verdict = strict.verify(original, candidate, kind=TaskKind.proof)
         assert verdict.reasons == [Reason.disallowed_axiom]
         assert verdict.findings[0].subject == "Coq.Logic.Classical_Prop.classic"

@@ -205,21 +205,27 @@ def test_postulates_are_pinned_and_allowed_only_as_the_task_states_them() -> Non
     assert reasons(task, other, ["t"]) == [Reason.disallowed_axiom.value]
 
 
-def test_library_axioms_follow_the_policy_and_bypasses_are_refused() -> None:
+def test_library_axioms_pass_only_on_the_allow_list_and_bypasses_are_refused() -> None:
     task = dump({"t": target(TWO)})
     cand = proved(task)
-    classic = [{"kind": "axiom", "name": "Coq.Logic.Classical_Prop.classic"}]
-    cand["targets"]["Candidate.t"]["assumptions"] = classic
-    assert reasons(task, cand, ["t"]) == []
-    strict = VerifierPolicy(allow_library_axioms=False)
-    assert [f.reason for f in compare(task, cand, ["t"], strict).findings] == [
-        Reason.disallowed_axiom
-    ]
-    listed = VerifierPolicy(allow_library_axioms=False, allowed_axioms=[classic[0]["name"]])
+    name = "Coq.Logic.Classical_Prop.classic"
+    cand["targets"]["Candidate.t"]["assumptions"] = [{"kind": "axiom", "name": name}]
+    found = compare(task, cand, ["t"], VerifierPolicy()).findings
+    assert [(f.reason, f.subject) for f in found] == [(Reason.disallowed_axiom, name)]
+    assert compare(task, cand, ["t"], VerifierPolicy(), allowed={name}).findings == []
+    listed = VerifierPolicy(allowed_axioms=[name])
     assert compare(task, cand, ["t"], listed).findings == []
+    # a look-alike in another library is not the listed name
+    cand["targets"]["Candidate.t"]["assumptions"] = [{"kind": "axiom", "name": "My." + name}]
+    assert reasons(task, cand, ["t"], allowed={name}) == [Reason.disallowed_axiom.value]
+    # an assumption entry outside the format is undecided, never skipped
+    cand["targets"]["Candidate.t"]["assumptions"] = [{"kind": "sorry", "name": name}]
+    assert reasons(task, cand, ["t"], allowed={name}) == [Reason.undecided.value]
     for kind in ("guarded", "positive", "type_in_type", "uip", "variable"):
         cand["targets"]["Candidate.t"]["assumptions"] = [{"kind": kind, "name": "Candidate.f"}]
-        assert reasons(task, cand, ["t"]) == [Reason.disallowed_axiom.value]
+        assert reasons(task, cand, ["t"], allowed={"Candidate.f"}) == [
+            Reason.disallowed_axiom.value
+        ]
 
 
 def test_an_unsafe_object_of_the_candidate_is_refused() -> None:

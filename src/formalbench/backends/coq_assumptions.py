@@ -24,7 +24,7 @@ from formalbench.backends.coq_queries import (
     UnreadableOutput,
     basename,
     parse_locate,
-    read_assumptions,
+    read_assumption_entries,
     resolve,
 )
 from formalbench.backends.coq_source import SourceMap
@@ -37,6 +37,9 @@ class QueryRun:
 
     own: tuple[str, ...]  # libraries whose names are printed with their first word
     printed: dict[str, list[str]] = field(default_factory=dict)
+    # declaration -> printed name -> the kernel check switched off for it (guarded,
+    # positive, type_in_type, uip); an entry not named here is an axiom
+    kinds: dict[str, dict[str, str]] = field(default_factory=dict)
     located: dict[str, list[Located]] = field(default_factory=dict)
     undecided: str | None = None
 
@@ -68,7 +71,9 @@ def library_assumptions(
     subjects = {f"{library}.{d}": d for d in declarations}
     names = list(LIBRARY_AXIOMS)
     for _ in range(2):
-        run = _query_file(backend, folder, text, subjects, names, timeout, (library,))
+        run = query_file(
+            backend, folder, "FbAssumptions", text, subjects, names, timeout, (library,)
+        )
         if run.undecided is not None:
             raise UnreadableOutput(run.undecided)
         unknown = {p for ps in run.printed.values() for p in ps if run.path(p) is None}
@@ -78,22 +83,24 @@ def library_assumptions(
     return {d: [run.path(p) or p for p in ps] for d, ps in run.printed.items()}
 
 
-def _query_file(
+def query_file(
     backend: CoqBackend,
     work: Path,
+    module: str,
     text: str,
     subjects: Mapping[str, str],
     names: Sequence[str],
     timeout: float,
     own: tuple[str, ...],
 ) -> QueryRun:
-    """Compile `text` + `Print Assumptions` of each subject + `Locate` of each name as
-    `FbAssumptions.v` in `work`; any error or an answer outside the grammar: `undecided`."""
+    """Compile `text` + `Print Assumptions` of each subject (constant -> the name its
+    answer is filed under) + `Locate` of each name as `<module>.v` in `work`; any error or
+    an answer outside the grammar: `undecided`. Also used to verify the axiom presets
+    against the running Coq (`checking.coq_presets`)."""
     queries = [Query("assumptions", c) for c in subjects]
     queries += [Query("locate", n) for n in names]
     script = QueryScript(queries, first_line=text.count("\n") + 1)
     full = text + script.text
-    module = "FbAssumptions"
     outcome = backend.compile(work, module, full, timeout)
     run = QueryRun(own=own)
     if outcome.status != CheckStatus.ok:
@@ -116,8 +123,10 @@ def _query_file(
             continue
         name = subjects[query.subject]
         try:
-            run.printed[name] = read_assumptions(outputs[index])
+            entries = read_assumption_entries(outputs[index])
         except UnreadableOutput as problem:
             run.undecided = f"the axioms of `{name}` cannot be read: {problem}"
             return run
+        run.printed[name] = list(entries)
+        run.kinds[name] = {p: kind for p, kind in entries.items() if kind != "axiom"}
     return run

@@ -120,10 +120,13 @@ class QueryScript:
 # then letters, digits, `_` and `'` (Unicode letters included, Unicode blanks never).
 QUALID = r"[^\W\d][\w']*(?:\.[^\W\d][\w']*)*"
 _ENTRY_LINE = re.compile(
-    rf"^(?P<name>{QUALID})(?: :(?: .*)?| is assumed to be (?:guarded|positive)\."
-    r"| relies on an unsafe hierarchy\.)$"
+    rf"^(?P<name>{QUALID})(?: :(?: .*)?| is assumed to be (?P<assumed>guarded|positive)\."
+    r"| relies on (?P<relies>an unsafe hierarchy|definitional UIP)\.)$"
 )
+# the kind (`checking.coq_axioms.Assumption`) of an entry that is a switched-off check
+_RELIES = {"an unsafe hierarchy": "type_in_type", "definitional UIP": "uip"}
 _ALONE = re.compile(rf"^(?P<name>{QUALID})$")
+_USED_IN = re.compile(rf"used in {QUALID} to prove:?")
 _AXIOMS_HEADER = "Axioms:"
 
 
@@ -132,38 +135,50 @@ class UnreadableOutput(ValueError):
 
 
 def read_assumptions(lines: list[str]) -> list[str]:
-    """The names `Print Assumptions` listed, read with a strict grammar; [] when closed.
+    """The names `Print Assumptions` listed (`read_assumption_entries`)."""
+    return list(read_assumption_entries(lines))
+
+
+def read_assumption_entries(lines: list[str]) -> dict[str, str]:
+    """The names `Print Assumptions` listed, in order, each with its kind (`axiom`, or the
+    check switched off for it: `guarded`, `positive`, `type_in_type`, `uip`), read with
+    a strict grammar; {} when closed.
 
     The output is either the single line `Closed under the global context`, or the header
     `Axioms:` followed by entries `qualid : type` (the name at column 0, then ` :`), whose
     type may go on over lines that begin with a blank (a long one: the name alone, then
     the ` : type` on the next, indented line), or `qualid is assumed to be
-    guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` (a kernel check
-    switched off for it: an assumption like any other). Every other header (`Section
+    guarded.` / `... positive.` / `qualid relies on an unsafe hierarchy.` / `... relies on
+    definitional UIP.` (a kernel check switched off for it). An entry used inside a module
+    sealed by its signature is followed by `used in qualid to prove` and the proved type
+    (indented), which belong to it. Every other header (`Section
     Variables:`, the lists of constants relying on switched-off kernel checks) and every
     line that fits none of these raises `UnreadableOutput`: a line that cannot be read is
     never skipped, since it could hide an assumption."""
     body = [line for line in lines if line.strip()]
     if body == [_CLOSED]:
-        return []
+        return {}
     if not body or body[0] != _AXIOMS_HEADER:
         first = body[0] if body else "(nothing)"
         raise UnreadableOutput(
             f"`Print Assumptions` printed {first[:120]!r} where `Axioms:` is due"
         )
-    names: list[str] = []
+    names: dict[str, str] = {}
     rest = body[1:]
     for at, line in enumerate(rest):
         if line[0].isspace() and names:
             continue  # the type of the entry above, continued
+        if names and _USED_IN.fullmatch(line):
+            continue  # where the entry above is used inside a sealed module (type below)
         entry = _ENTRY_LINE.match(line)
         after = rest[at + 1] if at + 1 < len(rest) else ""
         if entry is None and re.fullmatch(r"\s+:(?: .*)?", after):
             entry = _ALONE.match(line)  # a long entry: its name, then ` : type` below
         if entry is None:
             raise UnreadableOutput(f"`Print Assumptions` printed an unreadable line {line[:120]!r}")
-        if entry["name"] not in names:
-            names.append(entry["name"])
+        assumed, relies = entry.groupdict().get("assumed"), entry.groupdict().get("relies")
+        kind = assumed or (_RELIES[relies] if relies else "axiom")
+        names.setdefault(entry["name"], kind)
     return names
 
 

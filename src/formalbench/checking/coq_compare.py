@@ -20,8 +20,11 @@ What must hold (each failure is one finding, named):
   is entailed by the task's too: the candidate's constraints are no stronger;
 - the task's postulates are pinned: present in the candidate with the same type;
 - no object of the candidate bypasses a kernel check (`unsafe`);
-- each target's assumptions pass the axiom step (`axiom_step`, one call; `minimal_axioms`
-  until the allow-list of presets is wired in).
+- each target's assumptions pass the allow-list (`coq_axioms.axiom_findings`): the task's
+  postulates declared before it, the names of `allowed` (the kernel-verified presets and
+  explicit names, `coq_presets.allowed_names`) and the policy's `allowed_axioms`; another
+  target of the task, anything else of the library, a section variable and every bypassed
+  kernel check are refused.
 
 Anything a dump cannot express (a target inside a functor or module type, a term the plugin
 marks `Unknown`) is `undecided`, with the case named.
@@ -29,10 +32,11 @@ marks `Unknown`) is `undecided`, with the case named.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from formalbench.checking.coq_axioms import BadAssumption, axiom_findings, from_dump
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Finding, Reason
 
@@ -40,9 +44,6 @@ LIBRARY = "Candidate"
 FORMAT = 1
 PROVED = ("def", "opaque")
 Json = Any
-AxiomStep = Callable[
-    [str, Sequence[Mapping[str, Any]], Mapping[str, Any], VerifierPolicy], list[Finding]
-]
 
 
 class Malformed(Exception):
@@ -397,36 +398,6 @@ def strengthened_match(
 
 
 # --- the comparison -------------------------------------------------------------------------
-def minimal_axioms(
-    target: str,
-    assumptions: Sequence[Mapping[str, Any]],
-    postulates: Mapping[str, Any],
-    policy: VerifierPolicy,
-) -> list[Finding]:
-    """The axiom step until the allow-list of presets is wired in: an axiom of the library
-    itself only if the task postulates it (pinned elsewhere to the task's type); another
-    library's axiom as the policy's Coq rule says (`allow_library_axioms`, or
-    `allowed_axioms` by full name); a section variable, and every bypassed kernel check
-    (guard, positivity, type-in-type, UIP), refused."""
-    findings = []
-    allowed = set(policy.allowed_axioms or [])
-    for a in assumptions:
-        kind, name = a.get("kind"), str(a.get("name"))
-        if kind == "axiom":
-            own = name.startswith(f"{LIBRARY}.")
-            if name in postulates or name in allowed:
-                continue
-            if not own and policy.allow_library_axioms:
-                continue
-            message = f"`{target}` depends on the axiom `{name}`"
-        elif kind == "variable":
-            message = f"`{target}` depends on the section variable `{name}` left open"
-        else:
-            message = f"`{target}` rests on `{name}`, whose {kind} check was bypassed"
-        findings.append(Finding(reason=Reason.disallowed_axiom, subject=name, message=message))
-    return findings
-
-
 @dataclass
 class Outcome:
     """What the comparison found, and each target's axioms by full name (for the verdict)."""
@@ -451,14 +422,16 @@ def compare(
     *,
     in_section: frozenset[str] = frozenset(),
     before: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] | None = None,
-    axiom_step: AxiomStep = minimal_axioms,
+    allowed: Collection[str] = frozenset(),
 ) -> Outcome:
     """Compare the task's dump with the candidate's (`targets`: names as the task's text
     qualifies them, `t`, `M.t`; `in_section`: those of them inside a section of the task;
     `before`: per target, the task's postulates declared before it, by full name and by
-    module prefix, the only ones it may rest on; None: every task postulate)."""
+    module prefix, the only ones it may rest on; None: every task postulate; `allowed`: the
+    library axioms allowed by full name, on top of `policy.allowed_axioms`)."""
+    listed = frozenset({*allowed, *(policy.allowed_axioms or ())})
     try:
-        return _compare(task, candidate, targets, policy, in_section, before, axiom_step)
+        return _compare(task, candidate, targets, listed, in_section, before)
     except (Malformed, KeyError, TypeError, ValueError, IndexError, AttributeError) as why:
         message = f"undecided: a kernel dump cannot be read ({type(why).__name__}: {why})"
         return Outcome([_finding(Reason.undecided, None, message)])
@@ -471,10 +444,9 @@ def _compare(
     task: Mapping[str, Any],
     cand: Mapping[str, Any],
     targets: Sequence[str],
-    policy: VerifierPolicy,
+    allowed: frozenset[str],
     in_section: frozenset[str],
     before: Mapping[str, tuple[frozenset[str], tuple[str, ...]]] | None,
-    axiom_step: AxiomStep,
 ) -> Outcome:
     out = Outcome()
     add = out.findings.append
@@ -580,7 +552,11 @@ def _compare(
             usable = {
                 n: p for n, p in postulates.items() if n in exact or n.startswith(tuple(prefixes))
             }
-        out.findings += axiom_step(short, assumptions, usable, policy)
+        try:
+            found = {short: from_dump(assumptions)}
+        except BadAssumption as why:
+            raise Malformed(str(why)) from why
+        out.findings += axiom_findings(found, set(usable), allowed, asked)
     return out
 
 

@@ -37,7 +37,8 @@ from formalbench.backends.coq_dumps import LIBRARY, Dumper, DumpFailed
 from formalbench.backends.coq_output import parse_messages
 from formalbench.backends.coq_session import pool_for, preload_sentences
 from formalbench.backends.sandbox import work_dir
-from formalbench.checking.coq_compare import AxiomStep, compare, full, minimal_axioms
+from formalbench.checking.coq_compare import compare, full
+from formalbench.checking.coq_presets import allowed_names
 from formalbench.checking.decls import COQ_CLOSERS
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
@@ -73,14 +74,23 @@ class KernelCheck:
     compiled and dumped per check, the two dumps compared."""
 
     def __init__(self, backend: CoqBackend, cache_dir: Path | None = None,
-                 *, session: bool = True, axiom_step: AxiomStep = minimal_axioms) -> None:  # fmt: skip
+                 *, session: bool = True) -> None:  # fmt: skip
         self.backend = backend
         self.cache_dir = cache_dir or process_cache_dir()
         self.dumper = Dumper(backend, pool_for(backend) if session else None)
-        self.axiom_step = axiom_step
         self.kernel_checks = 0  # candidates whose dump was compared
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    def allowed(self, policy: VerifierPolicy) -> frozenset[str]:
+        """The library axioms the policy allows (`coq_presets.allowed_names`): the names of
+        its presets this backend's toolchain confirmed (checked once per toolchain), less
+        those a project's load path could provide from its own files, and its explicit
+        names (`--allow-axiom`, the task's `allowed_axioms`)."""
+        explicit = policy.allowed_axioms or ()
+        return allowed_names(
+            policy.axiom_presets, explicit, self.backend.toolchain, self.backend.args
+        )
 
     def _key(self, original: str) -> str:
         parts = [self.backend.version(), "\0".join(self.backend.args), original]
@@ -187,7 +197,7 @@ class KernelCheck:
                 return result, [Finding(reason=Reason.undecided, message=message[:500])]
         self.kernel_checks += 1
         outcome = compare(build.dump, theirs, every, policy, in_section=section_targets(original),
-                          before=postulates_before(original), axiom_step=self.axiom_step)  # fmt: skip
+                          before=postulates_before(original), allowed=self.allowed(policy))  # fmt: skip
         axioms = {t: a for t, a in outcome.axioms.items() if t in targets}
         return result.model_copy(update={"axioms": axioms}), outcome.findings
 

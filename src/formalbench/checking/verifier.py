@@ -25,7 +25,9 @@ Axioms: a Lean target may use only `policy.allowed_axioms_for(lean)` (propext,
 Classical.choice, Quot.sound; `sorryAx` and `Lean.ofReduceBool` are thus refused); a target
 whose axioms the assistant did not report cannot be checked and fails (disallowed_axiom),
 since axioms are read from the assistant, never text. Coq's axiom rule is applied to the
-kernel's assumptions of each target (`coq_compare`, its axiom step).
+kernel's assumptions of each target (`coq_compare`, its axiom step `coq_kernel.allow_list`):
+the task's own postulates and an explicit allow-list of fully qualified names
+(`coq_axioms`, `coq_presets`), nothing else.
 """
 
 from __future__ import annotations
@@ -158,7 +160,8 @@ class StrictVerifier:
         # the assistant runs (`coq_layer`); there is no other route to a Coq verdict.
         self.coq_kernel = self.language == Language.coq and backend is not None
         if self.coq_kernel:
-            self._rules["identity"] = "kernel-dump-1"  # identity and axioms, two dumps compared
+            # identity and axioms, two dumps compared; axioms by allow-list (coq_axioms.py)
+            self._rules["identity"] = "kernel-dump-2"
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
@@ -226,21 +229,26 @@ class StrictVerifier:
         targets: Sequence[str],
         *,
         axioms: bool = True,
+        policy: VerifierPolicy | None = None,
     ) -> list[Finding]:
         """Findings from one run of the assistant over the candidate; `axioms=False` where
         the axioms are read elsewhere. Coq's axioms are never read here (only in the
-        kernel route, `coq_kernel`), whatever `axioms` says."""
-        findings = compile_findings(result, self.policy)
+        kernel route, `coq_kernel`), whatever `axioms` says. `policy`: this task's
+        (`policy_for`), by default the verifier's."""
+        policy = policy or self.policy
+        findings = compile_findings(result, policy)
         if result.status in _STATUS_REASONS or result.errors:
             return findings  # a text that does not compile has no axioms to read
         if not axioms or self.language == Language.coq:
             return findings
-        return findings + self._axiom_findings(result, targets)
+        return findings + self._axiom_findings(result, targets, policy)
 
-    def _axiom_findings(self, result: CheckResult, targets: Sequence[str]) -> list[Finding]:
+    def _axiom_findings(
+        self, result: CheckResult, targets: Sequence[str], policy: VerifierPolicy
+    ) -> list[Finding]:
         """Lean: each target's axioms, as the backend reported them, against the policy."""
         findings: list[Finding] = []
-        allowed = self.policy.allowed_axioms_for(self.language) or []
+        allowed = policy.allowed_axioms_for(self.language) or []
         for target in targets:
             axioms = result.axioms.get(target)
             if axioms is None:
@@ -308,8 +316,17 @@ class StrictVerifier:
         compile_needed = self._compile_needed(hard) and not gated
         return t0, findings, names if compile_needed else None
 
+    def policy_for(self, axioms: Sequence[str]) -> VerifierPolicy:
+        """The policy of one task: the verifier's, with the task's `allowed_axioms`."""
+        return self.policy.with_axioms(axioms, self.language)
+
     def _cache_key(
-        self, original: str, candidate: str, kind: TaskKind | None, constructions: Sequence[str]
+        self,
+        original: str,
+        candidate: str,
+        kind: TaskKind | None,
+        constructions: Sequence[str],
+        axioms: Sequence[str] = (),
     ) -> str | None:
         """Where this verdict is kept: everything it depends on, the assistant's version too."""
         if self.cache is None or self.backend is None:
@@ -319,6 +336,8 @@ class StrictVerifier:
         kind_name = "auto" if kind is None else kind.value
         if constructions:
             kind_name += ":" + ",".join(constructions)
+        if axioms:  # the task's own allowed axioms
+            kind_name += ":axioms=" + ",".join(sorted(set(axioms)))
         return verdict_key(self.backend.version(), self._rules, kind_name, original, candidate)
 
     def _cached(self, key: str | None) -> Verdict | None:
@@ -338,12 +357,15 @@ class StrictVerifier:
         kind: TaskKind | None = None,
         timeout: float | None = None,
         constructions: Sequence[str] = (),
+        axioms: Sequence[str] = (),
     ) -> Verdict:
         """The verdict on `candidate` as a solution of `original` (both whole files); `kind`
         None reads the task kind off the original (see `task_kind`); `constructions` are the
-        task's construction names. With a verdict cache, a candidate already judged under the
-        same assistant and rules is not checked again."""
-        key = self._cache_key(original, candidate, kind, constructions)
+        task's construction names; `axioms` the task's own allowed axioms (its
+        `allowed_axioms`, on top of the policy's). With a verdict cache, a candidate already
+        judged under the same assistant and rules is not checked again."""
+        policy = self.policy_for(axioms)
+        key = self._cache_key(original, candidate, kind, constructions, axioms)
         if (hit := self._cached(key)) is not None:
             return hit
         t0, findings, targets = self._text_stage(original, candidate, kind, constructions)
@@ -351,7 +373,9 @@ class StrictVerifier:
         if targets is not None:
             assert self.backend is not None
             if self.coq_kernel:
-                result, more = self.assistant_layer(original, candidate, targets, timeout, kind)
+                result, more = self.assistant_layer(
+                    original, candidate, targets, timeout, kind, policy
+                )
                 findings += more
             else:
                 result, same = checked(
@@ -359,7 +383,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets) + same
+                findings += self.assistant_findings(result, targets, policy=policy) + same
                 if self._lean_values_due(original, kind, result, findings):
                     from formalbench.checking.lean_value_check import lean_value_findings
 
@@ -389,24 +413,26 @@ class StrictVerifier:
         targets: list[str],
         timeout: float | None,
         kind: TaskKind | None = None,
+        policy: VerifierPolicy | None = None,
     ) -> tuple[CheckResult | None, list[Finding]]:
         """The assistant's check of the candidate and its findings (blocking). Coq: the
         identity route, run whole where the assistant runs (`Backend.on_assistant`; a worker
         lost under it is a crash of the backend); None for the result where the backend
         could not run it (then the findings say `undecided`, and why)."""
         assert self.backend is not None
+        policy = policy or self.policy
         if self.language != Language.coq:
             result = self.backend.check(candidate, targets=targets, timeout=timeout)
-            return result, self.assistant_findings(result, targets)
+            return result, self.assistant_findings(result, targets, policy=policy)
         try:
             return self.backend.on_assistant(
-                coq_layer, original, candidate, targets, timeout, kind, self.policy
+                coq_layer, original, candidate, targets, timeout, kind, policy
             )
         except WorkerLost as lost:
             crash = CheckResult(
                 backend=self.backend.name, status=CheckStatus.crash, detail=str(lost)
             )
-            return crash, compile_findings(crash, self.policy)
+            return crash, compile_findings(crash, policy)
 
     async def averify(
         self,
@@ -416,20 +442,21 @@ class StrictVerifier:
         kind: TaskKind | None = None,
         timeout: float | None = None,
         constructions: Sequence[str] = (),
+        axioms: Sequence[str] = (),
     ) -> Verdict:
         """`verify` for asyncio code: the compile runs on the backend's pool, and a candidate
         already being checked by another attempt is waited for, not checked twice."""
         import asyncio  # here, not at the top: a one-off `check` never loads asyncio
 
-        key = self._cache_key(original, candidate, kind, constructions)
+        key = self._cache_key(original, candidate, kind, constructions, axioms)
         if key is None:
-            return await self._averify(original, candidate, kind, timeout, constructions)
+            return await self._averify(original, candidate, kind, timeout, constructions, axioms)
         if (hit := self._cached(key)) is not None:
             return hit
         if key in self._pending:
             return await asyncio.shield(self._pending[key])
         task = asyncio.ensure_future(
-            self._averify(original, candidate, kind, timeout, constructions)
+            self._averify(original, candidate, kind, timeout, constructions, axioms)
         )
         self._pending[key] = task
         try:
@@ -444,7 +471,9 @@ class StrictVerifier:
         kind: TaskKind | None,
         timeout: float | None,
         constructions: Sequence[str] = (),
+        axioms: Sequence[str] = (),
     ) -> Verdict:
+        policy = self.policy_for(axioms)
         t0, findings, targets = self._text_stage(original, candidate, kind, constructions)
         result = None
         if targets is not None:
@@ -455,7 +484,9 @@ class StrictVerifier:
                 loop = asyncio.get_running_loop()
                 result, more = await loop.run_in_executor(
                     self.backend._pool(),
-                    lambda: self.assistant_layer(original, candidate, targets, timeout, kind),
+                    lambda: self.assistant_layer(
+                        original, candidate, targets, timeout, kind, policy
+                    ),
                 )
                 findings += more
             else:
@@ -464,7 +495,7 @@ class StrictVerifier:
                 )
                 if self.language == Language.lean:  # Coq text findings are never deferred
                     findings = settle_deferred(findings, targets, result, same)
-                findings += self.assistant_findings(result, targets) + same
+                findings += self.assistant_findings(result, targets, policy=policy) + same
                 if self._lean_values_due(original, kind, result, findings):
                     import asyncio  # loaded lazily, as in `averify`
 

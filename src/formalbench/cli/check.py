@@ -23,9 +23,17 @@ import typer
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import TOOLCHAIN_HELP, at_least, seconds
+from formalbench.cli.options import (
+    ALLOW_AXIOM_HELP,
+    ALLOW_AXIOMS_HELP,
+    TOOLCHAIN_HELP,
+    at_least,
+    axiom_policy,
+    seconds,
+)
 from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.verdict_cache import open_cache
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind, Verdict
 from formalbench.pipelines.pairs import parse_kind, pick_backend, read_source
@@ -196,12 +204,19 @@ def check(
         help="A verdict cache (SQLite file, created if absent): a pair already judged under "
         "the same assistant and rules is not checked again.",
     ),
+    allow_axiom: Annotated[
+        list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)
+    ] = None,
+    allow_axioms: Annotated[
+        list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
+    ] = None,
     toolchain: Annotated[
         str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
     ] = None,
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
     task_kind = _parse_kind(kind)
+    names, presets = axiom_policy(allow_axiom, allow_axioms)
     if pairs is not None:
         if candidate is not None or against is not None:
             raise InputError("--pairs replaces CANDIDATE and --against; give one or the other")
@@ -219,6 +234,7 @@ def check(
             ),
             workers=workers,
             cache=cache,
+            axioms=(names, presets),
         )
         raise typer.Exit(0 if passed else 1)
     if candidate is None or against is None:
@@ -238,7 +254,9 @@ def check(
     checker = None if static_only else make_backend(name, **options)
     verdict_cache = open_cache(cache) if checker is not None else None
     try:
-        verifier = StrictVerifier(checker, language=language_of(name), cache=verdict_cache)
+        language = language_of(name)
+        policy = VerifierPolicy(axiom_presets=presets).with_axioms(names, language)
+        verifier = StrictVerifier(checker, policy, language=language, cache=verdict_cache)
         try:
             targets = verifier.targets(orig_text)
         except InputError as exc:

@@ -15,6 +15,7 @@ from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.verdict_cache import open_cache
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind
 from formalbench.pipelines.pairs import Pair, check_pairs, read_pairs
@@ -31,9 +32,11 @@ def run_pairs(
     options: Callable[[str, str], dict[str, Any]],
     workers: int | None,
     cache: str | None,
+    axioms: tuple[list[str], list[str] | None] = ([], None),
 ) -> bool:
     """Check every pair of `path`; True when all passed. `options(name, first candidate
-    path)` gives a backend's constructor options (as for a single check)."""
+    path)` gives a backend's constructor options (as for a single check); `axioms`: the
+    allowed axiom names and presets (`cli.options.axiom_policy`)."""
     items = read_pairs(path, backend)
     backends: dict[str, Backend] = {}
     verifiers: dict[str, StrictVerifier] = {}
@@ -59,8 +62,10 @@ def run_pairs(
                 if workers is not None:
                     opts["workers"] = workers
                 checker = backends[name] = make_backend(name, **opts)
+            language = language_of(name)
+            policy = VerifierPolicy(axiom_presets=axioms[1]).with_axioms(axioms[0], language)
             verifiers[name] = StrictVerifier(
-                checker, language=language_of(name), cache=verdict_cache
+                checker, policy, language=language, cache=verdict_cache
             )
         return verifiers[name]
 

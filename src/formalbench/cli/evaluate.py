@@ -11,8 +11,11 @@ from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
+    ALLOW_AXIOM_HELP,
+    ALLOW_AXIOMS_HELP,
     TOOLCHAIN_HELP,
     at_least,
+    axiom_policy,
     existing_file,
     existing_folder,
     seconds,
@@ -225,6 +228,12 @@ def eval_command(
     allow_version_mismatch: Annotated[
         bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
     ] = False,
+    allow_axiom: Annotated[
+        list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)
+    ] = None,
+    allow_axioms: Annotated[
+        list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
+    ] = None,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     quiet: Annotated[
         bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
@@ -236,6 +245,7 @@ def eval_command(
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
+    axiom_names, presets = axiom_policy(allow_axiom, allow_axioms)
     options: dict[str, object] = {}
     if lean_project is not None:
         options["project_dir"] = str(lean_project)
@@ -272,6 +282,8 @@ def eval_command(
         retry_errors=retry_errors,
         preflight=preflight,
         allow_version_mismatch=allow_version_mismatch,
+        allowed_axioms=axiom_names,
+        axiom_presets=presets,
     )
     if quiet:
         result = run_evaluation(config, run_dir)

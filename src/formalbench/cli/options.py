@@ -146,6 +146,36 @@ def read_text(path: Path | str, role: str) -> str:
     return read_source(path, role)
 
 
+def axiom_policy(
+    allow_axiom: list[str] | None, allow_axioms: list[str] | None
+) -> tuple[list[str], list[str] | None]:
+    """`--allow-axiom NAME` (repeatable: fully qualified axiom names) and `--allow-axioms
+    PRESET` (repeatable, or comma-separated: presets of `checking/coq_presets.py`, `none`
+    for no preset, `standard` for the default ones) as (names, presets; None: the default),
+    each checked here: a bad one is one line naming it."""
+    from formalbench.checking.coq_presets import check_axiom_name, expand
+
+    names = [check_axiom_name(n.strip()) for n in allow_axiom or []]
+    if not allow_axioms:
+        return names, None
+    given = [p.strip() for item in allow_axioms for p in item.split(",") if p.strip()]
+    try:
+        return names, expand(given)
+    except InputError as bad:
+        raise InputError(f"--allow-axioms: {bad}") from None
+
+
+ALLOW_AXIOM_HELP = (
+    "Coq: a library axiom proofs may rest on besides the presets, fully qualified "
+    "(e.g. Coq.Logic.Classical_Prop.classic); repeatable."
+)
+ALLOW_AXIOMS_HELP = (
+    "Coq: the axiom presets proofs may rest on, replacing the default (standard: classical, "
+    "extensionality, proof-irrelevance, uip, choice, reals, primitive, mathcomp-classical); "
+    "none for no preset; repeatable or comma-separated."
+)
+
+
 def toolchain(_ctx: Any, param: Any, value: str | None) -> str | None:
     """A callback for `--toolchain NAME` (a provisioned toolchain, or `host`): the name must be
     installed, and it becomes the toolchain of every Coq run of this command (it is put in

@@ -6,6 +6,7 @@ Defaults follow DESIGN.md "Strict verification"; every list is configurable.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import Field
@@ -114,8 +115,12 @@ class VerifierPolicy(Record):
     """What a candidate may and may not contain. `None` lists take the language default."""
 
     forbidden: list[str] | None = None
-    allowed_axioms: list[str] | None = None  # Lean: propext, Classical.choice, Quot.sound
-    allow_library_axioms: bool = True  # Coq: axioms declared outside the file (e.g. classic)
+    # Lean: the allowed axioms (None: propext, Classical.choice, Quot.sound). Coq: fully
+    # qualified names allowed on top of the presets (`--allow-axiom`, a task's field)
+    allowed_axioms: list[str] | None = None
+    # Coq: the axiom presets allowed (checking/coq_presets.py), None for the default set
+    # (`DEFAULT_PRESETS`), [] for none; every other library axiom is refused
+    axiom_presets: list[str] | None = None
     forbid_warnings: bool = False  # APE tasks: a warning fails the candidate
     choice_constants: list[str] = Field(default_factory=lambda: list(CHOICE_CONSTANTS))
     construction_forbidden: list[str] = Field(
@@ -143,12 +148,22 @@ class VerifierPolicy(Record):
         return list(LEAN_FORBIDDEN if language == Language.lean else COQ_FORBIDDEN)
 
     def allowed_axioms_for(self, language: Language) -> list[str] | None:
-        """The allowed axiom names, or None where any library axiom is allowed (Coq default)."""
+        """Lean: the allowed axiom names. Coq: the explicit names only (None where none),
+        the presets come on top (`checking.coq_presets.allowed_names`)."""
         if self.allowed_axioms is not None:
             return list(self.allowed_axioms)
         if language == Language.lean:
             return list(LEAN_ALLOWED_AXIOMS)
         return None
+
+    def with_axioms(self, names: Sequence[str], language: Language) -> VerifierPolicy:
+        """This policy with `names` (a task's `allowed_axioms`) allowed too."""
+        if not names:
+            return self
+        known = self.allowed_axioms_for(language) or []
+        return self.model_copy(
+            update={"allowed_axioms": [*known, *(n for n in names if n not in known)]}
+        )
 
 
 def cache_path(name: str) -> Path:

@@ -6,6 +6,7 @@ They are pydantic models so that each one round-trips through JSON unchanged
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any
 
@@ -167,6 +168,10 @@ class Informal(Record):
     solution: str | None = None  # for tasks that ask to find a value
 
 
+# a fully qualified Coq name: identifiers joined by dots, at least two
+_QUALIFIED = re.compile(r"[^\W\d][\w']*(?:\.[^\W\d][\w']*)+")
+
+
 class Task(Record):
     """One benchmark item. `header` (imports, opens) is kept apart from `formal` so that a
     checker can elaborate it once and reuse the environment; `header + formal` is the file."""
@@ -188,16 +193,30 @@ class Task(Record):
     # A Coq project (folder of a `_CoqProject`) whose compiled libraries the task requires;
     # relative to the dataset file's folder. `--coq-project` on the command line overrides it.
     coq_project: str | None = None
+    # Coq: library axioms this task's proofs may rest on besides the verifier's allow-list,
+    # fully qualified (`Coq.Logic.Classical_Prop.classic`; checking/coq_axioms.py)
+    allowed_axioms: list[str] = Field(default_factory=list)
     trail: dict[str, Any] = Field(default_factory=dict)  # construction trail, review logs
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @field_validator("allowed_axioms")
+    @classmethod
+    def _qualified(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not _QUALIFIED.fullmatch(name):
+                raise ValueError(f"{name!r} is not a fully qualified axiom name")
+        return names
+
     @model_serializer(mode="wrap")
     def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """`coq_project` is written only when a task names one: the datasets written before
-        the field existed (the shipped examples included) stay byte for byte the same."""
+        """`coq_project` and `allowed_axioms` are written only when a task sets them: the
+        datasets written before the fields existed (the shipped examples included) stay
+        byte for byte the same."""
         data: dict[str, Any] = handler(self)
         if data.get("coq_project", "") is None:
             del data["coq_project"]
+        if data.get("allowed_axioms") == []:
+            del data["allowed_axioms"]
         return data
 
     @property

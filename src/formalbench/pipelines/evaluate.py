@@ -285,7 +285,8 @@ async def _evaluate(
         settings = solver_config(config, samples, tasks[0].language)
         # Samples often repeat a proof: each distinct candidate is checked once per run folder.
         verdicts = VerdictCache(files.verdicts)
-        verifier = StrictVerifier(backend, cache=verdicts)
+        policy = config.policy(tasks[0].language)
+        verifier = StrictVerifier(backend, policy, cache=verdicts)
         solver = make_solver(config.solver, verifier, model, settings)
         with full_disk_errors(files.root), verdicts, RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
-from formalbench.core.records import Record
+from formalbench.core.records import Language, Record
 
 
 class Selection(Record):
@@ -54,6 +55,16 @@ class EvalConfig(Record):
     # Check each task's original once before the run (None: on for the portfolio solver).
     preflight: bool | None = None
     allow_version_mismatch: bool = False  # run Lean tasks made for another toolchain/library
+    # Coq: axioms allowed besides the presets (`--allow-axiom`) and the presets (None: the
+    # default; `--allow-axioms`); see checking/coq_axioms.py
+    allowed_axioms: list[str] = Field(default_factory=list)
+    axiom_presets: list[str] | None = None
+
+    def policy(self, language: Language) -> VerifierPolicy:
+        """The verifier's policy of this run (the task's own `allowed_axioms` come on top)."""
+        return VerifierPolicy(axiom_presets=self.axiom_presets).with_axioms(
+            self.allowed_axioms, language
+        )
 
     def wants_preflight(self) -> bool:
         return self.solver == "portfolio" if self.preflight is None else self.preflight
@@ -86,6 +97,9 @@ class EvalConfig(Record):
         checks = ("preflight", "allow_version_mismatch")
         for key in (*harness, "model_concurrency", "retry_errors", *checks):
             data.pop(key, None)
+        for key, default in (("allowed_axioms", []), ("axiom_presets", None)):
+            if data.get(key) == default:  # the runs made before these options resume
+                data.pop(key, None)
         data["params"] = {
             k: data.pop(k)
             for k in ("timeout", "max_turns", "token_budget", "show_answer")

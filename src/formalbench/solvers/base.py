@@ -285,6 +285,7 @@ class Solver(ABC):
             kind=task.kind,
             timeout=self.config.check_timeout,
             constructions=task.constructions,
+            axioms=task.allowed_axioms,
         )
 
 

@@ -7,8 +7,8 @@ compile cleanly and prove `False`. So an edited file is complete only if
 - it compiles with no error and no warning (read from the backend's structured diagnostics
   by the strict verifier's `assistant_findings`, warnings forbidden as for every APE task);
 - every declaration Coq finds in it rests on no assumption that no declaration of the file
-  before the edit already rested on, library axioms aside while the verifier's policy allows
-  them (`VerifierPolicy.allow_library_axioms`, the rule of `formalbench check`);
+  before the edit already rested on, library axioms aside where the verifier's allow-list
+  lists them (`checking.coq_presets.allowed_names`, the rule of `formalbench check`);
 - it has no hole (`Admitted`, `Admit Obligations`, `admit`, `give_up` in a sentence coqc ran)
   in a declaration that had none before.
 
@@ -27,7 +27,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,22 +234,37 @@ def run_reasons(result: CheckResult) -> list[str]:
 
 
 def judge_completeness(
-    before: FileView, after: FileView, policy: VerifierPolicy | None = None
+    before: FileView,
+    after: FileView,
+    policy: VerifierPolicy | None = None,
+    allowed: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """The verdict on an edited file against the file before it, and what changed."""
+    """The verdict on an edited file against the file before it, and what changed.
+    `allowed`: the library axioms a new use of which is no reason (default: the policy's
+    allow-list as the default toolchain's Coq confirms it; none without one)."""
     policy = policy or VerifierPolicy()
+    if allowed is None:
+        from formalbench.checking.coq_presets import allowed_names
+        from formalbench.core.errors import ToolchainMissingError
+        from formalbench.toolchains.toolchain import resolve
+
+        try:
+            chain = resolve()
+        except ToolchainMissingError:
+            chain = None
+        allowed = allowed_names(policy.axiom_presets, policy.allowed_axioms or (), chain)
     reasons = run_reasons(after.result)
     if after.problem and after.result.compiled:
         reasons.append(after.problem)
     new_holes = list((Counter(after.holes) - Counter(before.holes)).elements())
     reasons += [f"a hole the file before did not have, in `{k}`"[:300] for k in new_holes]
-    allowed = {a for axioms in before.assumptions.values() for a in axioms}
+    rested = {a for axioms in before.assumptions.values() for a in axioms}  # the file before
     local = set(after.statements)
     new_local: dict[str, list[str]] = {}
     new_library: set[str] = set()
     for name, axioms in after.assumptions.items():
         for ax in axioms:
-            if ax in allowed:
+            if ax in rested:
                 continue
             if ax.startswith(LOCAL) or ax in local:
                 new_local.setdefault(name, []).append(ax)
@@ -260,8 +275,9 @@ def judge_completeness(
             f"`{name}` rests on {', '.join(f'`{a}`' for a in axioms)}, "[:250]
             + "which the file before did not"
         )
-    if new_library and not policy.allow_library_axioms:
-        reasons.append(f"new library axioms: {', '.join(sorted(new_library))}"[:300])
+    refused = sorted(new_library - set(allowed))
+    if refused:
+        reasons.append(f"new library axioms not on the allow-list: {', '.join(refused)}"[:300])
     return {
         "complete": not reasons,
         "reasons": reasons,
@@ -313,5 +329,9 @@ def check_answer(tree: Path, before: FileView, content: str, timeout: float = 30
         "version": " ".join(backend.version().split()[:2]),
         "baseline": "coq" if before.problem is None else "text (before does not compile)",
     }
-    out.update(judge_completeness(before, after))
+    from formalbench.checking.coq_presets import allowed_names
+
+    policy = VerifierPolicy()
+    allowed = allowed_names(policy.axiom_presets, (), backend.toolchain, backend.args)
+    out.update(judge_completeness(before, after, policy, allowed))
     return out
