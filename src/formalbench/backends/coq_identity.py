@@ -53,7 +53,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,6 +170,8 @@ class IdentityReport:
     environment: bool = False  # `undecided` because the original does not compile here
     checked: bool = False  # the identity file ran
     elapsed: float = 0.0
+    # a copy of the candidate's compiled library (the `keep` of `CoqIdentity.check`)
+    library: Path | None = None
 
 
 def split_source(text: str, context: str | None, replay: str = "") -> str:
@@ -262,11 +264,14 @@ class CoqIdentity:
         prefix: str = "",
         timeout: float | None = None,
         query_limit: float | None = None,
+        keep: Callable[[Path], Path] | None = None,
     ) -> IdentityReport:
         """Compile the candidate alone (exactly its text: no query is appended), then decide
         in the identity file, per target, its statement and the axioms it rests on.
         `query_limit`: at most that many seconds for the identity file (a route tried first
-        that may give up: its timeout is `undecided`, and the caller goes another way)."""
+        that may give up: its timeout is `undecided`, and the caller goes another way).
+        `keep`: given the work folder once the candidate compiled, copies its compiled
+        library out of it (the coqchk replay's input) and returns where (`report.library`)."""
         started = time.perf_counter()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         build = self.original(original, context, limit, replay)
@@ -290,6 +295,8 @@ class CoqIdentity:
                 report.undecided = f"the original does not compile here: {build.problem}"
                 report.environment = True
                 return report
+            if keep is not None:  # before anything else is put beside it
+                report.library = keep(work)
             shutil.copy(build.folder / f"{ORIGINAL_MODULE}.vo", work)
             left = limit - (time.perf_counter() - started)
             if query_limit is not None:

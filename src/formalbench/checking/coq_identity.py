@@ -30,7 +30,8 @@ truth for "same statement" and "rests on no disallowed axiom".
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
@@ -59,6 +60,7 @@ from formalbench.checking.coq_plans import (
     unfolds_in_section,
     wide_context,
 )
+from formalbench.checking.coq_replay import ReplayBuild
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, Finding, Language, Reason
@@ -126,6 +128,7 @@ class KernelIdentity:
         targets: Sequence[str],
         every: set[str],
         timeout: float | None,
+        keep: Callable[[Path], Path] | None = None,
     ) -> tuple[IdentityReport, list[TargetPlan]] | None:
         """The identity file with both sides compiled whole (`plans(..., unshared=True)`),
         or None where that route cannot decide either (the candidate or the original does
@@ -134,7 +137,7 @@ class KernelIdentity:
             plan = self._plan(original, targets, every, None, True, timeout)
         except Undecided:
             return None
-        report = self.identity.check(original, candidate, plan, timeout=timeout)
+        report = self.identity.check(original, candidate, plan, timeout=timeout, keep=keep)
         if report.undecided is not None or not report.candidate.compiled:
             return None
         return report, plan
@@ -148,6 +151,7 @@ class KernelIdentity:
         timeout: float | None,
         policy: VerifierPolicy,
         context: str,
+        keep: Callable[[Path], Path] | None = None,
     ) -> tuple[IdentityReport, list[TargetPlan], bool] | None:
         """The whole route tried before the split one, for a candidate that begins with the
         shared context itself (`same_context`): (its report, its plan, whether it is a clean
@@ -166,7 +170,7 @@ class KernelIdentity:
         # definition that computes `2^63` compared by conversion: Cyclic63.v): bounded
         # here, and a task whose whole route gave no answer goes the split way from then on
         report = self.identity.check(
-            original, candidate, plan, timeout=timeout, query_limit=WHOLE_QUERY_LIMIT
+            original, candidate, plan, timeout=timeout, query_limit=WHOLE_QUERY_LIMIT, keep=keep
         )
         if report.undecided is not None and report.candidate.compiled:
             self._split_first.add(original)
@@ -186,9 +190,13 @@ class KernelIdentity:
         targets: Sequence[str],
         timeout: float | None,
         policy: VerifierPolicy,
+        kept: ReplayBuild | None = None,
     ) -> tuple[CheckResult, list[Finding]]:
         """(the candidate's own compile as the verifier reads it, the findings of the
-        identity file: changed statements, disallowed axioms, or why it cannot decide)."""
+        identity file: changed statements, disallowed axioms, or why it cannot decide).
+        `kept`: where each compile of the candidate is kept, and `kept.library` set to the
+        one whose report decided (the input of the coqchk replay, `coq_replay`)."""
+        keep = kept.keep if kept is not None else None
         original = through_last_target(closed(original))
         unshared: Unsplittable | None = None
         every = set(all_targets(original))
@@ -225,13 +233,15 @@ class KernelIdentity:
             # context postulate is its own: `Candidate.p` is refused there, `FbContext.p` is
             # not on the split route), so it decides; anything else goes the split way.
             tried = self._whole_first(
-                original, prefix + candidate, targets, every, timeout, policy, context
+                original, prefix + candidate, targets, every, timeout, policy, context, keep
             )
             if tried is not None:
                 first, first_plan, clean = tried
                 whole = first.candidate
                 if clean:
                     self.kernel_checks += first.checked
+                    if kept is not None:
+                        kept.library = first.library
                     axioms = _read_axioms(first.axioms, first_plan, every)
                     return whole.model_copy(update={"axioms": axioms}), []
         if context is not None and whole is None:
@@ -246,6 +256,7 @@ class KernelIdentity:
             replay=replay,
             prefix=prefix,
             timeout=timeout,
+            keep=keep,
         )
         split_failed = report.environment or not report.candidate.compiled
         if context is not None and split_failed and replay:
@@ -256,6 +267,7 @@ class KernelIdentity:
             again = self.identity.check(
                 original, candidate, plan, context=context,
                 replay=f"{replay}Import {CONTEXT_MODULE}.\n", prefix=prefix, timeout=timeout,
+                keep=keep,
             )  # fmt: skip
             if again.undecided is None and again.candidate.compiled:
                 report, replay = again, f"{replay}Import {CONTEXT_MODULE}.\n"
@@ -266,7 +278,9 @@ class KernelIdentity:
             # sides compiled whole instead, as for an `Unsplittable` context: a pass is the
             # kernel's, a mismatch is undecided. Only a candidate that kept the context
             # verbatim gets here, and each side's copy of a postulate stays its own.
-            whole_route = self._unshared(original, prefix + candidate, targets, every, timeout)
+            whole_route = self._unshared(
+                original, prefix + candidate, targets, every, timeout, keep
+            )
             if whole_route is not None:
                 report, plan = whole_route
                 candidate, prefix, context, replay = prefix + candidate, "", None, ""
@@ -278,12 +292,14 @@ class KernelIdentity:
             # before the first target, that text is shared instead, and the kernel decides again
             again = self.identity.check(
                 original, prefix + candidate, plan, context=wide[0], replay=wide[1],
-                timeout=timeout,
+                timeout=timeout, keep=keep,
             )  # fmt: skip
             if not again.mismatches and again.undecided is None and again.candidate.compiled:
                 report, (context, replay) = again, wide
                 candidate, prefix = prefix + candidate, ""
         self.kernel_checks += report.checked
+        if kept is not None:  # the report that decides: its compile is the one replayed
+            kept.library = report.library
         bodies = {p.name for p in plan if p.body}
         findings = [
             _mismatch(target, why, target in bodies) for target, why in report.mismatches.items()

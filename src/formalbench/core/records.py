@@ -49,6 +49,7 @@ class Reason(StrEnum):
     backend_crash = "backend_crash"
     environment = "environment"  # a library the file requires cannot be loaded here
     undecided = "undecided"  # the assistant's route cannot decide this task (message: why)
+    replay_failed = "replay_failed"  # Coq: coqchk refuses the candidate's compiled library
 
 
 class CheckStatus(StrEnum):
@@ -145,6 +146,9 @@ class Verdict(Record):
     elapsed: float = 0.0
     backend: str | None = None
     static_only: bool = False
+    # Coq: the known kernel soundness bugs the assistant's version has not fixed
+    # (`backends/coq_known_bugs.py`), so a pass is read knowing what it may rest on
+    known_unsound: list[str] = Field(default_factory=list)
 
 
 class Informal(Record):
