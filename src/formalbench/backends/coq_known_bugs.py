@@ -128,6 +128,16 @@ def unguarded(version: str) -> list[str]:
     return [b for b in known_unsound(version) if bug(b).replay != "caught"]
 
 
+def known_bugs_line(ids: list[str]) -> str:
+    """One line for a verdict's reader: the listed kernel bugs its Coq has not fixed, and
+    which of them the coqchk replay does not catch either."""
+    missed = [i for i in ids if bug(i).replay != "caught"] if ids else []
+    line = f"known kernel bugs of this Coq (not fixed): {', '.join(ids)}"
+    if missed:
+        line += f"; not caught by the coqchk replay: {', '.join(missed)}"
+    return line + " (docs/decisions.md, known kernel bugs)"
+
+
 def _version_text(version: tuple[int, int, int] | None) -> str:
     return "not fixed" if version is None else ".".join(map(str, version))
 

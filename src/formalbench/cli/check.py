@@ -20,11 +20,13 @@ from typing import Any
 
 import typer
 
+from formalbench.backends.coq_known_bugs import known_bugs_line
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import at_least, seconds
 from formalbench.cli.verdict_cache import open_cache
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind, Verdict
 from formalbench.pipelines.pairs import parse_kind, pick_backend, read_source
@@ -115,6 +117,8 @@ def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind
         lines.append(f"  {d.severity.value} {at} {first}")
     for target, axioms in verdict.axioms.items():
         lines.append(f"  axioms of {target}: {', '.join(axioms) or 'none'}")
+    if verdict.known_unsound:
+        lines.append(f"  {known_bugs_line(verdict.known_unsound)}")
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -189,6 +193,12 @@ def check(
         callback=at_least(1),
         help="Checks at once with --pairs (default: the CPU count).",
     ),
+    replay: bool = typer.Option(
+        True,
+        "--replay/--no-replay",
+        help="Coq: confirm a pass with coqchk of the same Coq, from the library the verifier "
+        "compiled (default on).",
+    ),
     cache: str | None = typer.Option(
         None,
         "--cache",
@@ -215,6 +225,7 @@ def check(
             ),
             workers=workers,
             cache=cache,
+            policy=VerifierPolicy(replay=replay),
         )
         raise typer.Exit(0 if passed else 1)
     if candidate is None or against is None:
@@ -234,7 +245,9 @@ def check(
     checker = None if static_only else make_backend(name, **options)
     verdict_cache = open_cache(cache) if checker is not None else None
     try:
-        verifier = StrictVerifier(checker, language=language_of(name), cache=verdict_cache)
+        verifier = StrictVerifier(
+            checker, VerifierPolicy(replay=replay), language=language_of(name), cache=verdict_cache
+        )
         try:
             targets = verifier.targets(orig_text)
         except InputError as exc:

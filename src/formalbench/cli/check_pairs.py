@@ -15,6 +15,7 @@ from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.verdict_cache import open_cache
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind
 from formalbench.pipelines.pairs import Pair, check_pairs, read_pairs
@@ -31,6 +32,7 @@ def run_pairs(
     options: Callable[[str, str], dict[str, Any]],
     workers: int | None,
     cache: str | None,
+    policy: VerifierPolicy | None = None,
 ) -> bool:
     """Check every pair of `path`; True when all passed. `options(name, first candidate
     path)` gives a backend's constructor options (as for a single check)."""
@@ -60,7 +62,7 @@ def run_pairs(
                     opts["workers"] = workers
                 checker = backends[name] = make_backend(name, **opts)
             verifiers[name] = StrictVerifier(
-                checker, language=language_of(name), cache=verdict_cache
+                checker, policy, language=language_of(name), cache=verdict_cache
             )
         return verifiers[name]
 

@@ -218,6 +218,13 @@ def eval_command(
     allow_version_mismatch: Annotated[
         bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
     ] = False,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay/--no-replay",
+            help="Coq: confirm each pass with coqchk of the same Coq (default on; see README).",
+        ),
+    ] = True,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     quiet: Annotated[
         bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
@@ -260,6 +267,7 @@ def eval_command(
         retry_errors=retry_errors,
         preflight=preflight,
         allow_version_mismatch=allow_version_mismatch,
+        replay=replay,
     )
     if quiet:
         result = run_evaluation(config, run_dir)

@@ -32,6 +32,7 @@ from formalbench.backends.coq_project import tasks_project
 from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt, ErrorKind, Language, Task
 from formalbench.datasets.filters import select
@@ -210,6 +211,20 @@ def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
     }
 
 
+def _kernel_notes(backend: Backend, language: Language, replay: bool) -> list[str]:
+    """Coq: the known kernel bugs of the run's Coq (every verdict lists them too), and a
+    reminder when the coqchk replay is off."""
+    if language != Language.coq:
+        return []
+    from formalbench.backends.coq_known_bugs import known_bugs_line, known_unsound
+
+    ids = known_unsound(backend.version())
+    notes = [known_bugs_line(ids)] if ids else []
+    if not replay:
+        notes.append("--no-replay: passes are not confirmed by coqchk (README, the replay)")
+    return notes
+
+
 def run_evaluation(
     config: EvalConfig,
     run_dir: str | Path,
@@ -267,6 +282,7 @@ async def _evaluate(
         if not config.allow_version_mismatch:
             refuse_version_mismatch(mismatches)
         notes += [f"--allow-version-mismatch: {sentence}" for sentence, _ in mismatches]
+        notes += _kernel_notes(backend, tasks[0].language, config.replay)
         model = given_model or make_run_model(config)
         if model is not None:
             await model.preflight()
@@ -276,7 +292,8 @@ async def _evaluate(
         settings = solver_config(config, samples, tasks[0].language)
         # Samples often repeat a proof: each distinct candidate is checked once per run folder.
         verdicts = VerdictCache(files.verdicts)
-        verifier = StrictVerifier(backend, cache=verdicts)
+        policy = VerifierPolicy(replay=config.replay)
+        verifier = StrictVerifier(backend, policy, cache=verdicts)
         solver = make_solver(config.solver, verifier, model, settings)
         with full_disk_errors(files.root), verdicts, RunStore(files.store) as store:
             run_id = store.open_run(config.identity(), versions_of(backend, model))

@@ -54,6 +54,8 @@ class EvalConfig(Record):
     # Check each task's original once before the run (None: on for the portfolio solver).
     preflight: bool | None = None
     allow_version_mismatch: bool = False  # run Lean tasks made for another toolchain/library
+    # Coq: confirm each pass with coqchk (checking/coq_replay.py); off: coqc's kernel alone
+    replay: bool = True
 
     def wants_preflight(self) -> bool:
         return self.solver == "portfolio" if self.preflight is None else self.preflight
@@ -86,6 +88,8 @@ class EvalConfig(Record):
         checks = ("preflight", "allow_version_mismatch")
         for key in (*harness, "model_concurrency", "retry_errors", *checks):
             data.pop(key, None)
+        if data.get("replay") is True:  # the default: runs stored before it resume as before
+            data.pop("replay")
         data["params"] = {
             k: data.pop(k)
             for k in ("timeout", "max_turns", "token_budget", "show_answer")
