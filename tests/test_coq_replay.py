@@ -11,6 +11,7 @@ and passes coqchk only the trusted load path (no `-I`, no folder of the candidat
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,6 +34,9 @@ PLAIN_OK = "Theorem t : forall n : nat, n + 0 = n.\nProof. induction n; simpl; a
 SHARED = "Inductive color := red | green.\nTheorem c : forall x : color, x = red \\/ x = green.\n"
 SHARED_TASK = SHARED + "Admitted.\n"
 SHARED_OK = SHARED + "Proof. intros []; auto. Qed.\n"
+# a context that postulates: the split route (both sides on the compiled `FbContext`)
+POSTULATE = "Parameter p : nat.\nTheorem c : p = p.\n"
+VM_BUG = (BUGS / "vm_addmuldiv.v").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +68,26 @@ def test_genuine_proof_passes_after_one_replay(
     assert verdict.passed, verdict.findings
     assert len(replays) == 1 and Path(replays[0][0]).name == "coqchk"
     assert replays[0][1:4] == ["-silent", "-norec", "Candidate"]
+
+
+def test_split_route_replays_with_the_task_context(
+    backend: CoqBackend, replays: list[list[str]]
+) -> None:
+    """On the split route the candidate's library requires the verifier's `FbContext`: it is
+    kept beside it, so a genuine proof passes; a VM exploit after the context is refused."""
+    verdict = StrictVerifier(backend).verify(
+        POSTULATE + "Admitted.\n", POSTULATE + "Proof. reflexivity. Qed.\n"
+    )
+    assert verdict.passed, verdict.findings
+    assert len(replays) == 1
+    task = "Parameter p : nat.\nTheorem oops : False.\nAdmitted.\n"
+    exploit = "Parameter p : nat.\n" + VM_BUG
+    refused = StrictVerifier(backend).verify(task, exploit)
+    if backend.version().startswith("coq 8.16"):
+        assert refused.reasons == [Reason.replay_failed], refused.findings
+        assert "FbContext" not in refused.findings[0].message  # the proof, not the load path
+    else:
+        assert not refused.passed or "rocq#19402" in refused.known_unsound
 
 
 def test_no_replay_on_a_failure_or_when_off(backend: CoqBackend, replays: list[list[str]]) -> None:
@@ -124,3 +148,26 @@ def test_trusted_load_path_only(tmp_path: Path) -> None:
     flags = trusted_load_path(backend)
     assert flags[-3:] == ["-R", str(lib), "Lib"]
     assert "-I" not in flags and "-w" not in flags
+
+
+def test_cli_check_replay_flag_and_known_bugs(tmp_path: Path) -> None:
+    """`formalbench check`: a VM exploit fails by default (`replay_failed`), passes with
+    `--no-replay` (coqc's kernel alone, as before the replay), and the output names the
+    known kernel bugs of the Coq that judged it."""
+    from typer.testing import CliRunner
+
+    from formalbench.cli.main import app
+
+    task = tmp_path / "task.v"
+    task.write_text("Theorem oops : False.\nAdmitted.\n", encoding="utf-8")
+    exploit = BUGS / "vm_addmuldiv.v"
+    runner = CliRunner()
+    default = runner.invoke(app, ["check", str(exploit), "--against", str(task), "--json"])
+    alone = runner.invoke(app, ["check", str(exploit), "--against", str(task), "--no-replay"])
+    if not CoqBackend().version().startswith("coq 8.16"):
+        pytest.skip("the instance proves False only on an affected Coq")
+    assert default.exit_code == 1, default.output
+    payload = json.loads(default.stdout)
+    assert payload["reasons"] == ["replay_failed"] and "rocq#19402" in payload["known_unsound"]
+    assert alone.exit_code == 0, alone.output
+    assert "known kernel bugs of this Coq (not fixed): " in alone.stdout
