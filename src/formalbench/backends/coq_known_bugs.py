@@ -34,6 +34,11 @@ class KernelBug:
     replay: str  # "caught" | "missed" | "partial": what coqchk of an affected release does
     test: str  # our instance, under tests/kernel_bugs/
     reproduced: tuple[str, ...] = ()
+    variants: tuple[str, ...] = ()  # more instances of ours, other shapes of the same bug
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        return (self.test, *self.variants)
 
     @property
     def source(self) -> str:
@@ -59,12 +64,13 @@ KNOWN_BUGS: tuple[KernelBug, ...] = (
     KernelBug(
         "rocq#19402",
         "bytecode VM computes Uint63 addmuldiv wrongly for large shifts",
-        (8, 10, 0), (8, 20, 0), "caught", "vm_addmuldiv", ("8.16.1",),
+        (8, 10, 0), (8, 20, 0), "caught", "vm_addmuldiv", ("8.16.1",), ("vm_addmuldiv_64",),
     ),
     KernelBug(
         "rocq#16957",
         "VM value cache of a section variable mutated by change_no_check",
         (8, 1, 0), (8, 17, 0), "caught", "vm_section_let_cache", ("8.16.1",),
+        ("vm_section_let_cache_nat",),
     ),
     KernelBug(
         "rocq#18503",
