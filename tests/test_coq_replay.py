@@ -144,10 +144,22 @@ def test_trusted_load_path_only(tmp_path: Path) -> None:
     loads no plugin) nor any other coqc argument."""
     lib = tmp_path / "lib"
     lib.mkdir()
-    backend = CoqBackend(args=["-R", str(lib), "Lib", "-I", str(tmp_path), "-w", "-all"])
-    flags = trusted_load_path(backend)
-    assert flags[-3:] == ["-R", str(lib), "Lib"]
-    assert "-I" not in flags and "-w" not in flags
+    args = ["-R", str(lib), "Lib", "-I", str(tmp_path), "-w", "-all", "-impredicative-set"]
+    flags = trusted_load_path(CoqBackend(args=args))
+    assert flags[-4:] == ["-R", str(lib), "Lib", "-impredicative-set"]
+    assert "-I" not in flags and "-w" not in flags and "-all" not in flags
+
+
+def test_impredicative_set_library_replays(backend: CoqBackend, tmp_path: Path) -> None:
+    """A library compiled under `-impredicative-set` (a project's `-arg`) is checked by
+    coqchk under it too: a proof that needs it passes, rather than a spurious refusal."""
+    source = "Definition id_set : Set := forall A : Set, A -> A.\nTheorem t : True.\nProof. exact I. Qed.\n"
+    (tmp_path / "Candidate.v").write_text(source, encoding="utf-8")
+    subprocess.run(["coqc", "-q", "-impredicative-set", "Candidate.v"], cwd=tmp_path, check=True)
+    impredicative = CoqBackend(args=["-impredicative-set"])
+    assert replay_findings(impredicative, tmp_path, 120) == []
+    refused = replay_findings(backend, tmp_path, 120)  # without the flag: coqchk's refusal
+    assert [f.reason for f in refused] == [Reason.replay_failed]
 
 
 def test_cli_check_replay_flag_and_known_bugs(tmp_path: Path) -> None:

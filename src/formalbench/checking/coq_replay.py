@@ -38,6 +38,10 @@ from formalbench.core.records import CheckStatus, Finding, Reason
 
 # The coqc load-path flags coqchk understands (`-I` names OCaml plugins: coqchk loads none)
 _LOAD_PATH = frozenset({"-R", "-Q"})
+# A project's `-arg` flags that change the logic itself: coqchk must check under the same
+# ones (it refuses a library compiled with `-impredicative-set` without it). coqchk's own
+# `-bytecode-compiler yes` is never passed: without the VM is what makes it catch VM bugs.
+_LOGIC = frozenset({"-impredicative-set", "-indices-matter"})
 
 
 @dataclass
@@ -70,8 +74,9 @@ def coqchk_for(backend: CoqBackend) -> str | None:
 
 
 def trusted_load_path(backend: CoqBackend) -> list[str]:
-    """coqchk's load-path flags: the shipped library and the project's `-R`/`-Q` folders
-    (the standard library is coqchk's own default)."""
+    """coqchk's flags from the backend's: the shipped library and the project's `-R`/`-Q`
+    folders (the standard library is coqchk's own default), and the project's logic flags
+    (`_LOGIC`); nothing else of coqc's reaches coqchk."""
     flags = list(library_args(backend.coqc))
     args = list(backend.args)
     i = 0
@@ -80,6 +85,8 @@ def trusted_load_path(backend: CoqBackend) -> list[str]:
             flags += args[i : i + 3]
             i += 3
         else:
+            if args[i] in _LOGIC and args[i] not in flags:
+                flags.append(args[i])
             i += 1
     return flags
 
