@@ -67,27 +67,3 @@ def test_every_entry_is_sourced() -> None:
         assert entry.source == f"https://github.com/rocq-prover/rocq/issues/{entry.id[5:]}"
         assert entry.fixed is None or entry.first < entry.fixed
         assert entry.replay in ("caught", "missed", "partial")
-
-
-def test_report_warns_when_passes_rest_on_a_known_buggy_kernel() -> None:
-    """`formalbench report`: passes judged by a Coq with unfixed bugs are one warning."""
-    from formalbench.core.records import Attempt, Language, Task, Verdict
-    from formalbench.metrics.summary import summarize
-
-    tasks = [
-        Task(id=t, language=Language.coq, formal="Theorem x : True.\nAdmitted.\n") for t in "ab"
-    ]
-
-    def attempt(task: str, passed: bool, ids: list[str]) -> Attempt:
-        verdict = Verdict(passed=passed, known_unsound=ids)
-        return Attempt(task_id=task, solver="s", verdict=verdict)
-
-    buggy = summarize(
-        tasks, [attempt("a", True, ["rocq#21839"]), attempt("b", False, [])], samples=1
-    )
-    assert [w for w in buggy.warnings if "rocq#21839" in w] == [
-        "1 pass(es) judged by a Coq with known kernel bugs of this Coq (not fixed): rocq#21839; "
-        "not caught by the coqchk replay: rocq#21839 (docs/decisions.md, known kernel bugs)"
-    ]
-    clean = summarize(tasks, [attempt("a", True, []), attempt("b", False, ["rocq#1"])], samples=1)
-    assert not any("kernel" in w for w in clean.warnings)

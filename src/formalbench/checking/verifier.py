@@ -284,17 +284,9 @@ class StrictVerifier:
             elapsed=time.perf_counter() - t0,
             backend=self.backend.name if self.backend is not None else None,
             static_only=self.backend is None,
-            known_unsound=self._known_unsound(),
+            toolchain=self.backend.toolchain_info() if self.backend is not None else None,
+            prepared=list(result.prepared) if result else [],
         )
-
-    def _known_unsound(self) -> list[str]:
-        """Coq with an assistant: the known kernel bugs its version has not fixed."""
-        if not self.coq_kernel:
-            return []
-        from formalbench.backends.coq_known_bugs import known_unsound
-
-        assert self.backend is not None
-        return known_unsound(self.backend.version())
 
     def _compile_needed(self, findings: list[Finding]) -> bool:
         if self.backend is None:

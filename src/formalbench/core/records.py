@@ -110,6 +110,8 @@ class CheckResult(Record):
     axioms: dict[str, list[str]] = Field(default_factory=dict)  # target -> axioms it uses
     elapsed: float = 0.0
     detail: str | None = None  # e.g. the crash output of a dead process
+    # what was changed in the text for the toolchain it ran on (toolchains/prepare.py)
+    prepared: list[str] = Field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -135,6 +137,18 @@ class Finding(Record):
     column: int | None = None
 
 
+class ToolchainInfo(Record):
+    """The proof assistant a verdict was decided on (toolchains/toolchain.py): its name
+    (`rocq-9.2`, `host`), version, library packages, and the known kernel soundness bugs
+    that version has not fixed (`backends/coq_known_bugs.known_unsound`; which of them the
+    coqchk replay catches is in that table)."""
+
+    name: str
+    version: str
+    libraries: dict[str, str] = Field(default_factory=dict)
+    known_unsound: list[str] = Field(default_factory=list)
+
+
 class Verdict(Record):
     """The strict verifier's decision on one candidate."""
 
@@ -146,9 +160,15 @@ class Verdict(Record):
     elapsed: float = 0.0
     backend: str | None = None
     static_only: bool = False
-    # Coq: the known kernel soundness bugs the assistant's version has not fixed
-    # (`backends/coq_known_bugs.py`), so a pass is read knowing what it may rest on
-    known_unsound: list[str] = Field(default_factory=list)
+    toolchain: ToolchainInfo | None = None  # Coq: which Coq decided it
+    prepared: list[str] = Field(default_factory=list)  # changes made to the text for it
+
+    @property
+    def known_unsound(self) -> list[str]:
+        """Coq: the known kernel soundness bugs the deciding Coq has not fixed (its
+        toolchain's, `backends/coq_known_bugs.py`), so a pass is read knowing what it may
+        rest on; empty for a verdict that names no toolchain."""
+        return list(self.toolchain.known_unsound) if self.toolchain is not None else []
 
 
 class Informal(Record):

@@ -141,7 +141,6 @@ def summarize(
             f"and are left out of pass@k: {', '.join(sorted(environment)[:10])}"
             + (" ..." if len(environment) > 10 else "")
         )
-    warnings += _kernel_warnings(attempts)
     tokens_total = sum((o.tokens for o in outcomes), TokenUsage())
     attempted = [o for o in outcomes if o.attempts]
     info = dict(run_info or {})
@@ -189,18 +188,6 @@ def _outcome(task_id: str, attempts: list[Attempt]) -> TaskOutcome:
         tokens=sum((a.tokens for a in attempts), TokenUsage()),
         wall_time_s=math.fsum(a.wall_time for a in attempts),
     )
-
-
-def _kernel_warnings(attempts: Sequence[Attempt]) -> list[str]:
-    """One warning when passes were judged by a Coq with known unfixed kernel bugs (each
-    verdict's `known_unsound`): a pass there may rest on one of them."""
-    passes = [a for a in attempts if is_pass(a) and a.verdict is not None]
-    ids = sorted({i for a in passes for i in a.verdict.known_unsound})  # type: ignore[union-attr]
-    if not ids:
-        return []
-    from formalbench.backends.coq_known_bugs import known_bugs_line
-
-    return [f"{len(passes)} pass(es) judged by a Coq with {known_bugs_line(ids)}"]
 
 
 def _pass_table(counts: list[tuple[int, int]], ks: list[int]) -> dict[str, float]:
