@@ -1,63 +1,76 @@
 """A test per known kernel bug (issue 33): each instance in tests/kernel_bugs/ proves `False`
 with no axiom on an affected Coq, as a candidate for the task `Theorem oops : False.`.
 
-On any Coq (the host's 8.16.1, a provisioned Rocq 9.2): the verifier either refuses the
-candidate (the kernel of a fixed version, the identity file, or the coqchk replay), or the
-verdict names the bug in `known_unsound` (a version that fixes nothing here marks it). On
-8.16.1, where the instances were written, the exact outcome of each is pinned: which pass
-`check` without the replay (what coqc's kernel alone accepts), which the replay catches,
-and which nothing here catches (marked). The table the docs show is
-`backends/coq_known_bugs.py`; its `replay` column must agree with what coqchk does here.
+On every toolchain (the host's coqc 8.16.1, and the provisioned Rocq 9.2 where installed:
+tests marked `rocq`): the verifier either refuses the candidate (the kernel of a fixed
+version, the identity file, or the coqchk replay), or the verdict names the bug in
+`known_unsound` (a version that fixes nothing here marks it). On the versions the instances
+were run on, the exact outcome of each is pinned (`ALONE`): which pass `check` without the
+replay (what coqc's kernel alone accepts), and from there which the replay catches (the
+table's `replay` column) and which nothing here catches (marked). The table the docs show is
+`backends/coq_known_bugs.py`.
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_known_bugs import KNOWN_BUGS, KernelBug, known_unsound
+from formalbench.backends.coq_known_bugs import parse_version as version_of
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Reason, Verdict
+from tests.conftest import ROCQ
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
 FOLDER = Path(__file__).parent / "kernel_bugs"
 TASK = "Theorem oops : False.\nAdmitted.\n"
-# 8.16.1, with the replay off: what coqc's kernel alone makes of each instance
-# ("pass": a proof of False accepted today; otherwise the reason it is refused)
-ALONE_8_16 = {
-    "guard_nonstructural": "pass",
-    "guard_match_on_match": "pass",
-    "guard_ltac_fix": "pass",
-    "vm_addmuldiv": "pass",
-    "vm_addmuldiv_64": "pass",
-    "vm_section_let_cache": "pass",
-    "vm_section_let_cache_nat": "pass",
-    "module_primitive_field": "pass",
-    "module_functor_strengthening": "pass",
-    "module_letin_constructor": "pass",
-    # `Print Assumptions` names an SProp inductive "relies on definitional UIP": the
-    # identity file's strict grammar does not read it, so the verdict is undecided
-    "conversion_sprop_letin": Reason.undecided.value,
+CASES = [(bug, name) for bug in KNOWN_BUGS for name in bug.tests]
+PASS = "pass"
+# With the replay off, by Coq version: "pass" (a proof of False accepted by coqc's kernel
+# alone, as `check` did before the replay), else the reason it is refused.
+ALONE: dict[tuple[int, int, int], dict[str, str]] = {
+    (8, 16, 1): {
+        "guard_nonstructural": PASS,
+        "guard_match_on_match": PASS,
+        "guard_ltac_fix": PASS,
+        "vm_addmuldiv": PASS,
+        "vm_addmuldiv_64": PASS,
+        "vm_section_let_cache": PASS,
+        "vm_section_let_cache_nat": PASS,
+        "module_primitive_field": PASS,
+        "module_functor_strengthening": PASS,
+        "module_letin_constructor": PASS,
+        # `Print Assumptions` names an SProp inductive "relies on definitional UIP": the
+        # identity file's strict grammar does not read it, so the verdict is undecided
+        "conversion_sprop_letin": Reason.undecided.value,
+    },
+    (9, 2, 0): {  # Debian's coq 9.2.0 (the rocq-9.2 toolchain): the kernel fixed the rest
+        "guard_nonstructural": Reason.compile_error.value,
+        "guard_match_on_match": Reason.compile_error.value,
+        "guard_ltac_fix": PASS,
+        "vm_addmuldiv": Reason.compile_error.value,
+        "vm_addmuldiv_64": Reason.compile_error.value,
+        "vm_section_let_cache": Reason.compile_error.value,
+        "vm_section_let_cache_nat": Reason.compile_error.value,
+        "module_primitive_field": Reason.compile_error.value,
+        "module_functor_strengthening": Reason.compile_error.value,
+        "module_letin_constructor": PASS,
+        "conversion_sprop_letin": PASS,
+    },
 }
 
 
-def _coq_version() -> str:
-    done = subprocess.run(["coqc", "--print-version"], capture_output=True, text=True)
-    return done.stdout.split()[0] if done.stdout.split() else "unknown"
-
-
-@pytest.fixture(scope="module")
-def backend() -> CoqBackend:
-    return CoqBackend(timeout=120)
-
-
-CASES = [(bug, name) for bug in KNOWN_BUGS for name in bug.tests]
+@pytest.fixture(
+    scope="module", params=["host", pytest.param(ROCQ, marks=pytest.mark.rocq)]
+)  # fmt: skip
+def backend(request: pytest.FixtureRequest) -> CoqBackend:
+    return CoqBackend(timeout=120, toolchain=request.param)
 
 
 def _verdict(backend: CoqBackend, name: str, replay: bool = True) -> Verdict:
@@ -68,30 +81,33 @@ def _verdict(backend: CoqBackend, name: str, replay: bool = True) -> Verdict:
 
 def test_every_listed_bug_has_an_instance() -> None:
     assert {name for _, name in CASES} == {p.stem for p in FOLDER.glob("*.v")}
-    assert set(ALONE_8_16) == {name for _, name in CASES}
+    for outcomes in ALONE.values():
+        assert set(outcomes) == {name for _, name in CASES}
 
 
 @pytest.mark.parametrize(("bug", "name"), CASES, ids=[name for _, name in CASES])
 def test_refused_or_marked(backend: CoqBackend, bug: KernelBug, name: str) -> None:
     """Any Coq: never a silent pass. A pass names the bug, and only on a version the
-    table says is affected."""
+    table says is affected; a bug the table says coqchk catches never passes."""
     verdict = _verdict(backend, name)
-    version = backend.version()
+    version = backend.toolchain.version()
     assert verdict.known_unsound == known_unsound(version)
     if verdict.passed:
         assert bug.id in verdict.known_unsound, (version, verdict.findings)
         assert bug.replay != "caught", "the replay should have refused it"
 
 
-@pytest.mark.skipif(_coq_version() != "8.16.1", reason="outcomes pinned on Coq 8.16.1")
 @pytest.mark.parametrize(("bug", "name"), CASES, ids=[name for _, name in CASES])
-def test_outcome_on_8_16(backend: CoqBackend, bug: KernelBug, name: str) -> None:
-    """8.16.1: what passes without the replay, and what the replay then does."""
+def test_pinned_outcome(backend: CoqBackend, bug: KernelBug, name: str) -> None:
+    """8.16.1 and 9.2.0: what passes without the replay, and what the replay then does."""
+    outcomes = ALONE.get(version_of(backend.toolchain.version()) or (0, 0, 0))
+    if outcomes is None:
+        pytest.skip(f"outcomes pinned on {sorted(ALONE)} only")
     alone = _verdict(backend, name, replay=False)
-    if ALONE_8_16[name] == "pass":
+    if outcomes[name] == PASS:
         assert alone.passed, alone.findings
     else:
-        assert not alone.passed and alone.reasons == [Reason(ALONE_8_16[name])]
+        assert not alone.passed and alone.reasons == [Reason(outcomes[name])], alone.findings
     verdict = _verdict(backend, name)
     if bug.replay in ("caught", "partial") and alone.passed:
         assert not verdict.passed
@@ -99,3 +115,5 @@ def test_outcome_on_8_16(backend: CoqBackend, bug: KernelBug, name: str) -> None
         assert "coqchk" in verdict.findings[0].message
     elif alone.passed:  # nothing here catches it: the pass carries the bug's id
         assert verdict.passed and bug.id in verdict.known_unsound
+    else:
+        assert verdict.reasons == alone.reasons

@@ -67,8 +67,9 @@ class ReplayBuild:
 
 
 def coqchk_for(backend: CoqBackend) -> str | None:
-    """The coqchk of the backend's Coq: the one beside its coqc (same installation), else
-    None (never another Coq's checker found on PATH)."""
+    """The coqchk of the backend's Coq: the one beside its coqc (same installation: the
+    host's, or a provisioned toolchain's root), else None (never another Coq's checker
+    found on PATH)."""
     sibling = Path(backend.coqc).with_name("coqchk")
     return str(sibling) if sibling.is_file() else None
 
@@ -77,7 +78,7 @@ def trusted_load_path(backend: CoqBackend) -> list[str]:
     """coqchk's flags from the backend's: the shipped library and the project's `-R`/`-Q`
     folders (the standard library is coqchk's own default), and the project's logic flags
     (`_LOGIC`); nothing else of coqc's reaches coqchk."""
-    flags = list(library_args(backend.coqc))
+    flags = list(library_args(backend.toolchain))
     args = list(backend.args)
     i = 0
     while i < len(args):
@@ -117,15 +118,16 @@ def replay_findings(
                 message="the verifier kept no compiled library of the candidate to replay",
             )
         ]
-    argv = [coqchk, "-silent", "-norec", library, *trusted_load_path(backend), "-R", ".", ""]
-    project = backend.project
-    outcome = run_limited(
+    flags = trusted_load_path(backend)
+    argv = [coqchk, "-silent", "-norec", library, *flags, "-R", ".", ""]
+    outcome = run_limited(  # as the backend runs coqc: its toolchain's root, if provisioned
         argv,
         cwd=folder,
         timeout=timeout,
         memory_mb=backend.memory_mb,
-        env=scrubbed_env(),
-        read_only=[str(p) for p in project.read_only] if project else (),
+        env=backend.toolchain.env(scrubbed_env()),
+        read_only=backend.read_only(flags[:3] if flags[:1] == ["-Q"] else ()),
+        root=backend.toolchain.sandbox_root,
     )
     if outcome.status == CheckStatus.timeout:
         return [
