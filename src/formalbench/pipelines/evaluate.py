@@ -213,18 +213,12 @@ def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
     }
 
 
-def _kernel_notes(backend: Backend, language: Language, replay: bool) -> list[str]:
-    """Coq: the known kernel bugs of the run's Coq (every verdict lists them too), and a
-    reminder when the coqchk replay is off."""
-    if language != Language.coq:
+def _kernel_notes(language: Language, replay: bool) -> list[str]:
+    """Coq: a reminder when the coqchk replay is off (the known kernel bugs of the run's
+    Coq are in its report, from the toolchain record: `run_files.load_summary`)."""
+    if language != Language.coq or replay:
         return []
-    from formalbench.backends.coq_known_bugs import known_bugs_line, known_unsound
-
-    ids = known_unsound(backend.version())
-    notes = [known_bugs_line(ids)] if ids else []
-    if not replay:
-        notes.append("--no-replay: passes are not confirmed by coqchk (README, the replay)")
-    return notes
+    return ["--no-replay: passes are not confirmed by coqchk (README, Coq verdicts)"]
 
 
 def run_evaluation(
@@ -291,7 +285,7 @@ async def _evaluate(
         if not config.allow_version_mismatch:
             refuse_version_mismatch(mismatches)
         notes += [f"--allow-version-mismatch: {sentence}" for sentence, _ in mismatches]
-        notes += _kernel_notes(backend, tasks[0].language, config.replay)
+        notes += _kernel_notes(tasks[0].language, config.replay)
         model = given_model or make_run_model(config)
         if model is not None:
             await model.preflight()
