@@ -15,7 +15,8 @@ What it reads, and what it trusts:
   project's folders (the `-R`/`-Q` of `backends/coq_project.py`, bound read-only), and the
   verifier's own compiled task context (`FbContext.vo`) beside the candidate;
 - it runs sandboxed like every assistant process (`sandbox.run_limited`: time and memory
-  limits, no network, read-only file system but its own folder).
+  limits, no network, read-only file system but its own folder), and like the backend's
+  coqc: in its provisioned toolchain's root through bwrap where it has one.
 
 A refusal is one finding, `replay_failed`, with coqchk's own reason; a replay that does not
 finish in its time is `timeout`, so a pass is never claimed without it. The caller decides
