@@ -1,8 +1,8 @@
 """A test per known kernel bug (issue 33): each instance in tests/kernel_bugs/ proves `False`
 with no axiom on an affected Coq, as a candidate for the task `Theorem oops : False.`.
 
-On every toolchain (the host's coqc 8.16.1, and the provisioned Rocq 9.2 where installed:
-tests marked `rocq`): the verifier either refuses the candidate (the kernel of a fixed
+On every toolchain (the host's coqc 8.16.1, and where installed the provisioned coq-8.20 and
+Rocq 9.2, the latter's tests marked `rocq`): the verifier either refuses the candidate (the kernel of a fixed
 version, the identity file, or the coqchk replay), or the verdict names the bug in
 `known_unsound` (a version that fixes nothing here marks it). On the versions the instances
 were run on, the exact outcome of each is pinned (`ALONE`): which pass `check` without the
@@ -24,6 +24,7 @@ from formalbench.backends.coq_known_bugs import parse_version as version_of
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Reason, Verdict
+from formalbench.toolchains import provision
 from tests.conftest import ROCQ
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -50,6 +51,19 @@ ALONE: dict[tuple[int, int, int], dict[str, str]] = {
         # identity file's strict grammar does not read it, so the verdict is undecided
         "conversion_sprop_letin": Reason.undecided.value,
     },
+    (8, 20, 1): {  # Debian's coq 8.20.1 (the coq-8.20 toolchain): the VM and primitive bugs fixed
+        "guard_nonstructural": PASS,
+        "guard_match_on_match": PASS,
+        "guard_ltac_fix": PASS,
+        "vm_addmuldiv": Reason.compile_error.value,
+        "vm_addmuldiv_64": Reason.compile_error.value,
+        "vm_section_let_cache": Reason.compile_error.value,
+        "vm_section_let_cache_nat": Reason.compile_error.value,
+        "module_primitive_field": Reason.compile_error.value,
+        "module_functor_strengthening": PASS,
+        "module_letin_constructor": PASS,
+        "conversion_sprop_letin": PASS,
+    },
     (9, 2, 0): {  # Debian's coq 9.2.0 (the rocq-9.2 toolchain): the kernel fixed the rest
         "guard_nonstructural": Reason.compile_error.value,
         "guard_match_on_match": Reason.compile_error.value,
@@ -66,9 +80,18 @@ ALONE: dict[tuple[int, int, int], dict[str, str]] = {
 }
 
 
+COQ_8_20 = "coq-8.20"  # the other provisioned toolchain, where installed (never required)
+_NO_8_20 = pytest.mark.skipif(provision.record_of(COQ_8_20) is None, reason=f"{COQ_8_20} absent")
+
+
 @pytest.fixture(
-    scope="module", params=["host", pytest.param(ROCQ, marks=pytest.mark.rocq)]
-)  # fmt: skip
+    scope="module",
+    params=[
+        "host",
+        pytest.param(COQ_8_20, marks=_NO_8_20),
+        pytest.param(ROCQ, marks=pytest.mark.rocq),
+    ],
+)
 def backend(request: pytest.FixtureRequest) -> CoqBackend:
     return CoqBackend(timeout=120, toolchain=request.param)
 
@@ -81,8 +104,12 @@ def _verdict(backend: CoqBackend, name: str, replay: bool = True) -> Verdict:
 
 def test_every_listed_bug_has_an_instance() -> None:
     assert {name for _, name in CASES} == {p.stem for p in FOLDER.glob("*.v")}
-    for outcomes in ALONE.values():
+    for version, outcomes in ALONE.items():
         assert set(outcomes) == {name for _, name in CASES}
+        # the table's "our instance proves False on" is what coqc did here (a compile)
+        for bug in KNOWN_BUGS:
+            compiled = outcomes[bug.test] != Reason.compile_error.value
+            assert compiled == (".".join(map(str, version)) in bug.reproduced), bug.id
 
 
 @pytest.mark.parametrize(("bug", "name"), CASES, ids=[name for _, name in CASES])
@@ -99,7 +126,7 @@ def test_refused_or_marked(backend: CoqBackend, bug: KernelBug, name: str) -> No
 
 @pytest.mark.parametrize(("bug", "name"), CASES, ids=[name for _, name in CASES])
 def test_pinned_outcome(backend: CoqBackend, bug: KernelBug, name: str) -> None:
-    """8.16.1 and 9.2.0: what passes without the replay, and what the replay then does."""
+    """8.16.1, 8.20.1, 9.2.0: what passes without the replay, and what the replay then does."""
     outcomes = ALONE.get(version_of(backend.toolchain.version()) or (0, 0, 0))
     if outcomes is None:
         pytest.skip(f"outcomes pinned on {sorted(ALONE)} only")

@@ -49,17 +49,17 @@ KNOWN_BUGS: tuple[KernelBug, ...] = (
     KernelBug(
         "rocq#20413",
         "guard checker forgot to check non-structural arguments of a fixpoint",
-        (8, 16, 0), (9, 0, 1), "missed", "guard_nonstructural", ("8.16.1",),
+        (8, 16, 0), (9, 0, 1), "missed", "guard_nonstructural", ("8.16.1", "8.20.1"),
     ),
     KernelBug(
         "rocq#20455",
         "guard checker takes a match on a match for a subterm",
-        (8, 16, 0), (9, 0, 1), "missed", "guard_match_on_match", ("8.16.1",),
+        (8, 16, 0), (9, 0, 1), "missed", "guard_match_on_match", ("8.16.1", "8.20.1"),
     ),
     KernelBug(
         "rocq#21839",
         "guard checker reduces in the wrong context (`ltac:(fix ...)` inside a term)",
-        (8, 16, 0), (9, 3, 0), "missed", "guard_ltac_fix", ("8.16.1",),
+        (8, 16, 0), (9, 3, 0), "missed", "guard_ltac_fix", ("8.16.1", "8.20.1", "9.2.0"),
     ),
     KernelBug(
         "rocq#19402",
@@ -80,17 +80,17 @@ KNOWN_BUGS: tuple[KernelBug, ...] = (
     KernelBug(
         "rocq#21051",
         "missing substitution when a functor is strengthened (Include of a functor)",
-        (8, 5, 0), (9, 0, 1), "missed", "module_functor_strengthening", ("8.16.1",),
+        (8, 5, 0), (9, 0, 1), "missed", "module_functor_strengthening", ("8.16.1", "8.20.1"),
     ),
     KernelBug(
         "rocq#22387",
         "module subtyping ignores the order of let-ins in constructor types",
-        (8, 14, 0), (9, 2, 1), "partial", "module_letin_constructor", ("8.16.1",),
+        (8, 14, 0), (9, 2, 1), "partial", "module_letin_constructor", ("8.16.1", "8.20.1", "9.2.0"),
     ),
     KernelBug(
         "rocq#22378",
         "conversion under a constructor's let-ins in SProp is done in the wrong context",
-        (8, 14, 0), (9, 2, 1), "missed", "conversion_sprop_letin", ("8.16.1",),
+        (8, 14, 0), (9, 2, 1), "missed", "conversion_sprop_letin", ("8.16.1", "8.20.1", "9.2.0"),
     ),
 )  # fmt: skip
 
@@ -155,13 +155,14 @@ _REPLAY_WORDS = {"caught": "yes", "missed": "no", "partial": "our instance yes; 
 def markdown_table() -> str:
     """The docs' table (bug, versions affected, fixed in, caught by the replay)."""
     rows = [
-        "| bug | title | affected | fixed in | caught by the coqchk replay |",
-        "|---|---|---|---|---|",
+        "| bug | title | affected | fixed in | our instance proves False on | caught by the "
+        "coqchk replay |",
+        "|---|---|---|---|---|---|",
     ]
     for b in KNOWN_BUGS:
         affected = f"{_version_text(b.first)} – before {_version_text(b.fixed)}"
         rows.append(
             f"| [{b.id}]({b.source}) | {b.title} | {affected} | {_version_text(b.fixed)} "
-            f"| {_REPLAY_WORDS[b.replay]} |"
+            f"| {', '.join(b.reproduced) or '–'} | {_REPLAY_WORDS[b.replay]} |"
         )
     return "\n".join(rows) + "\n"
