@@ -341,3 +341,90 @@ def test_rocq92_checks_with_its_libraries_and_says_so() -> None:
     record = json.loads(verdict.model_dump_json())
     # Rocq 9.2.0's open bugs of the table (backends/coq_known_bugs.py)
     assert record["toolchain"]["known_unsound"] == ["rocq#21839", "rocq#22387", "rocq#22378"]
+
+
+def test_a_rocq_project_file_is_read_like_a_coq_project_and_preferred(tmp_path: Path) -> None:
+    from formalbench.backends.coq_project import read_coq_project
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "_RocqProject").write_text("-Q lib Rocqy\n")
+    assert read_coq_project(tmp_path).args[-1] == "Rocqy"
+    (tmp_path / "_CoqProject").write_text("-Q lib Coqy\n")
+    assert read_coq_project(tmp_path).args[-1] == "Rocqy"  # as `rocq makefile` picks
+    (tmp_path / "_RocqProject").unlink()
+    assert read_coq_project(tmp_path).args[-1] == "Coqy"
+
+
+@rocq
+def test_a_warm_rocq92_session_reads_its_warnings_and_libraries() -> None:
+    """Rocq 9's coqtop wraps warnings in `<warning>` tags; a session must still parse them
+    (before, every session on 9.2 broke and fell back to coqc)."""
+    import time
+
+    from formalbench.backends import coq_session
+
+    with CoqBackend(toolchain=ROCQ, workers=1, timeout=120) as coq:
+        session = coq_session.CoqSession(coq, coq.toolchain.program("coqtop"))
+        try:
+            session.start()
+            deadline = time.monotonic() + 120
+            session.prepare(["Require Arith."], deadline)  # warns: no Stdlib prefix
+            assert session.libraries and "Stdlib.Arith.Arith" in session.libraries
+            (segment,) = session.run_check([], ["Check nonexistent_name."], deadline)
+            assert segment.errors and "nonexistent_name" in segment.errors[0]
+        finally:
+            session.close()
+
+
+@needs_coq
+def test_a_version_with_a_known_unfixed_bug_is_marked() -> None:
+    """The toolchain record lists the table's unfixed bugs of its version
+    (backends/coq_known_bugs.py; tests/test_coq_known_bugs.py checks the table itself)."""
+    from formalbench.backends.coq_known_bugs import known_unsound
+    from formalbench.toolchains import known_bugs
+
+    host = resolve("host").info()
+    assert host.known_unsound == known_unsound(host.version) != []  # 8.16.1: several
+    assert known_bugs.known_unsound_for("9.2") == ["rocq#21839", "rocq#22387", "rocq#22378"]
+    assert known_bugs.FIXED_IN["rocq#21839"] == "9.3.0"
+
+
+@rocq
+def test_coqchk_and_rocq_run_in_the_root(tmp_path: Path) -> None:
+    chain = resolve(ROCQ)
+    (tmp_path / "M.v").write_text("Definition one := 1.\n")
+    built = chain.run([chain.program("coqc"), "-Q", ".", "Lib", "M.v"], cwd=tmp_path, timeout=120)
+    assert built.returncode == 0, built.stderr
+    checked = chain.run(
+        [chain.program("coqchk"), "-silent", "-Q", ".", "Lib", "Lib.M"], cwd=tmp_path, timeout=120
+    )
+    assert checked.returncode == 0, checked.stderr + checked.stdout
+    said = chain.run([chain.program("rocq"), "--version"], cwd=tmp_path, timeout=60)
+    assert "Rocq Prover, version 9.2" in said.stdout
+
+
+@needs_coq
+def test_the_toolchain_option_reaches_the_verdict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from formalbench.toolchains.toolchain import ENV_VAR
+
+    monkeypatch.setenv(ENV_VAR, "host")  # restored after: the option sets it for the process
+    (tmp_path / "o.v").write_text(
+        "From Stdlib Require Import Arith.\nTheorem t : 1 = 1.\nAdmitted.\n"
+    )
+    (tmp_path / "c.v").write_text(
+        "From Stdlib Require Import Arith.\nTheorem t : 1 = 1.\nProof. reflexivity. Qed.\n"
+    )
+    names = ["host"] + ([ROCQ] if provision.record_of(ROCQ) else [])
+    for name in names:
+        done = CliRunner().invoke(
+            app,
+            ["check", str(tmp_path / "c.v"), "--against", str(tmp_path / "o.v"), "--json",
+             "--toolchain", name],
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        verdict = json.loads(done.stdout)
+        verdict = verdict.get("verdict", verdict)
+        assert verdict["passed"] and verdict["toolchain"]["name"] == name
+        assert bool(verdict["prepared"]) == (name == "host")  # From Stdlib mapped for 8.16

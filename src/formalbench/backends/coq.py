@@ -66,7 +66,8 @@ from formalbench.core.records import (
     ToolchainInfo,
 )
 from formalbench.toolchains.prepare import prepare_for
-from formalbench.toolchains.toolchain import INSTALL_HINT, Toolchain
+from formalbench.toolchains.toolchain import INSTALL_HINT as INSTALL_HINT  # re-exported
+from formalbench.toolchains.toolchain import Toolchain
 from formalbench.toolchains.toolchain import resolve as resolve_toolchain
 
 # coqc's words when a `Require` cannot be met here: the library is not on the load path, or its
@@ -81,8 +82,6 @@ ENVIRONMENT_HINT = (
     "another coqc: give its Coq project with --coq-project DIR, the folder of its _CoqProject, "
     "or the task's `coq_project` field)"
 )
-
-__all__ = ["INSTALL_HINT", "CoqBackend"]
 
 
 class CoqBackend(Backend):

@@ -3,9 +3,10 @@
 Why a per-user cache and not `.vo` files in the package: a `.vo` file is only readable by the
 coqc that wrote it, and the package does not know which Coq the user has. So the sources are
 compiled once per (library hash, coqc version) into
-`$FORMALBENCH_CACHE/coq-library/<version>-<hash>` (`<toolchain>-<version>-<hash>` for a
-provisioned toolchain, compiled in its root through bwrap: `toolchains/`) (default cache root: `$XDG_CACHE_HOME` or
-`~/.cache`, then `formalbench`), and every coqc run gets `-Q <that folder> Formalbench`.
+`$FORMALBENCH_CACHE/coq-library/<version>-<hash>` (default cache root: `$XDG_CACHE_HOME` or
+`~/.cache`, then `formalbench`), and every coqc run gets `-Q <that folder> Formalbench`. For
+a provisioned toolchain (`toolchains/`) the folder is `<toolchain>-<version>-<hash>`, compiled
+in its root through bwrap.
 
 Concurrent processes (parallel evaluations, test workers) take an exclusive `flock` on the
 cache root while compiling, build in a temporary sibling folder and rename it into place,

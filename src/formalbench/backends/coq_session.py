@@ -90,6 +90,8 @@ IDLE_SECONDS = 120.0  # an idle session older than this is closed at the next ac
 MAX_FAILURES = 3  # consecutive broken sessions before sessions are off for this process
 
 _PROMPT = re.compile(r"<prompt>[^\n]*?</prompt>")
+# Rocq 9's coqtop -emacs wraps each warning as `<warning>\nWarning: ...</warning>`
+_WARNING_TAGS = re.compile(r"<warning>\n?|</warning>")
 _FETCHING = re.compile(
     rf"<infomsg>\s*Fetching\s+opaque\s+proofs\s+from\s+disk\s+for\s+{QUALID}\s*</infomsg>\n?"
 )
@@ -406,7 +408,7 @@ def _libraries(stdout: str) -> frozenset[str]:
 def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
     """Cut both streams at their markers: segment k is what part k printed."""
     out = _FETCHING.sub("", out)
-    err = _PROMPT.sub("", err)
+    err = _WARNING_TAGS.sub("", _PROMPT.sub("", err))
     out_lines = out.splitlines()
     starts: list[int] = []
     for k in range(last + 1):

@@ -4,8 +4,8 @@ A `Toolchain` knows the host path of each program (`program`), how to run a trus
 in it (`run`: compiling formalbench's own library or plugin; outside the sandbox for the host,
 in the root through bwrap for a provisioned one), which root the sandbox must show as `/`
 (`sandbox_root`), and what a verdict records about it (`info`: name, Coq version, library
-package versions, and `known_unsound`, the kernel soundness bugs known for that version,
-from `backends/coq_known_bugs.py`).
+package versions, and `known_unsound`, the kernel soundness bugs that version has not fixed:
+`known_bugs.py`, a view of the table in `backends/coq_known_bugs.py`).
 
 Which one is used (`resolve`): the name given (`--toolchain`, a task's `toolchain` field),
 else FORMALBENCH_TOOLCHAIN, else the newest installed toolchain (by Coq version), else
@@ -21,15 +21,15 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.backends.coq_known_bugs import known_unsound
 from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import Language, Task, ToolchainInfo
 from formalbench.toolchains import manifest as manifests
 from formalbench.toolchains import provision
+from formalbench.toolchains.known_bugs import known_unsound_for
 from formalbench.toolchains.rootfs import ENV_IN_ROOT, root_argv
 
 ENV_VAR = "FORMALBENCH_TOOLCHAIN"
@@ -84,11 +84,6 @@ def _host_libraries() -> dict[str, str]:
         return {}
     rows = (line.split() for line in done.stdout.splitlines())
     return {row[1]: row[2] for row in rows if len(row) == 3 and row[0].startswith("ii")}
-
-
-#: the known kernel soundness bugs of a Coq version (issue 33): given the version, the ids
-#: of the listed bugs it has not fixed (`backends/coq_known_bugs.py`, pure data)
-known_unsound_for: Callable[[str], list[str]] = known_unsound
 
 
 @dataclass
