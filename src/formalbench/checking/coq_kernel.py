@@ -29,7 +29,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
@@ -43,6 +43,9 @@ from formalbench.checking.decls import COQ_CLOSERS
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Finding, Language, Reason, Severity
+
+if TYPE_CHECKING:
+    from formalbench.checking.coq_replay import ReplayBuild
 
 _cache_guard = threading.Lock()
 _cache_folder: list[Path] = []
@@ -158,9 +161,13 @@ class KernelCheck:
         targets: Sequence[str],
         timeout: float | None,
         policy: VerifierPolicy,
+        kept: ReplayBuild | None = None,
     ) -> tuple[CheckResult, list[Finding]]:
         """(the candidate's own compile, the findings of the comparison: changed
-        statements, refused axioms and bypasses, or why nothing can be decided)."""
+        statements, refused axioms and bypasses, or why nothing can be decided).
+        `kept`: once the candidate compiled, its `Candidate.vo` is copied out of the
+        throw-away work folder (`kept.library`: the coqchk replay's input, `coq_replay`),
+        the very file this check compiled from the candidate's source and dumped."""
         started = time.monotonic()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         original = closed(original)
@@ -180,6 +187,8 @@ class KernelCheck:
             result = self.backend.check(candidate, timeout=left, workdir=work)
             if not result.compiled or result.status != CheckStatus.ok:
                 return result, []
+            if kept is not None:  # before the dump process runs in the folder
+                kept.library = kept.keep(work)
             if build.dump is None:
                 message = f"environment: the task's original cannot be compiled or dumped here: {build.problem}"
                 return result, [Finding(reason=Reason.undecided, message=message[:500])]

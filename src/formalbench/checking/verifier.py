@@ -36,6 +36,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from formalbench.backends.base import Backend, WorkerLost
@@ -162,6 +163,10 @@ class StrictVerifier:
         if self.coq_kernel:
             # identity and axioms, two dumps compared; axioms by allow-list (coq_axioms.py)
             self._rules["identity"] = "kernel-dump-2"
+            # a kept verdict lists the known kernel bugs of the table it was judged under
+            from formalbench.backends.coq_known_bugs import KNOWN_BUGS
+
+            self._rules["known_bugs"] = [b.id for b in KNOWN_BUGS]
         # Lean: the assistant decides statement identity too (checking/lean_identity.py).
         lean = self.language == Language.lean and getattr(backend, "answers_queries", False)
         self._identity = LeanIdentity(backend) if lean else None  # type: ignore[arg-type]
@@ -553,12 +558,24 @@ def coq_layer(
             "by queries in the candidate's own scope can be redirected by its notations"
         )
         return None, [Finding(reason=Reason.undecided, message=message)]
-    result, identity = kernel.check(original, candidate, targets, timeout, policy)
-    findings = compile_findings(result, policy)
-    kind = task_kind(original, Language.coq) if kind is None else TaskKind(kind)
-    if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
-        # value-level checks load only when a construction compiled (start-up of `check`)
-        from formalbench.checking.value_check import value_findings
+    from formalbench.backends.sandbox import work_dir
+    from formalbench.checking.coq_replay import ReplayBuild, replay_findings
 
-        findings += value_findings(kernel.backend, original, candidate, policy, timeout)
-    return result, findings + identity
+    with work_dir("replay") as root:
+        kept = ReplayBuild(Path(root)) if policy.replay else None
+        result, identity = kernel.check(original, candidate, targets, timeout, policy, kept)
+        findings = compile_findings(result, policy)
+        kind = task_kind(original, Language.coq) if kind is None else TaskKind(kind)
+        if kind in CONSTRUCTION_KINDS and result.compiled and not findings and not identity:
+            # value-level checks load only when a construction compiled (start-up of `check`)
+            from formalbench.checking.value_check import value_findings
+
+            findings += value_findings(kernel.backend, original, candidate, policy, timeout)
+        findings += identity
+        if kept is not None and not findings and result.compiled:
+            # THE replay hook: a pass of every other check, confirmed by coqchk from the
+            # library the verifier compiled (checking/coq_replay.py)
+            folder = kept.library or Path(root)
+            limit = float(timeout if timeout is not None else kernel.backend.timeout)
+            findings += replay_findings(kernel.backend, folder, limit)
+    return result, findings

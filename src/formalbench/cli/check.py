@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from formalbench.backends.coq_known_bugs import known_bugs_line
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
@@ -124,6 +125,8 @@ def _render(verdict: Verdict, candidate: str, targets: list[str], kind: TaskKind
         lines.append(f"  {d.severity.value} {at} {first}")
     for target, axioms in verdict.axioms.items():
         lines.append(f"  axioms of {target}: {', '.join(axioms) or 'none'}")
+    if verdict.known_unsound:
+        lines.append(f"  {known_bugs_line(verdict.known_unsound)}")
     sys.stdout.write("\n".join(lines) + "\n")
 
 
@@ -198,6 +201,12 @@ def check(
         callback=at_least(1),
         help="Checks at once with --pairs (default: the CPU count).",
     ),
+    replay: bool = typer.Option(
+        True,
+        "--replay/--no-replay",
+        help="Coq: confirm a pass with coqchk of the same Coq, from the library the verifier "
+        "compiled (default on).",
+    ),
     cache: str | None = typer.Option(
         None,
         "--cache",
@@ -235,6 +244,7 @@ def check(
             workers=workers,
             cache=cache,
             axioms=(names, presets),
+            replay=replay,
         )
         raise typer.Exit(0 if passed else 1)
     if candidate is None or against is None:
@@ -255,7 +265,7 @@ def check(
     verdict_cache = open_cache(cache) if checker is not None else None
     try:
         language = language_of(name)
-        policy = VerifierPolicy(axiom_presets=presets).with_axioms(names, language)
+        policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(names, language)
         verifier = StrictVerifier(checker, policy, language=language, cache=verdict_cache)
         try:
             targets = verifier.targets(orig_text)

@@ -33,10 +33,12 @@ def run_pairs(
     workers: int | None,
     cache: str | None,
     axioms: tuple[list[str], list[str] | None] = ([], None),
+    replay: bool = True,
 ) -> bool:
     """Check every pair of `path`; True when all passed. `options(name, first candidate
     path)` gives a backend's constructor options (as for a single check); `axioms`: the
-    allowed axiom names and presets (`cli.options.axiom_policy`)."""
+    allowed axiom names and presets (`cli.options.axiom_policy`); `replay`: confirm each Coq
+    pass with coqchk (`checking/coq_replay.py`)."""
     items = read_pairs(path, backend)
     backends: dict[str, Backend] = {}
     verifiers: dict[str, StrictVerifier] = {}
@@ -63,7 +65,9 @@ def run_pairs(
                     opts["workers"] = workers
                 checker = backends[name] = make_backend(name, **opts)
             language = language_of(name)
-            policy = VerifierPolicy(axiom_presets=axioms[1]).with_axioms(axioms[0], language)
+            policy = VerifierPolicy(axiom_presets=axioms[1], replay=replay).with_axioms(
+                axioms[0], language
+            )
             verifiers[name] = StrictVerifier(
                 checker, policy, language=language, cache=verdict_cache
             )

@@ -234,6 +234,13 @@ def eval_command(
     allow_axioms: Annotated[
         list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
     ] = None,
+    replay: Annotated[
+        bool,
+        typer.Option(
+            "--replay/--no-replay",
+            help="Coq: confirm each pass with coqchk of the same Coq (default on; see README).",
+        ),
+    ] = True,
     per_task: Annotated[bool, typer.Option(help="Also print one row per task.")] = False,
     quiet: Annotated[
         bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
@@ -284,6 +291,7 @@ def eval_command(
         allow_version_mismatch=allow_version_mismatch,
         allowed_axioms=axiom_names,
         axiom_presets=presets,
+        replay=replay,
     )
     if quiet:
         result = run_evaluation(config, run_dir)

@@ -130,6 +130,9 @@ class VerifierPolicy(Record):
     value_check: bool = True
     value_choice: list[str] | None = None
     value_extrema: list[str] | None = None  # [] turns the infimum/supremum rule off
+    # Coq: a pass is confirmed by coqchk of the same Coq on the verifier-compiled library
+    # (checking/coq_replay.py); off: coqc's kernel alone decides
+    replay: bool = True
 
     def value_refused_for(self, language: Language) -> tuple[list[str], list[str]]:
         """(choice operators, library infima/suprema) a construction's value must not use."""

@@ -50,6 +50,7 @@ class Reason(StrEnum):
     backend_crash = "backend_crash"
     environment = "environment"  # a library the file requires cannot be loaded here
     undecided = "undecided"  # the assistant's route cannot decide this task (message: why)
+    replay_failed = "replay_failed"  # Coq: coqchk refuses the candidate's compiled library
 
 
 class CheckStatus(StrEnum):
@@ -139,8 +140,9 @@ class Finding(Record):
 
 class ToolchainInfo(Record):
     """The proof assistant a verdict was decided on (toolchains/toolchain.py): its name
-    (`rocq-9.2`, `host`), version, library packages, and the known soundness bugs of that
-    version that no check here catches (filled by `toolchain.known_unsound_for`)."""
+    (`rocq-9.2`, `host`), version, library packages, and the known kernel soundness bugs
+    that version has not fixed (`backends/coq_known_bugs.known_unsound`; which of them the
+    coqchk replay catches is in that table)."""
 
     name: str
     version: str
@@ -161,6 +163,13 @@ class Verdict(Record):
     static_only: bool = False
     toolchain: ToolchainInfo | None = None  # Coq: which Coq decided it
     prepared: list[str] = Field(default_factory=list)  # changes made to the text for it
+
+    @property
+    def known_unsound(self) -> list[str]:
+        """Coq: the known kernel soundness bugs the deciding Coq has not fixed (its
+        toolchain's, `backends/coq_known_bugs.py`), so a pass is read knowing what it may
+        rest on; empty for a verdict that names no toolchain."""
+        return list(self.toolchain.known_unsound) if self.toolchain is not None else []
 
 
 class Informal(Record):

@@ -34,6 +34,7 @@ AMBER_OF: dict[ErrorCategory, str] = {
     C.forbidden_construct: "competence",
     C.disallowed_axiom: "competence",
     C.non_constructive: "competence",
+    C.replay_failed: "competence",  # a kernel bug exploited: no proof, like an axiom
     C.incomplete_output: "incomplete",
     C.format_error: "format",
     C.backend_crash: NOT_ATTRIBUTED,

@@ -30,6 +30,7 @@ class ErrorCategory(StrEnum):
     backend_crash = "backend_crash"
     environment = "environment"  # a library the task needs is not installed here
     undecided = "undecided"  # the verifier's route cannot decide this task's shape
+    replay_failed = "replay_failed"  # coqchk refused what coqc's kernel accepted
     model_error = "model_error"
     other = "other"
 

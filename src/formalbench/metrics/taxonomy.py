@@ -100,6 +100,7 @@ _REASON_CATEGORY = {
     Reason.non_constructive: C.non_constructive,
     Reason.disallowed_axiom: C.disallowed_axiom,
     Reason.forbidden_construct: C.forbidden_construct,
+    Reason.replay_failed: C.replay_failed,
 }
 
 
@@ -145,6 +146,7 @@ def classify(attempt: Attempt) -> Classification:
             Reason.non_constructive,
             Reason.disallowed_axiom,
             Reason.forbidden_construct,
+            Reason.replay_failed,
         ):
             if reason not in verdict.reasons:
                 continue

@@ -212,6 +212,14 @@ def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
     }
 
 
+def _kernel_notes(language: Language, replay: bool) -> list[str]:
+    """Coq: a reminder when the coqchk replay is off (the known kernel bugs of the run's
+    Coq are in its report, from the toolchain record: `run_files.load_summary`)."""
+    if language != Language.coq or replay:
+        return []
+    return ["--no-replay: passes are not confirmed by coqchk (README, Coq verdicts)"]
+
+
 def run_evaluation(
     config: EvalConfig,
     run_dir: str | Path,
@@ -276,6 +284,7 @@ async def _evaluate(
         if not config.allow_version_mismatch:
             refuse_version_mismatch(mismatches)
         notes += [f"--allow-version-mismatch: {sentence}" for sentence, _ in mismatches]
+        notes += _kernel_notes(tasks[0].language, config.replay)
         model = given_model or make_run_model(config)
         if model is not None:
             await model.preflight()

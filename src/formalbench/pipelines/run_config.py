@@ -59,10 +59,12 @@ class EvalConfig(Record):
     # default; `--allow-axioms`); see checking/coq_axioms.py
     allowed_axioms: list[str] = Field(default_factory=list)
     axiom_presets: list[str] | None = None
+    # Coq: confirm each pass with coqchk (checking/coq_replay.py); off: coqc's kernel alone
+    replay: bool = True
 
     def policy(self, language: Language) -> VerifierPolicy:
         """The verifier's policy of this run (the task's own `allowed_axioms` come on top)."""
-        return VerifierPolicy(axiom_presets=self.axiom_presets).with_axioms(
+        return VerifierPolicy(axiom_presets=self.axiom_presets, replay=self.replay).with_axioms(
             self.allowed_axioms, language
         )
 
@@ -100,6 +102,8 @@ class EvalConfig(Record):
         for key, default in (("allowed_axioms", []), ("axiom_presets", None)):
             if data.get(key) == default:  # the runs made before these options resume
                 data.pop(key, None)
+        if data.get("replay") is True:  # the default: runs stored before it resume as before
+            data.pop("replay")
         data["params"] = {
             k: data.pop(k)
             for k in ("timeout", "max_turns", "token_budget", "show_answer")

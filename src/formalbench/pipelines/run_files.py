@@ -153,9 +153,12 @@ def load_summary(run_dir: str | Path, *, write: bool | None = None) -> RunSummar
     if isinstance(chain, dict):  # the toolchain the verdicts were decided on (run.json too)
         summary.run_info["toolchain"] = chain
         if chain.get("known_unsound"):  # seen before a result is trusted
+            from formalbench.backends.coq_known_bugs import known_bugs_line
+
+            ids = [str(i) for i in chain["known_unsound"]]
             summary.warnings.append(
-                f"toolchain {chain.get('name')} (Coq {chain.get('version')}) has known "
-                f"unfixed soundness bugs: {', '.join(map(str, chain['known_unsound']))}"
+                f"toolchain {chain.get('name')} (Coq {chain.get('version')}): "
+                + known_bugs_line(ids)
             )
     if write if write is not None else writable:
         write_text_atomic(files.summary, summary.model_dump_json(indent=2) + "\n")

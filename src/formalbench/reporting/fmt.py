@@ -20,6 +20,7 @@ CATEGORY_TITLES = {
     ErrorCategory.backend_crash: "assistant crashed",
     ErrorCategory.environment: "library missing here (environment)",
     ErrorCategory.undecided: "undecided by the verifier",
+    ErrorCategory.replay_failed: "refused by the coqchk replay",
     ErrorCategory.model_error: "model / harness error",
     ErrorCategory.other: "other",
 }

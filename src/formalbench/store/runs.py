@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS attempts (
 # (workers, timeouts of the harness, budgets, output paths) may change on a resume.
 IDENTITY_KEYS: tuple[str, ...]
 IDENTITY_KEYS = ("dataset", "selection", "solver", "model", "backend", "policy", "params")
-IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts")
+IDENTITY_KEYS += ("temperature", "max_tokens", "tactics", "prompts", "replay")
 # Version keys that decide verdicts: the proof assistant (and its library).
 VERSION_IDENTITY_KEYS: tuple[str, ...] = ("backend",)
 STATUSES = ("running", "finished", "failed", "interrupted")

@@ -4,8 +4,8 @@ A `Toolchain` knows the host path of each program (`program`), how to run a trus
 in it (`run`: compiling formalbench's own library or plugin; outside the sandbox for the host,
 in the root through bwrap for a provisioned one), which root the sandbox must show as `/`
 (`sandbox_root`), and what a verdict records about it (`info`: name, Coq version, library
-package versions, and `known_unsound`, the soundness bugs known for that version:
-`known_bugs.py`, a table the replay work fills in).
+package versions, and `known_unsound`, the kernel soundness bugs that version has not fixed:
+`known_bugs.py`, a view of the table in `backends/coq_known_bugs.py`).
 
 Which one is used (`resolve`): the name given (`--toolchain`, a task's `toolchain` field),
 else FORMALBENCH_TOOLCHAIN, else the newest installed toolchain (by Coq version), else
