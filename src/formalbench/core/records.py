@@ -173,16 +173,23 @@ class Task(Record):
     # A Coq project (folder of a `_CoqProject`) whose compiled libraries the task requires;
     # relative to the dataset file's folder. `--coq-project` on the command line overrides it.
     coq_project: str | None = None
+    # What the task itself postulates (Coq: the short names of its top-level `Variable`s,
+    # `Parameter`s, `Hypothesis`es, `Context` binders, `Axiom`s, outside any section): the
+    # verifier allows exactly these of the task's own assumptions, pinned to its text.
+    postulates: list[str] = Field(default_factory=list)
     trail: dict[str, Any] = Field(default_factory=dict)  # construction trail, review logs
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @model_serializer(mode="wrap")
     def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """`coq_project` is written only when a task names one: the datasets written before
-        the field existed (the shipped examples included) stay byte for byte the same."""
+        """`coq_project` and `postulates` are written only when a task has them: the
+        datasets written before the fields existed (the shipped examples included) stay
+        byte for byte the same."""
         data: dict[str, Any] = handler(self)
         if data.get("coq_project", "") is None:
             del data["coq_project"]
+        if data.get("postulates", None) == []:
+            del data["postulates"]
         return data
 
     @property
