@@ -1,0 +1,150 @@
+"""Which statements of a Coq folder (PutnamBench-Coq) compile as tasks on a toolchain, and why
+the others do not.
+
+Each file is imported as `formalbench eval` imports it (`load_tasks`), prepared for the
+toolchain (`backends/coq_prepare.py`: header only), and its original is compiled with its
+holes admitted, by the eval preflight itself (`pipelines/preflight.check_originals`: 40
+tasks a file, a failing file redone task by task). A task that does not compile as given but does once prepared counts as
+`prepared`; the first error of the others is sorted into a cause (a library not installed, a
+name not found, a type error, ...). Printed: the counts per outcome and cause, and the total
+coqc wall time; `--out` writes one JSON line per task.
+
+    python bench/bench_putnam_coq.py ../shared/data/putnambench-coq/src --jobs 2
+    python bench/bench_putnam_coq.py DIR --coqc /path/to/coqc-in-root --root ROOT --name rocq-9.2 \
+        --library mathcomp=2.6.0 --library mathcomp-analysis=1.17.0
+
+`--coqc` may be a wrapper that runs a toolchain's coqc (e.g. inside a Debian root through
+bwrap); `--root` is then the root, where its dpkg status and `user-contrib` are read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_prepare import ToolchainFacts, facts_of, parse_version, prepare
+from formalbench.core.records import Task
+from formalbench.datasets.loader import load_tasks
+from formalbench.pipelines.preflight import check_originals
+
+_CAUSES = [
+    (re.compile(r"The reference (\S+) was not found"), "name not found"),
+    (re.compile(r"has type .* while it is expected to have type"), "type error"),
+    (re.compile(r"Cannot interpret this number as a value of type"), "number notation"),
+    (re.compile(r"outside sections"), "assumption outside a section"),
+    (re.compile(r"Unable to unify|Cannot infer|cannot be applied"), "elaboration"),
+]
+
+
+def cause_of(message: str) -> str:
+    """A short cause for a first error (the README table groups by it)."""
+    flat = " ".join(message.split())
+    lib = re.search(r"logical path (\S+?)(?: with prefix (\S+?))?\.?$", flat)
+    if "Cannot find a physical path" in flat and lib:
+        root = (lib.group(2) or lib.group(1)).split(".")[0]
+        return f"library not installed: {root}"
+    for pattern, cause in _CAUSES:
+        match = pattern.search(flat)
+        if match:
+            return f"{cause}: {match.group(1)}" if match.groups() else cause
+    return f"other: {flat[:60]}"
+
+
+async def measure(
+    backend: CoqBackend, tasks: list[Task], facts: ToolchainFacts, timeout: float
+) -> list[dict[str, Any]]:
+    """One row per task: `as given`, `prepared` (compiles only once prepared) or `fails`."""
+    failed = await check_originals(backend, tasks, timeout)
+    preps = {t.id: prepare(t.header, t.formal, facts) for t in tasks}
+    retry = [
+        t.model_copy(update={"header": preps[t.id].header})
+        for t in tasks
+        if t.id in failed and preps[t.id].changes
+    ]
+    failed_prepared = await check_originals(backend, retry, timeout) if retry else {}
+    retried = {t.id for t in retry}
+    rows = []
+    for task in tasks:
+        row: dict[str, Any] = {
+            "id": task.id,
+            "library": task.labels.get("library"),
+            "changes": [c.rule for c in preps[task.id].changes],
+        }
+        if task.id not in failed:
+            row["outcome"] = "as given"
+        elif task.id in retried and task.id not in failed_prepared:
+            row.update(outcome="prepared", error_as_given=failed[task.id][0])
+        else:
+            error = failed_prepared.get(task.id, failed[task.id])[0]
+            row.update(outcome="fails", error=error, cause=cause_of(error))
+        rows.append(row)
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dataset")
+    parser.add_argument("--coqc", default="coqc")
+    parser.add_argument("--root", default="/")
+    parser.add_argument("--name", default="host")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--out")
+    parser.add_argument(
+        "--library",
+        action="append",
+        default=[],
+        help="NAME=VERSION (mathcomp=2.6.0): a library version the root's dpkg does not list",
+    )
+    args = parser.parse_args()
+    tasks = load_tasks(args.dataset).tasks
+    tasks = tasks[: args.limit] if args.limit else tasks
+    facts = facts_of([args.coqc], name=args.name, root=Path(args.root))
+    given = dict(item.split("=", 1) for item in args.library)
+    libraries = {**facts.libraries, **{k: parse_version(v) for k, v in given.items()}}
+    facts = dataclasses.replace(facts, libraries=libraries)
+    print(
+        f"toolchain {facts.name}: Coq {'.'.join(map(str, facts.coq))}, libraries "
+        f"{ {k: '.'.join(map(str, v)) for k, v in facts.libraries.items()} }, "
+        f"{len(facts.modules)} modules; {len(tasks)} tasks",
+        file=sys.stderr,
+    )
+    backend = CoqBackend(coqc=args.coqc, timeout=args.timeout, workers=args.jobs)
+    started = time.perf_counter()
+    rows = asyncio.run(measure(backend, tasks, facts, args.timeout))
+    wall = time.perf_counter() - started
+    if args.out:
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    outcomes = Counter(r["outcome"] for r in rows)
+    print(
+        f"\n{facts.name}: {len(rows)} statements, wall {wall:.0f} s (coqc, {args.jobs} at a time)"
+    )
+    for outcome in ("as given", "prepared", "fails"):
+        by_library = Counter(r["library"] for r in rows if r["outcome"] == outcome)
+        print(f"  {outcome:9} {outcomes[outcome]:4}  {dict(by_library)}")
+    rules = Counter(rule for r in rows if r["outcome"] == "prepared" for rule in r["changes"])
+    print(f"  rules that prepared a statement: {dict(rules)}")
+    causes = Counter(
+        r["cause"].split(":")[0]
+        + (": " + r["cause"].split(":", 1)[1].strip() if r["cause"].startswith("library") else "")
+        for r in rows
+        if r["outcome"] == "fails"
+    )
+    for cause, n in causes.most_common():
+        ids = [r["id"] for r in rows if r["outcome"] == "fails" and r["cause"].startswith(cause)]
+        print(f"  fails: {cause:40} {n:3}  {' '.join(ids)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
