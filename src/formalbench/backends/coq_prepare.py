@@ -26,13 +26,14 @@ from __future__ import annotations
 import functools
 import re
 import subprocess
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.lexer import Token, tokenize
-from formalbench.core.records import Language
+from formalbench.core.records import Language, Task
 
 Version = tuple[int, ...]
 
@@ -107,6 +108,7 @@ _OUTSIDE_SECTION_WARNINGS = {
 # the new one is there.
 _RENAMED_MODULES = {("mathcomp", "signed"): "interval_inference"}
 _STDLIB_PRELUDE_SINCE: Version = (9, 0)
+_STDLIB_PRELUDE = "From Stdlib Require Import Arith ZArith.\n"
 
 
 def prepare(header: str, formal: str, facts: ToolchainFacts) -> Preparation:
@@ -116,7 +118,7 @@ def prepare(header: str, formal: str, facts: ToolchainFacts) -> Preparation:
     sentences = _import_changes(sentences, facts, changes)
     text = "".join(sentences)
     prelude = _stdlib_prelude(header, formal, facts, changes)
-    warnings = _warning_line(formal, facts, changes)
+    warnings = _warning_line(header, formal, facts, changes)
     if text and warnings and not text.endswith("\n"):
         text += "\n"
     return Preparation(header=prelude + text + warnings, changes=tuple(changes))
@@ -263,8 +265,8 @@ def _stdlib_prelude(header: str, formal: str, facts: ToolchainFacts, changes: li
     if facts.coq < _STDLIB_PRELUDE_SINCE:
         return ""
     modules = required_modules(header + formal)
-    if ("Stdlib", "Reals") not in modules:
-        return ""
+    if ("Stdlib", "Reals") not in modules or header.startswith(_STDLIB_PRELUDE):
+        return ""  # (a header prepared before keeps its prelude: preparing is idempotent)
     changes.append(
         Change(
             "stdlib-arith-prelude",
@@ -272,10 +274,10 @@ def _stdlib_prelude(header: str, formal: str, facts: ToolchainFacts, changes: li
             "Reals no longer exports them)",
         )
     )
-    return "From Stdlib Require Import Arith ZArith.\n"
+    return _STDLIB_PRELUDE
 
 
-def _warning_line(formal: str, facts: ToolchainFacts, changes: list[Change]) -> str:
+def _warning_line(header: str, formal: str, facts: ToolchainFacts, changes: list[Change]) -> str:
     """Coq >= 8.20: a `Variable`/`Context` outside a section is an error by default; it means
     a local global assumption (the task's postulate) as it did when it was a warning."""
     if facts.coq < _WARNING_ERROR_SINCE:
@@ -296,13 +298,16 @@ def _warning_line(formal: str, facts: ToolchainFacts, changes: list[Change]) -> 
     if not needed:
         return ""
     flags = ",".join(f"-{w}" for w in needed)
+    line = f'Set Warnings "{flags}".\n'
+    if header.endswith(line):
+        return ""
     changes.append(
         Change(
             "assumption-outside-section",
             f'Set Warnings "{flags}". added last (an error by default since Coq 8.20)',
         )
     )
-    return f'Set Warnings "{flags}".\n'
+    return line
 
 
 def _v(version: Version) -> str:
@@ -372,3 +377,39 @@ def facts_of(coqc: list[str], *, name: str, root: Path = Path("/")) -> Toolchain
         libraries=library_versions(debian_versions(root / "var/lib/dpkg/status")),
         modules=loadable_modules([lib / "user-contrib"]),
     )
+
+
+# ---- tasks ----------------------------------------------------------------------------------
+def prepare_task(task: Task, facts: ToolchainFacts) -> Task:
+    """The task as it is checked on this toolchain: the same task when nothing is needed,
+    else a copy with the prepared header and `metadata.preparation` (the toolchain, the
+    changes, the header as given), which the run stores with the task."""
+    if task.language != Language.coq:
+        return task
+    prepared = prepare(task.header, task.formal, facts)
+    if not prepared.changes:
+        return task
+    record = {**prepared.record(facts), "header_as_given": task.header}
+    metadata = {**task.metadata, "preparation": record}
+    return task.model_copy(update={"header": prepared.header, "metadata": metadata})
+
+
+def prepare_tasks(tasks: Iterable[Task], facts: ToolchainFacts) -> tuple[list[Task], str | None]:
+    """Every task prepared for the toolchain, and a one-line note of what was done (None
+    when nothing was)."""
+    out = [prepare_task(t, facts) for t in tasks]
+    rules = Counter(
+        change["rule"]
+        for t in out
+        if "preparation" in t.metadata
+        for change in t.metadata["preparation"]["changes"]
+    )
+    if not rules:
+        return out, None
+    count = sum("preparation" in t.metadata for t in out)
+    listed = ", ".join(f"{rule} {n}" for rule, n in rules.most_common())
+    note = (
+        f"{count} task(s) prepared for toolchain {facts.name} (header only, statements "
+        f"untouched; metadata.preparation): {listed}"
+    )
+    return out, note

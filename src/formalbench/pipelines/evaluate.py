@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_prepare import host_facts, prepare_tasks
 from formalbench.backends.coq_project import tasks_project
 from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
@@ -263,6 +265,9 @@ async def _evaluate(
     lock: RunLock | None = None
     try:
         backend.preflight()
+        if isinstance(backend, CoqBackend):  # a task's header as this toolchain needs it
+            tasks, prepared = prepare_tasks(tasks, host_facts(backend.coqc))
+            notes += [prepared] if prepared else []
         mismatches = version_mismatches(backend, tasks)
         if not config.allow_version_mismatch:
             refuse_version_mismatch(mismatches)
