@@ -1,0 +1,73 @@
+"""PutnamBench-Coq end to end on the host's coqc: a stdlib statement imported from the folder
+compiles as a task, a real proof of it passes the strict verifier, the task text does not,
+and `formalbench eval` on it records the toolchain it was written for and prepares nothing
+on the toolchain the statements were checked on."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_prepare import host_facts, prepare_task
+from formalbench.checking.verifier import StrictVerifier
+from formalbench.core.records import Reason
+from formalbench.datasets.loader import load_tasks
+from formalbench.pipelines.evaluate import run_evaluation
+from formalbench.pipelines.preflight import admitted_original
+from formalbench.pipelines.run_config import EvalConfig
+from formalbench.store.runs import RunStore
+from tests.shared_data import needs_shared
+
+pytestmark = [
+    needs_shared,
+    pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed"),
+]
+
+# putnam_2001_a1 (Ensembles, RelationClasses): op (op a b) a = b  implies  op a (op b a) = b.
+TACTIC = "intros a b; pose proof (hop (op b a) b) as H; rewrite (hop b a) in H; exact H"
+PROOF = f"Proof.\n  {TACTIC}.\nQed."
+
+
+def _task(shared: Path, name: str):  # noqa: ANN202 - a Task
+    (task,) = load_tasks(shared / "data" / "putnambench-coq" / "src" / f"{name}.v").tasks
+    return task
+
+
+def test_a_stdlib_putnam_statement_compiles_and_a_real_proof_passes(shared: Path) -> None:
+    task = _task(shared, "putnam_2001_a1")
+    assert task.labels["library"] == "stdlib" and task.postulates == []
+    candidate = task.source_text.replace("Proof. Admitted.", PROOF)
+    assert candidate != task.source_text
+    with CoqBackend(workers=1, timeout=120) as backend:
+        assert prepare_task(task, host_facts(backend.coqc)) is task  # 8.16: as given
+        assert backend.check(admitted_original(task), timeout=120).compiled
+        verifier = StrictVerifier(backend)
+        genuine = verifier.verify(task.source_text, candidate, timeout=120)
+        assert genuine.passed, [f.message for f in genuine.findings]
+        refused = verifier.verify(task.source_text, task.source_text, timeout=120)
+        assert not refused.passed and Reason.forbidden_construct in refused.reasons
+
+
+def test_a_coquelicot_putnam_statement_compiles_as_a_task(shared: Path) -> None:
+    task = _task(shared, "putnam_1965_a2")
+    assert task.labels["libraries"] == "Coquelicot,Stdlib"
+    with CoqBackend(workers=1, timeout=120) as backend:
+        result = backend.check(admitted_original(task), timeout=120)
+    assert result.compiled, [d.message for d in result.errors]
+
+
+def test_eval_runs_the_folder_task_and_stores_it_as_imported(shared: Path, tmp_path: Path) -> None:
+    source = shared / "data" / "putnambench-coq" / "src" / "putnam_2001_a1.v"
+    config = EvalConfig(dataset=str(source), workers=1, timeout=120, tactics=[TACTIC])
+    result = run_evaluation(config, tmp_path / "run")
+    assert not any("prepared for toolchain" in note for note in result.notes)
+    with RunStore(tmp_path / "run" / "run.sqlite") as store:
+        run = store.runs()[0].id
+        (task,) = store.tasks(run)
+        (attempt,) = store.attempts(run)
+    assert task.toolchain == "coq-8.18" and task.labels["year"] == "2001"
+    assert "preparation" not in task.metadata
+    assert attempt.verdict is not None and attempt.verdict.passed, attempt
