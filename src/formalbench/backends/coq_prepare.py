@@ -371,11 +371,24 @@ def facts_of(coqc: list[str], *, name: str, root: Path = Path("/")) -> Toolchain
     ).stdout.split()
     where = subprocess.run([*coqc, "-where"], capture_output=True, text=True, timeout=120)
     lib = root / where.stdout.strip().lstrip("/")
+    return facts_for(
+        name,
+        version[0] if version else "",
+        debian_versions(root / "var/lib/dpkg/status"),
+        [lib / "user-contrib"],
+    )
+
+
+def facts_for(
+    name: str, coq_version: str, packages: Mapping[str, str], user_contrib: Iterable[Path]
+) -> ToolchainFacts:
+    """The facts from what a toolchain records: its Coq version, its Debian library
+    packages with their versions, the `user-contrib` folders it loads from."""
     return ToolchainFacts(
         name=name,
-        coq=parse_version(version[0]) if version else (),
-        libraries=library_versions(debian_versions(root / "var/lib/dpkg/status")),
-        modules=loadable_modules([lib / "user-contrib"]),
+        coq=parse_version(coq_version),
+        libraries=library_versions(packages),
+        modules=loadable_modules(user_contrib),
     )
 
 
