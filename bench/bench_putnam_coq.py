@@ -9,7 +9,8 @@ tasks a file, a failing file redone task by task). A task that does not compile 
 name not found, a type error, ...). Printed: the counts per outcome and cause, and the total
 coqc wall time; `--out` writes one JSON line per task.
 
-    python bench/bench_putnam_coq.py ../shared/data/putnambench-coq/src --jobs 2
+    python bench/bench_putnam_coq.py ../shared/data/putnambench-coq/src --jobs 2 --out host.jsonl
+    python bench/bench_putnam_coq.py host.jsonl --summarize
     python bench/bench_putnam_coq.py DIR --coqc /path/to/coqc-in-root --root ROOT --name rocq-9.2 \
         --library mathcomp=2.6.0 --library mathcomp-analysis=1.17.0
 
@@ -46,17 +47,29 @@ _CAUSES = [
 
 
 def cause_of(message: str) -> str:
-    """A short cause for a first error (the README table groups by it)."""
+    """A short cause for a first error (the README table groups by it): a library that is not
+    installed at all (`library not installed: GeoCoq`), a module an installed library does not
+    have in this version (`module not in this version: mathcomp.analysis.probability`), a name
+    not found, ..."""
     flat = " ".join(message.split())
-    lib = re.search(r"logical path (\S+?)(?: with prefix (\S+?))?\.?$", flat)
-    if "Cannot find a physical path" in flat and lib:
-        root = (lib.group(2) or lib.group(1)).split(".")[0]
+    lib = re.search(r"bound to logical path (\S+?)(?: with prefix (\S+?))?\.(?:\s|$)", flat)
+    if lib:
+        module, prefix = lib.group(1), lib.group(2)
+        full = f"{prefix}.{module}" if prefix else module
+        root = full.split(".")[0]
+        if root in _INSTALLED_ROOTS:
+            return f"module not in this version: {full}"
         return f"library not installed: {root}"
     for pattern, cause in _CAUSES:
         match = pattern.search(flat)
         if match:
             return f"{cause}: {match.group(1)}" if match.groups() else cause
     return f"other: {flat[:60]}"
+
+
+# roots of the libraries both toolchains here have (a module missing under one of them is a
+# version difference, not a library Debian lacks)
+_INSTALLED_ROOTS = {"mathcomp", "Coquelicot", "Stdlib", "Coq", "HB", "stdpp", "Flocq", "Interval"}
 
 
 async def measure(
@@ -85,9 +98,25 @@ async def measure(
             row.update(outcome="prepared", error_as_given=failed[task.id][0])
         else:
             error = failed_prepared.get(task.id, failed[task.id])[0]
-            row.update(outcome="fails", error=error, cause=cause_of(error))
+            row.update(outcome="fails", error=error)
         rows.append(row)
     return rows
+
+
+def summarize(rows: list[dict[str, Any]]) -> None:
+    """The counts per outcome (by library family), the rules that made a statement compile,
+    and the failures per cause with their tasks."""
+    outcomes = Counter(r["outcome"] for r in rows)
+    for outcome in ("as given", "prepared", "fails"):
+        by_library = Counter(r["library"] for r in rows if r["outcome"] == outcome)
+        print(f"  {outcome:9} {outcomes[outcome]:4}  {dict(sorted(by_library.items()))}")
+    rules = Counter(rule for r in rows if r["outcome"] == "prepared" for rule in r["changes"])
+    print(f"  rules of the prepared: {dict(rules)}")
+    failing = [r for r in rows if r["outcome"] == "fails"]
+    causes = Counter(cause_of(r["error"]) for r in failing)
+    for cause, n in sorted(causes.items(), key=lambda item: (-item[1], item[0])):
+        ids = [r["id"].removeprefix("putnam_") for r in failing if cause_of(r["error"]) == cause]
+        print(f"  fails {n:3}  {cause:55} {' '.join(ids)}")
 
 
 def main() -> int:
@@ -99,6 +128,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument(
+        "--memory-mb", type=int, default=4096, help="0: no address-space limit (OCaml 5's coqc)"
+    )
     parser.add_argument("--out")
     parser.add_argument(
         "--library",
@@ -106,7 +138,12 @@ def main() -> int:
         default=[],
         help="NAME=VERSION (mathcomp=2.6.0): a library version the root's dpkg does not list",
     )
+    parser.add_argument("--summarize", action="store_true", help="DATASET is an --out file")
     args = parser.parse_args()
+    if args.summarize:
+        lines = Path(args.dataset).read_text(encoding="utf-8").splitlines()
+        summarize([json.loads(line) for line in lines if line.strip()])
+        return 0
     tasks = load_tasks(args.dataset).tasks
     tasks = tasks[: args.limit] if args.limit else tasks
     facts = facts_of([args.coqc], name=args.name, root=Path(args.root))
@@ -119,30 +156,15 @@ def main() -> int:
         f"{len(facts.modules)} modules; {len(tasks)} tasks",
         file=sys.stderr,
     )
-    backend = CoqBackend(coqc=args.coqc, timeout=args.timeout, workers=args.jobs)
+    memory = args.memory_mb or None
+    backend = CoqBackend(coqc=args.coqc, timeout=args.timeout, workers=args.jobs, memory_mb=memory)
     started = time.perf_counter()
     rows = asyncio.run(measure(backend, tasks, facts, args.timeout))
     wall = time.perf_counter() - started
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    outcomes = Counter(r["outcome"] for r in rows)
-    print(
-        f"\n{facts.name}: {len(rows)} statements, wall {wall:.0f} s (coqc, {args.jobs} at a time)"
-    )
-    for outcome in ("as given", "prepared", "fails"):
-        by_library = Counter(r["library"] for r in rows if r["outcome"] == outcome)
-        print(f"  {outcome:9} {outcomes[outcome]:4}  {dict(by_library)}")
-    rules = Counter(rule for r in rows if r["outcome"] == "prepared" for rule in r["changes"])
-    print(f"  rules that prepared a statement: {dict(rules)}")
-    causes = Counter(
-        r["cause"].split(":")[0]
-        + (": " + r["cause"].split(":", 1)[1].strip() if r["cause"].startswith("library") else "")
-        for r in rows
-        if r["outcome"] == "fails"
-    )
-    for cause, n in causes.most_common():
-        ids = [r["id"] for r in rows if r["outcome"] == "fails" and r["cause"].startswith(cause)]
-        print(f"  fails: {cause:40} {n:3}  {' '.join(ids)}")
+    print(f"\n{facts.name}: {len(rows)} statements, wall {wall:.0f} s ({args.jobs} coqc at a time)")
+    summarize(rows)
     return 0
 
 
