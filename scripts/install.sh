@@ -37,4 +37,14 @@ python3 -m pip install -q --disable-pip-version-check -e ".${extras}"
 formalbench library path --backend coq >/dev/null
 # Build the assumptions plugin for this Coq once (a per-user cache, like the library).
 python3 -c "from formalbench.backends.coq_assumptions_plugin import plugin_folder as p; p('coqtop')"
-echo "formalbench installed: $(command -v formalbench); $(coqc --version | head -n 1)"
+# The default toolchain for verdicts: Rocq 9.2 and its libraries, a pinned Debian root in the
+# per-user cache, run through bwrap (README, "Toolchains"; rootless, ~1.8 GiB, a few minutes).
+# FORMALBENCH_NO_TOOLCHAIN=1 skips it (verdicts then run on the host's coqc).
+if [ "${FORMALBENCH_NO_TOOLCHAIN:-0}" != "1" ]; then
+  formalbench toolchain install rocq-9.2
+  python3 -c "from formalbench.backends.coq_library import compiled_library as c
+from formalbench.toolchains.toolchain import resolve
+c(resolve('rocq-9.2'))"
+fi
+echo "formalbench installed: $(command -v formalbench); host $(coqc --version | head -n 1)"
+formalbench toolchain list

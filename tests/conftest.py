@@ -9,6 +9,13 @@ import pytest
 
 from tests.shared_data import ENV_VAR, REQUIRE_VAR, SHARED, SKIP_REASON
 
+# The suite's Coq is the host's (the coqc on PATH), whatever a developer installed: a run on
+# a provisioned toolchain is asked for by name (tests marked `rocq`, `ROCQ` below), or for the
+# whole suite by setting FORMALBENCH_TOOLCHAIN before pytest starts.
+os.environ.setdefault("FORMALBENCH_TOOLCHAIN", "host")
+ROCQ = "rocq-9.2"
+REQUIRE_ROCQ_VAR = "FORMALBENCH_REQUIRE_ROCQ"  # CI: 1, a missing rocq-9.2 fails, never skips
+
 # Export the data folder tests.shared_data found, so the subprocesses tests start see it too.
 if SHARED is not None and not os.environ.get(ENV_VAR):
     os.environ[ENV_VAR] = str(SHARED)
@@ -16,6 +23,7 @@ if SHARED is not None and not os.environ.get(ENV_VAR):
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_shared: needs the public benchmark data folder")
+    config.addinivalue_line("markers", f"rocq: runs on the provisioned {ROCQ} toolchain")
 
 
 def _missing() -> None:
@@ -27,6 +35,14 @@ def _missing() -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if SHARED is None and item.get_closest_marker("needs_shared") is not None:
         _missing()
+    if item.get_closest_marker("rocq") is not None:
+        from formalbench.toolchains import provision
+
+        if provision.record_of(ROCQ) is None:
+            why = f"{ROCQ} is not installed (`formalbench toolchain install {ROCQ}`)"
+            if os.environ.get(REQUIRE_ROCQ_VAR) == "1":
+                pytest.fail(why + f" ({REQUIRE_ROCQ_VAR}=1 forbids skipping)")
+            pytest.skip(why)
 
 
 @pytest.fixture(scope="session")

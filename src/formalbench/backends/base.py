@@ -37,6 +37,7 @@ from formalbench.core.records import (
     Hole,
     Language,
     Record,
+    ToolchainInfo,
     Verdict,
 )
 
@@ -156,6 +157,10 @@ class Backend(ABC):
     @abstractmethod
     def version(self) -> str:
         """A string naming the assistant and library versions (part of every cache key)."""
+
+    def toolchain_info(self) -> ToolchainInfo | None:
+        """The toolchain a verdict of this backend records (None: the backend names none)."""
+        return None
 
     def on_assistant(self, work: Callable[..., T], *args: Any) -> T:
         """`work(assistant, *args)` in the process where this backend's proof assistant

@@ -28,8 +28,6 @@ tactic inside an executed sentence is one. Goals are not available from coqc.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
@@ -57,8 +55,20 @@ from formalbench.backends.sandbox import (
     scrubbed_env,
     work_dir,
 )
-from formalbench.core.errors import InputError, ToolchainMissingError
-from formalbench.core.records import CheckResult, CheckStatus, Diagnostic, Hole, Language, Severity
+from formalbench.core.errors import InputError
+from formalbench.core.records import (
+    CheckResult,
+    CheckStatus,
+    Diagnostic,
+    Hole,
+    Language,
+    Severity,
+    ToolchainInfo,
+)
+from formalbench.toolchains.prepare import prepare_for
+from formalbench.toolchains.toolchain import INSTALL_HINT as INSTALL_HINT  # re-exported
+from formalbench.toolchains.toolchain import Toolchain
+from formalbench.toolchains.toolchain import resolve as resolve_toolchain
 
 # coqc's words when a `Require` cannot be met here: the library is not on the load path, or its
 # `.vo` files were compiled by another coqc or against other dependencies.
@@ -72,8 +82,6 @@ ENVIRONMENT_HINT = (
     "another coqc: give its Coq project with --coq-project DIR, the folder of its _CoqProject, "
     "or the task's `coq_project` field)"
 )
-
-INSTALL_HINT = "install it with `apt-get install coq libcoq-coquelicot`"
 
 
 class CoqBackend(Backend):
@@ -89,12 +97,17 @@ class CoqBackend(Backend):
         coqc: str = "coqc",
         args: Sequence[str] = (),
         project_dir: str | Path | None = None,
+        toolchain: str | Toolchain | None = None,
     ) -> None:
         super().__init__(workers=workers, timeout=timeout)
-        found = shutil.which(coqc)
-        if found is None:
-            raise ToolchainMissingError(f"Coq compiler `{coqc}` not found on PATH; {INSTALL_HINT}")
-        self.coqc = found
+        # `toolchain`: a name (`rocq-9.2`, `host`) or a Toolchain; None, the default one
+        # (`toolchains/toolchain.py`). `coqc` names the host's compiler (a stand-in in tests).
+        self.toolchain = (
+            toolchain
+            if isinstance(toolchain, Toolchain)
+            else resolve_toolchain(toolchain, coqc=coqc)
+        )
+        self.coqc = self.toolchain.program("coqc")
         self.memory_mb = memory_mb
         self.project: CoqProject | None = (
             read_coq_project(project_dir) if project_dir is not None else None
@@ -107,17 +120,23 @@ class CoqBackend(Backend):
     def version(self) -> str:
         with self._lock:
             if self._version is None:
-                done = subprocess.run(
-                    [self.coqc, "--print-version"], capture_output=True, text=True, timeout=60
-                )
-                words = done.stdout.split()
-                self._version = f"coq {words[0]}" if words else "coq unknown"
+                # the toolchain's name and library versions too: a verdict cached on one
+                # toolchain is never served for another
+                self._version = f"coq {self.toolchain.version()} ({self.toolchain.key()})"
                 self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
                 if self.project is not None:  # verdicts depend on its build too
                     self._version += f" project {self.project.root} {self.project.digest()}"
                 if self.args:
                     self._version += " " + " ".join(self.args)
             return self._version
+
+    def toolchain_info(self) -> ToolchainInfo:
+        return self.toolchain.info()
+
+    def prepare(self, text: str) -> tuple[str, list[str]]:
+        """`text` as this toolchain's Coq must read it, and what was changed
+        (`toolchains/prepare.py`, the one place that maps library names)."""
+        return prepare_for(self.toolchain, text)
 
     def check(
         self,
@@ -141,6 +160,7 @@ class CoqBackend(Backend):
         body = source if not source or source.endswith("\n") else source + "\n"
         outcome = self._run(body, limit, workdir)
         result = self._read(outcome, SourceMap(source), SourceMap(body))
+        result.prepared = self.prepare(body)[1]
         result.elapsed = time.perf_counter() - started
         return result
 
@@ -164,6 +184,7 @@ class CoqBackend(Backend):
 
         Every coqc start passes here, so the gate is asked again: callers that compile their
         own files (the kernel identity check, BEq, preflight) cannot reach coqc around it."""
+        text = self.prepare(text)[0]  # the same length: every offset coqc reports stands
         refused = gate(self, text)
         if refused is not None:
             said = "; ".join(d.message for d in refused.diagnostics) or "refused by the gate"
@@ -171,15 +192,26 @@ class CoqBackend(Backend):
         path = work / f"{module}.v"
         path.write_bytes(text.encode("utf-8"))
         # The shipped library (backends/coq_library.py), compiled on first use.
-        argv = [self.coqc, "-q", *extra, *library_args(self.coqc, text), *self.args, path.name]
+        library = library_args(self.toolchain, text)
+        argv = [self.coqc, "-q", *extra, *library, *self.args, path.name]
         return run_limited(
             argv,
             cwd=work,
             timeout=timeout,
             memory_mb=self.memory_mb,
-            env=scrubbed_env(),
-            read_only=[str(p) for p in self.project.read_only] if self.project else (),
+            env=self.toolchain.env(scrubbed_env()),
+            read_only=self.read_only(library),
+            root=self.toolchain.sandbox_root,
         )
+
+    def read_only(self, library: Sequence[str] = ()) -> list[str]:
+        """Folders a coqc/coqtop run reads and must not change: the project's, and for a
+        provisioned toolchain (whose sandbox shows only its root, not the host's files)
+        the compiled library folder in `library` (`-Q <folder> Formalbench`)."""
+        folders = [str(p) for p in self.project.read_only] if self.project else []
+        if not self.toolchain.is_host and len(library) >= 2:
+            folders.append(library[1])
+        return folders
 
     def _read(
         self, outcome: ProcessOutcome, source_map: SourceMap, file_map: SourceMap

@@ -35,7 +35,8 @@ from pathlib import Path
 
 from formalbench.backends.coq_library import coq_version
 from formalbench.core.config import cache_path
-from formalbench.core.errors import BackendError
+from formalbench.core.errors import BackendError, ToolchainMissingError
+from formalbench.toolchains.toolchain import HOST, Toolchain, resolve
 
 log = logging.getLogger(__name__)
 
@@ -59,20 +60,35 @@ def source_hash() -> str:
     return hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:16]
 
 
-def plugin_folder(coqtop: str) -> Path | None:
-    """The folder holding the built plugin and its `load.v` for `coqtop`, building it if
-    needed; None where it cannot be built or loaded here (logged once per process)."""
+def plugin_folder(coqtop: str | Toolchain) -> Path | None:
+    """The folder holding the built plugin and its `load.v` for a toolchain (or a host
+    `coqtop`), building it if needed; None where it cannot be built or loaded here (logged
+    once per process)."""
     if not enabled():
         return None
-    found = shutil.which(coqtop) or coqtop
+    if isinstance(coqtop, Toolchain):
+        chain = coqtop
+    else:
+        found = shutil.which(coqtop) or coqtop
+        chain = resolve(HOST, coqc=str(Path(found).with_name("coqc")))
+    try:
+        key = chain.sandbox_root or chain.program("coqtop")
+    except ToolchainMissingError as why:
+        log.info("Print Assumptions stays unmemoized: %s", why)
+        return None
     with _lock:
-        if found not in _known:
+        if key not in _known:
             try:
-                _known[found] = _build(found)
-            except (BackendError, OSError, subprocess.SubprocessError) as why:
+                _known[key] = _build(chain)
+            except (
+                BackendError,
+                ToolchainMissingError,
+                OSError,
+                subprocess.SubprocessError,
+            ) as why:
                 log.info("Print Assumptions stays unmemoized: %s", why)
-                _known[found] = None
-        return _known[found]
+                _known[key] = None
+        return _known[key]
 
 
 def coqtop_args(folder: Path) -> list[str]:
@@ -80,15 +96,14 @@ def coqtop_args(folder: Path) -> list[str]:
     return ["-I", str(folder), "-l", str(folder / LOADER)]
 
 
-def _build(coqtop: str) -> Path:
-    coqc = str(Path(coqtop).with_name("coqc"))
+def _build(chain: Toolchain) -> Path:
     root = cache_path("coq-plugin")
-    target = root / f"{coq_version(coqc)}-{source_hash()}"
+    name = f"{coq_version(chain)}-{source_hash()}"
+    target = root / (name if chain.is_host else f"{chain.name}-{name}")
     if (target / _DONE).is_file():
         return target
     for tool in ("coqpp", "ocamlfind"):
-        if shutil.which(tool) is None:
-            raise BackendError(f"`{tool}` is not installed (Debian: libcoq-core-ocaml-dev)")
+        chain.program(tool)  # ToolchainMissingError names it: the plugin is then left out
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".lock", "a+b") as lock:
         fcntl.flock(lock.fileno(), fcntl.LOCK_EX)  # released when the file closes
@@ -97,21 +112,22 @@ def _build(coqtop: str) -> Path:
         work = Path(tempfile.mkdtemp(prefix=".build-", dir=root))
         try:
             shutil.copyfile(SOURCE, work / SOURCE.name)
-            _run(["coqpp", SOURCE.name], work)
+            _run(chain, [chain.program("coqpp"), SOURCE.name], work)
             _run(
+                chain,
                 [
-                    "ocamlfind", "ocamlopt", "-shared", "-rectypes", "-thread",
+                    chain.program("ocamlfind"), "ocamlopt", "-shared", "-rectypes", "-thread",
                     "-package", "coq-core.vernac",
                     "-o", "fb_assumptions_plugin.cmxs", SOURCE.with_suffix(".ml").name,
                 ],
                 work,
             )  # fmt: skip
             (work / LOADER).write_text(f'Declare ML Module "{LOAD_NAME}".\n', encoding="utf-8")
-            _smoke_test(coqtop, work)
+            _smoke_test(chain, work)
             for junk in work.iterdir():
                 if junk.suffix not in (".cmxs", ".v"):
                     junk.unlink()
-            (work / _DONE).write_text(f"{coqtop}\n", encoding="utf-8")
+            (work / _DONE).write_text(f"{chain.name}\n", encoding="utf-8")
             if target.exists():
                 shutil.rmtree(target, ignore_errors=True)
             os.rename(work, target)
@@ -121,9 +137,9 @@ def _build(coqtop: str) -> Path:
     return target
 
 
-def _run(argv: list[str], work: Path) -> str:
+def _run(chain: Toolchain, argv: list[str], work: Path) -> str:
     try:
-        done = subprocess.run(argv, cwd=work, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+        done = chain.run(argv, cwd=work, timeout=BUILD_TIMEOUT)
     except subprocess.TimeoutExpired as exc:
         raise BackendError(f"`{argv[0]}` took over {exc.timeout:.0f}s") from exc
     if done.returncode != 0:
@@ -141,16 +157,12 @@ _SMOKE = (
 )
 
 
-def _smoke_test(coqtop: str, work: Path) -> None:
-    """The built plugin must load in `coqtop` and answer like `Print Assumptions`."""
+def _smoke_test(chain: Toolchain, work: Path) -> None:
+    """The built plugin must load in the toolchain's coqtop and answer like `Print Assumptions`."""
+    coqtop = chain.program("coqtop")
     try:
-        done = subprocess.run(
-            [coqtop, "-q", *coqtop_args(work)],
-            input=_SMOKE,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=BUILD_TIMEOUT,
+        done = chain.run(
+            [coqtop, "-q", *coqtop_args(work)], cwd=work, timeout=BUILD_TIMEOUT, input=_SMOKE
         )
     except subprocess.TimeoutExpired as exc:
         raise BackendError(f"coqtop with the plugin took over {exc.timeout:.0f}s") from exc

@@ -34,6 +34,15 @@ from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Task
 
 PROJECT_FILE = "_CoqProject"
+ROCQ_PROJECT_FILE = "_RocqProject"  # Rocq 9's name, read the same way and preferred (as rocq does)
+PROJECT_FILES = (ROCQ_PROJECT_FILE, PROJECT_FILE)
+
+
+def project_file(folder: Path) -> Path | None:
+    """The project file of `folder`: its `_RocqProject`, else its `_CoqProject`, else None."""
+    return next((folder / n for n in PROJECT_FILES if (folder / n).is_file()), None)
+
+
 # coqc flags a project may pass with `-arg` (with how many values each takes).
 ALLOWED_ARGS: dict[str, int] = {
     "-w": 1,  # warnings
@@ -172,17 +181,20 @@ def _source_word(word: str) -> bool:
 
 
 def read_coq_project(folder: str | Path) -> CoqProject:
-    """The project in `folder` (its `_CoqProject`); InputError with one line if it is not one."""
+    """The project in `folder` (its `_RocqProject` or `_CoqProject`); InputError with one line
+    if it is not one."""
     root = Path(folder).expanduser()
     if not root.is_dir():
         raise InputError(f"--coq-project {folder}: no such folder")
     root = root.resolve()
-    project_file = root / PROJECT_FILE
-    where = str(project_file)
-    if not project_file.is_file():
-        raise InputError(f"--coq-project {folder}: no {PROJECT_FILE} in {root}")
+    found = project_file(root)
+    if found is None:
+        raise InputError(
+            f"--coq-project {folder}: no {ROCQ_PROJECT_FILE} or {PROJECT_FILE} in {root}"
+        )
+    where = str(found)
     try:
-        text = project_file.read_text(encoding="utf-8")
+        text = found.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{where}: cannot read ({exc})") from None
     words = project_words(text, where)

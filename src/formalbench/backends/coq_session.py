@@ -78,6 +78,7 @@ from formalbench.backends.sandbox import (
     stopping,
     unregister,
 )
+from formalbench.core.errors import ToolchainMissingError
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ IDLE_SECONDS = 120.0  # an idle session older than this is closed at the next ac
 MAX_FAILURES = 3  # consecutive broken sessions before sessions are off for this process
 
 _PROMPT = re.compile(r"<prompt>[^\n]*?</prompt>")
+# Rocq 9's coqtop -emacs wraps each warning as `<warning>\nWarning: ...</warning>`
+_WARNING_TAGS = re.compile(r"<warning>\n?|</warning>")
 _FETCHING = re.compile(
     rf"<infomsg>\s*Fetching\s+opaque\s+proofs\s+from\s+disk\s+for\s+{QUALID}\s*</infomsg>\n?"
 )
@@ -190,22 +193,29 @@ class CoqSession:
 
     # --- process -------------------------------------------------------------------------
     def start(self) -> None:
-        argv = [self.coqtop, "-q", "-emacs", *library_args(self.backend.coqc), *self.backend.args]
-        self.plugin = assumptions_plugin.plugin_folder(self.coqtop)
+        chain = self.backend.toolchain
+        library = library_args(chain)
+        argv = [self.coqtop, "-q", "-emacs", *library, *self.backend.args]
+        self.plugin = assumptions_plugin.plugin_folder(chain)
         if self.plugin is not None:
             argv += assumptions_plugin.coqtop_args(self.plugin)
-        project = self.backend.project
-        read_only = [str(p) for p in project.read_only] if project is not None else []
+        read_only = self.backend.read_only(library)
+        if self.plugin is not None and not chain.is_host:  # its root shows no host file
+            read_only.append(str(self.plugin))
         if stopping():
             raise SessionBroken("formalbench is stopping", fault=False)
         try:
             command, preexec = confined_argv(
-                argv, str(self.folder), self.backend.memory_mb, read_only=read_only
+                argv,
+                str(self.folder),
+                self.backend.memory_mb,
+                read_only=read_only,
+                root=chain.sandbox_root,
             )
             self.proc = subprocess.Popen(
                 command,
                 cwd=self.folder,
-                env=private_env(scrubbed_env(), str(self.folder)),
+                env=private_env(chain.env(scrubbed_env()), str(self.folder)),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -265,7 +275,7 @@ class CoqSession:
             text.append(f"Locate fb_{nonce}_o{k}.\nCheck fb_{nonce}_e{k}.\n")
             if part:
                 text.append(part if part.endswith("\n") else part + "\n")
-        data = "".join(text)
+        data = self.backend.prepare("".join(text))[0]  # library names for this toolchain
         if gate(self.backend, data) is not None:
             raise SessionBroken("the gate refused the session's text")
         try:
@@ -398,7 +408,7 @@ def _libraries(stdout: str) -> frozenset[str]:
 def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
     """Cut both streams at their markers: segment k is what part k printed."""
     out = _FETCHING.sub("", out)
-    err = _PROMPT.sub("", err)
+    err = _WARNING_TAGS.sub("", _PROMPT.sub("", err))
     out_lines = out.splitlines()
     starts: list[int] = []
     for k in range(last + 1):
@@ -482,8 +492,10 @@ class SessionPool:
 
     def __init__(self, backend: CoqBackend) -> None:
         self.backend = backend
-        found = Path(backend.coqc).with_name("coqtop")
-        self.coqtop = str(found) if found.exists() else shutil.which("coqtop")
+        try:
+            self.coqtop: str | None = backend.toolchain.program("coqtop")
+        except ToolchainMissingError:
+            self.coqtop = None
         self.idle: list[CoqSession] = []
         self.busy: set[CoqSession] = set()
         self.failures = 0
@@ -561,7 +573,13 @@ _pools_lock = threading.Lock()
 def pool_for(backend: CoqBackend) -> SessionPool:
     """The process's pool of sessions for backends that run coqc the same way."""
     project = backend.project.root if backend.project is not None else None
-    key = (backend.coqc, tuple(backend.args), backend.memory_mb, str(project))
+    key = (
+        backend.toolchain.name,
+        backend.coqc,
+        tuple(backend.args),
+        backend.memory_mb,
+        str(project),
+    )
     with _pools_lock:
         if key not in _pools:
             _pools[key] = SessionPool(backend)

@@ -294,10 +294,22 @@ def confined_argv(
     *,
     isolate: bool = True,
     read_only: Sequence[str] = (),
+    root: str | None = None,
 ) -> tuple[list[str], Callable[[], None] | None]:
     """`argv` tied to formalbench's life, memory-capped and, where possible, in bwrap (with
     the absolute folders `read_only` bound read-only); and the preexec function still needed
-    (only without `prlimit`)."""
+    (only without `prlimit`). `root`: a provisioned toolchain's folder, shown as `/` (always
+    through bwrap, whatever FORMALBENCH_SANDBOX says: its programs cannot run otherwise;
+    `toolchains/rootfs.py`), `argv[0]` a program of that root."""
+    if root is not None:
+        from formalbench.toolchains.rootfs import root_argv
+
+        inside = root_argv(Path(root), argv, work=folder, writable=_writable(), read_only=read_only)
+        command, preexec = limited_argv(inside, memory_mb)
+        setpriv = shutil.which("setpriv")
+        if setpriv is not None:
+            command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+        return command, preexec
     inner = list(argv)
     program = shutil.which(inner[0]) if inner else None
     if program is None:  # as Popen would say, not a wrapper's exit code later
@@ -393,6 +405,7 @@ def run_limited(
     env: Mapping[str, str] | None = None,
     confine: bool = True,
     read_only: Sequence[str] = (),
+    root: str | None = None,
 ) -> ProcessOutcome:
     """Run `argv` in the throw-away folder `cwd` to completion or until `timeout` seconds pass.
 
@@ -402,12 +415,15 @@ def run_limited(
     for a trusted command run in a folder of the user's (`lake env` in the Lean project): no
     bwrap and the user's own HOME, but still the parent-death tie, the registry and the cap.
     `read_only`: absolute folders the process reads and must not change (see the module doc).
+    `root`: the provisioned toolchain whose program `argv[0]` is (see `confined_argv`).
     """
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
     folder = str(cwd)
-    command, preexec = confined_argv(argv, folder, memory_mb, isolate=confine, read_only=read_only)
+    command, preexec = confined_argv(
+        argv, folder, memory_mb, isolate=confine, read_only=read_only, root=root
+    )
     base_env = dict(env) if env is not None else scrubbed_env()
     limit = max_output_bytes()
     proc = subprocess.Popen(

@@ -279,6 +279,8 @@ class StrictVerifier:
             elapsed=time.perf_counter() - t0,
             backend=self.backend.name if self.backend is not None else None,
             static_only=self.backend is None,
+            toolchain=self.backend.toolchain_info() if self.backend is not None else None,
+            prepared=list(result.prepared) if result else [],
         )
 
     def _compile_needed(self, findings: list[Finding]) -> bool:

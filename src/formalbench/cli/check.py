@@ -16,14 +16,15 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import at_least, seconds
+from formalbench.cli.options import TOOLCHAIN_HELP, at_least, seconds
+from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.verdict_cache import open_cache
 from formalbench.core.errors import InputError
 from formalbench.core.records import TaskKind, Verdict
@@ -195,6 +196,9 @@ def check(
         help="A verdict cache (SQLite file, created if absent): a pair already judged under "
         "the same assistant and rules is not checked again.",
     ),
+    toolchain: Annotated[
+        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
+    ] = None,
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
     task_kind = _parse_kind(kind)

@@ -10,7 +10,14 @@ from rich.console import Console
 from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, say_error, user_errors
-from formalbench.cli.options import at_least, existing_file, existing_folder, seconds
+from formalbench.cli.options import (
+    TOOLCHAIN_HELP,
+    at_least,
+    existing_file,
+    existing_folder,
+    seconds,
+)
+from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
@@ -222,6 +229,9 @@ def eval_command(
     quiet: Annotated[
         bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
     ] = False,
+    toolchain: Annotated[
+        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
+    ] = None,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
     if executor not in ("local", "ray"):
@@ -233,6 +243,8 @@ def eval_command(
         options["url"] = kimina_url
     if coq_project is not None:
         options["coq_project"] = str(coq_project.resolve())
+    if toolchain is not None:  # over the tasks' own `toolchain` field
+        options["toolchain"] = toolchain
     config = EvalConfig(
         dataset=dataset,
         solver=solver,

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.core.errors import InputError
 
 library_app = typer.Typer(
@@ -23,19 +24,23 @@ app.add_typer(library_app, name="library")
 @user_errors
 def path_command(
     backend: Annotated[str, typer.Option(help="coq (the compiled folder) or lean (sources).")],
+    toolchain: Annotated[
+        str | None,
+        typer.Option(
+            callback=toolchain_check,
+            help="Coq: compile for this toolchain (`formalbench toolchain list`); default host.",
+        ),
+    ] = None,
 ) -> None:
-    """Print the library's folder: Coq, compiled for the coqc on PATH (compiling it on first
-    use), to pass as `-Q <folder> Formalbench`; Lean, the folder holding `Amber.lean`."""
+    """Print the library's folder: Coq, compiled for the coqc on PATH or the toolchain named
+    (compiling it on first use), to pass as `-Q <folder> Formalbench`; Lean, the folder
+    holding `Amber.lean`."""
     if backend == "coq":
-        import shutil
-
-        from formalbench.backends.coq import INSTALL_HINT
         from formalbench.backends.coq_library import compiled_library
-        from formalbench.core.errors import ToolchainMissingError
+        from formalbench.toolchains.toolchain import HOST, resolve
 
-        if shutil.which("coqc") is None:
-            raise ToolchainMissingError(f"Coq compiler `coqc` not found on PATH; {INSTALL_HINT}")
-        sys.stdout.write(f"{compiled_library('coqc')}\n")
+        # the user's own coqc is the host's unless a toolchain is named
+        sys.stdout.write(f"{compiled_library(resolve(toolchain or HOST))}\n")
     elif backend == "lean":
         from formalbench.library import LEAN_SOURCE_DIR
 

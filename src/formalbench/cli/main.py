@@ -86,6 +86,7 @@ LAZY_COMMANDS = {
     "stats": "stats",
     "construct": "construct",
     "library": "library",
+    "toolchain": "toolchain",
 }
 
 

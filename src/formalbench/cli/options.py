@@ -33,6 +33,7 @@ SHARED = {
     "sample_tasks": "count",
     "folds": "count",
     "timeout": "seconds",
+    "toolchain": "toolchain",
 }
 
 
@@ -143,3 +144,29 @@ def read_text(path: Path | str, role: str) -> str:
     if problem is not None:
         raise InputError(f"{role} {str(path)!r}: {problem}")
     return read_source(path, role)
+
+
+def toolchain(_ctx: Any, param: Any, value: str | None) -> str | None:
+    """A callback for `--toolchain NAME` (a provisioned toolchain, or `host`): the name must be
+    installed, and it becomes the toolchain of every Coq run of this command (it is put in
+    FORMALBENCH_TOOLCHAIN, which `toolchains.toolchain.resolve` reads, so the backends a
+    command makes deep inside, BEq's and APE's included, and its worker processes use it)."""
+    if value is None:
+        return None
+    import os
+
+    from formalbench.toolchains.toolchain import ENV_VAR, resolve
+
+    name = value.strip()
+    resolve(name)  # unknown or not installed: one line, before any work starts
+    os.environ[ENV_VAR] = name
+    return name
+
+
+toolchain.formalbench_check = "toolchain"  # type: ignore[attr-defined]
+
+TOOLCHAIN_HELP = (
+    "Coq toolchain for every check: an installed one (`formalbench toolchain list`) or "
+    "`host` (the coqc on PATH). Default: the tasks' own `toolchain` field where all name "
+    "one, else FORMALBENCH_TOOLCHAIN, else the newest installed, else host."
+)

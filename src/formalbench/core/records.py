@@ -109,6 +109,8 @@ class CheckResult(Record):
     axioms: dict[str, list[str]] = Field(default_factory=dict)  # target -> axioms it uses
     elapsed: float = 0.0
     detail: str | None = None  # e.g. the crash output of a dead process
+    # what was changed in the text for the toolchain it ran on (toolchains/prepare.py)
+    prepared: list[str] = Field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -134,6 +136,17 @@ class Finding(Record):
     column: int | None = None
 
 
+class ToolchainInfo(Record):
+    """The proof assistant a verdict was decided on (toolchains/toolchain.py): its name
+    (`rocq-9.2`, `host`), version, library packages, and the known soundness bugs of that
+    version that no check here catches (filled by `toolchain.known_unsound_for`)."""
+
+    name: str
+    version: str
+    libraries: dict[str, str] = Field(default_factory=dict)
+    known_unsound: list[str] = Field(default_factory=list)
+
+
 class Verdict(Record):
     """The strict verifier's decision on one candidate."""
 
@@ -145,6 +158,8 @@ class Verdict(Record):
     elapsed: float = 0.0
     backend: str | None = None
     static_only: bool = False
+    toolchain: ToolchainInfo | None = None  # Coq: which Coq decided it
+    prepared: list[str] = Field(default_factory=list)  # changes made to the text for it
 
 
 class Informal(Record):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from formalbench.backends.coq_project import project_file
 from formalbench.core.errors import InputError
 from formalbench.core.records import Task
 from formalbench.datasets import coq_tasks
@@ -346,7 +347,7 @@ def _coq_project_of(path: Path, root: Path | None) -> str | None:
     stop = (root or path.parent).resolve()
     folder = path.parent.resolve()
     while True:
-        if (folder / "_CoqProject").is_file():
+        if project_file(folder) is not None:  # _RocqProject or _CoqProject
             return str(folder)
         if folder == stop.parent or folder.parent == folder:
             return None

@@ -61,6 +61,7 @@ from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_c
 from formalbench.store.response_cache import ResponseCache
 from formalbench.store.runs import RunStore
 from formalbench.store.verdict_cache import VerdictCache
+from formalbench.toolchains.toolchain import tasks_toolchain
 
 RUN_BUDGET_NAME = "run"
 
@@ -209,6 +210,7 @@ def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         "backend": backend.version(),
         "model": model.spec if model is not None else None,
+        "toolchain": info.model_dump() if (info := backend.toolchain_info()) else None,
     }
 
 
@@ -254,6 +256,13 @@ async def _evaluate(
         named = tasks_project(tasks)
         if named is not None:
             update["backend_options"] = {**config.backend_options, "coq_project": named}
+    if backend_name == "coq" and "toolchain" not in config.backend_options:
+        chain = tasks_toolchain(tasks)  # the tasks' own `toolchain`, where they name one
+        if chain is not None:
+            options = dict(config.backend_options)
+            if isinstance(given := update.get("backend_options"), dict):
+                options.update(given)
+            update["backend_options"] = {**options, "toolchain": chain}
     config = config.model_copy(update=update)
     meter = UsageMeter()
     # Everything that can refuse to start (the folder, the proof assistant and its versions,

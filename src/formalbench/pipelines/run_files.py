@@ -149,6 +149,14 @@ def load_summary(run_dir: str | Path, *, write: bool | None = None) -> RunSummar
             f"{len(skipped)} dataset line(s) skipped by --skip-bad-lines: {shown}"
         )
         summary.run_info["skipped_lines"] = skipped
+    chain = (info.versions or {}).get("toolchain") or {}
+    if isinstance(chain, dict):  # the toolchain the verdicts were decided on (run.json too)
+        summary.run_info["toolchain"] = chain
+        if chain.get("known_unsound"):  # seen before a result is trusted
+            summary.warnings.append(
+                f"toolchain {chain.get('name')} (Coq {chain.get('version')}) has known "
+                f"unfixed soundness bugs: {', '.join(map(str, chain['known_unsound']))}"
+            )
     if write if write is not None else writable:
         write_text_atomic(files.summary, summary.model_dump_json(indent=2) + "\n")
     return summary

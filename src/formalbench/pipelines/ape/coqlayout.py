@@ -98,7 +98,7 @@ def _norm(path: str) -> str | None:
 
 def read_layout(read: Reader, list_paths: Callable[[], list[str]]) -> CoqLayout | None:
     """The layout from the first convention present, None when the project has none."""
-    for name in ("_CoqProject", "Make"):
+    for name in ("_RocqProject", "_CoqProject", "Make"):
         text = read(name)
         if text is not None:
             return _project_file(text, name)

@@ -19,6 +19,7 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
+from formalbench.backends.coq_project import project_file
 from formalbench.core.records import Language
 from formalbench.solvers.search import coq_library
 
@@ -67,12 +68,12 @@ class ModuleNamer:
         return path.stem
 
     def _project(self, folder: Path) -> list[tuple[Path, str]] | None:
-        """The -R/-Q mappings of the nearest _CoqProject at or above `folder`."""
+        """The -R/-Q mappings of the nearest _RocqProject/_CoqProject at or above `folder`."""
         if folder in self._projects:
             return self._projects[folder]
         found: list[tuple[Path, str]] | None = None
-        project = folder / "_CoqProject"
-        if project.is_file():
+        project = project_file(folder)  # _RocqProject or _CoqProject
+        if project is not None:
             found = _coq_project(project)
         elif folder.parent != folder:
             found = self._project(folder.parent)

@@ -1,0 +1,105 @@
+"""`formalbench toolchain install|list|remove NAME`: provisioned Coq/Rocq toolchains.
+
+The work is in `toolchains/provision.py`; this module only shows progress (rich bars for the
+downloaded bytes, the unpacked packages and the smoke files) and prints the outcome.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from formalbench.cli.main import app, user_errors
+
+toolchain_app = typer.Typer(
+    help="Coq/Rocq toolchains: pinned Debian roots in the user's cache, run through bwrap.",
+    no_args_is_help=True,
+)
+app.add_typer(toolchain_app, name="toolchain")
+
+_PHASES = {"download": "download (MiB)", "extract": "unpack (packages)", "smoke": "smoke test"}
+
+
+@toolchain_app.command("install")
+@user_errors
+def install_command(
+    name: Annotated[str, typer.Argument(help="Toolchain to install (see `toolchain list`).")],
+    force: Annotated[bool, typer.Option(help="Install again even if installed.")] = False,
+    keep_downloads: Annotated[
+        bool, typer.Option(help="Keep the downloaded .deb files after a successful install.")
+    ] = False,
+) -> None:
+    """Download the toolchain's pinned packages, unpack them into a root in the user's cache,
+    smoke-test it (the standard library and every library must load) and only then make it
+    visible. Re-running continues an interrupted download."""
+    from rich.console import Console
+
+    from formalbench.cli.progress import make_progress
+    from formalbench.core.errors import InputError
+    from formalbench.toolchains import manifest, provision
+
+    if name == manifest.HOST:
+        raise InputError("`host` is the coqc on PATH: there is nothing to install")
+    manifest.load(name)  # an unknown name: one line before anything starts
+    console = Console(stderr=True)
+    bars = make_progress(console, status_field="phase")
+    tasks: dict[str, object] = {}
+
+    def show(phase: str, done: int, total: int) -> None:
+        if phase == "download":
+            done, total = done >> 20, max(total >> 20, 1)
+        if phase not in tasks:
+            tasks[phase] = bars.add_task(_PHASES[phase], total=total, phase="")
+        bars.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
+
+    with bars:
+        done = provision.install(name, progress=show, force=force, keep_downloads=keep_downloads)
+    if done.already:
+        sys.stdout.write(f"{name} is already installed in {done.root} (Coq {done.coq_version})\n")
+        return
+    sys.stdout.write(
+        f"installed {name} (Coq {done.coq_version}) in {done.root}: "
+        f"{done.bytes / 2**30:.2f} GiB, {done.seconds:.0f}s\n"
+    )
+
+
+@toolchain_app.command("list")
+@user_errors
+def list_command() -> None:
+    """Installable and installed toolchains, and the host's coqc; `*` marks the default."""
+    from formalbench.toolchains import manifest, provision
+    from formalbench.toolchains.toolchain import default_name, host_version
+
+    default = default_name()
+    rows = []
+    for name in manifest.names():
+        record = provision.record_of(name)
+        state = (
+            f"installed, Coq {record['coq_version']}, {provision.root_of(name)}"
+            if record
+            else "not installed"
+        )
+        rows.append((name, state))
+    host = host_version()
+    rows.append((manifest.HOST, f"coqc on PATH, Coq {host}" if host else "no coqc on PATH"))
+    for name, state in rows:
+        mark = "*" if name == default else " "
+        sys.stdout.write(f"{mark} {name:<10} {state}\n")
+
+
+@toolchain_app.command("remove")
+@user_errors
+def remove_command(
+    name: Annotated[str, typer.Argument(help="Installed toolchain to delete.")],
+) -> None:
+    """Delete an installed toolchain's root (and any leftover downloads)."""
+    from formalbench.core.errors import InputError
+    from formalbench.toolchains import manifest, provision
+
+    if name == manifest.HOST:
+        raise InputError("`host` is the coqc on PATH: formalbench does not remove it")
+    if not provision.remove(name):
+        raise InputError(f"toolchain {name!r} is not installed")
+    sys.stdout.write(f"removed {name}\n")
