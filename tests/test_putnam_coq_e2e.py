@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_prepare import host_facts, prepare_task
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import Reason
 from formalbench.datasets.loader import load_tasks
@@ -19,6 +18,7 @@ from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.preflight import admitted_original
 from formalbench.pipelines.run_config import EvalConfig
 from formalbench.store.runs import RunStore
+from formalbench.toolchains.prepare import prepare_task
 from tests.shared_data import needs_shared
 
 pytestmark = [
@@ -42,7 +42,7 @@ def test_a_stdlib_putnam_statement_compiles_and_a_real_proof_passes(shared: Path
     candidate = task.source_text.replace("Proof. Admitted.", PROOF)
     assert candidate != task.source_text
     with CoqBackend(workers=1, timeout=120) as backend:
-        assert prepare_task(task, host_facts(backend.coqc)) is task  # 8.16: as given
+        assert prepare_task(backend.toolchain, task) is task  # 8.16: as given
         assert backend.check(admitted_original(task), timeout=120).compiled
         verifier = StrictVerifier(backend)
         genuine = verifier.verify(task.source_text, candidate, timeout=120)
@@ -71,3 +71,20 @@ def test_eval_runs_the_folder_task_and_stores_it_as_imported(shared: Path, tmp_p
     assert task.toolchain == "coq-8.18" and task.labels["year"] == "2001"
     assert "preparation" not in task.metadata
     assert attempt.verdict is not None and attempt.verdict.passed, attempt
+
+
+@pytest.mark.rocq
+def test_on_rocq_92_a_mathcomp_statement_compiles_once_prepared(shared: Path) -> None:
+    """putnam_1962_b5 (`Variable R : realType.`, `all_algebra all_ssreflect`): on Rocq 9.2 the
+    file as given is refused; prepared (two header changes) it compiles, statement as given."""
+    task = _task(shared, "putnam_1962_b5")
+    with CoqBackend(workers=1, timeout=300, toolchain="rocq-9.2") as backend:
+        prepared = prepare_task(backend.toolchain, task)
+        rules = [c["rule"] for c in prepared.metadata["preparation"]["changes"]]
+        assert rules == ["mathcomp-ssreflect-first", "assumption-outside-section"]
+        assert prepared.formal == task.formal
+        given = backend.check(admitted_original(task), timeout=300)
+        assert not given.compiled
+        assert "outside sections" in given.errors[0].message
+        result = backend.check(admitted_original(prepared), timeout=300)
+        assert result.compiled, [d.message for d in result.errors]
