@@ -11,18 +11,16 @@ coqc wall time; `--out` writes one JSON line per task.
 
     python bench/bench_putnam_coq.py ../shared/data/putnambench-coq/src --jobs 2 --out host.jsonl
     python bench/bench_putnam_coq.py host.jsonl --summarize
-    python bench/bench_putnam_coq.py DIR --coqc /path/to/coqc-in-root --root ROOT --name rocq-9.2 \
-        --library mathcomp=2.6.0 --library mathcomp-analysis=1.17.0
+    python bench/bench_putnam_coq.py DIR --toolchain rocq-9.2 --out rocq92.jsonl
 
-`--coqc` may be a wrapper that runs a toolchain's coqc (e.g. inside a Debian root through
-bwrap); `--root` is then the root, where its dpkg status and `user-contrib` are read.
+`--toolchain` names the toolchain (`formalbench toolchain list`; default: host); its facts
+(version, packages, modules) are read as `formalbench eval` reads them.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import re
 import sys
@@ -32,10 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_prepare import ToolchainFacts, facts_of, parse_version, prepare
+from formalbench.backends.coq_prepare import ToolchainFacts, prepare
 from formalbench.core.records import Task
 from formalbench.datasets.loader import load_tasks
 from formalbench.pipelines.preflight import check_originals
+from formalbench.toolchains.prepare import toolchain_facts
 
 _CAUSES = [
     (re.compile(r"The reference (\S+) was not found"), "name not found"),
@@ -122,9 +121,7 @@ def summarize(rows: list[dict[str, Any]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dataset")
-    parser.add_argument("--coqc", default="coqc")
-    parser.add_argument("--root", default="/")
-    parser.add_argument("--name", default="host")
+    parser.add_argument("--toolchain", default="host")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--limit", type=int, default=0)
@@ -132,12 +129,6 @@ def main() -> int:
         "--memory-mb", type=int, default=4096, help="0: no address-space limit (OCaml 5's coqc)"
     )
     parser.add_argument("--out")
-    parser.add_argument(
-        "--library",
-        action="append",
-        default=[],
-        help="NAME=VERSION (mathcomp=2.6.0): a library version the root's dpkg does not list",
-    )
     parser.add_argument("--summarize", action="store_true", help="DATASET is an --out file")
     args = parser.parse_args()
     if args.summarize:
@@ -146,18 +137,17 @@ def main() -> int:
         return 0
     tasks = load_tasks(args.dataset).tasks
     tasks = tasks[: args.limit] if args.limit else tasks
-    facts = facts_of([args.coqc], name=args.name, root=Path(args.root))
-    given = dict(item.split("=", 1) for item in args.library)
-    libraries = {**facts.libraries, **{k: parse_version(v) for k, v in given.items()}}
-    facts = dataclasses.replace(facts, libraries=libraries)
+    memory = args.memory_mb or None
+    backend = CoqBackend(
+        toolchain=args.toolchain, timeout=args.timeout, workers=args.jobs, memory_mb=memory
+    )
+    facts = toolchain_facts(backend.toolchain)
     print(
         f"toolchain {facts.name}: Coq {'.'.join(map(str, facts.coq))}, libraries "
         f"{ {k: '.'.join(map(str, v)) for k, v in facts.libraries.items()} }, "
         f"{len(facts.modules)} modules; {len(tasks)} tasks",
         file=sys.stderr,
     )
-    memory = args.memory_mb or None
-    backend = CoqBackend(coqc=args.coqc, timeout=args.timeout, workers=args.jobs, memory_mb=memory)
     started = time.perf_counter()
     rows = asyncio.run(measure(backend, tasks, facts, args.timeout))
     wall = time.perf_counter() - started
