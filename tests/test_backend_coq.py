@@ -220,3 +220,19 @@ def test_concurrent_checks_match_one_by_one(coq: CoqBackend) -> None:
 
     assert [essence(r) for r in together] == [essence(r) for r in alone]
     assert [r.compiled for r in together] == [True, False, True, False, False]
+
+
+def test_a_coqc_that_fails_without_a_message_is_not_a_compile(tmp_path: Path) -> None:
+    """A wrapper or sandbox that cannot start coqc exits non-zero with text that is no Coq
+    message (bwrap: "Can't mkdir /root"): the check fails, it never reads as compiled."""
+    fake = tmp_path / "coqc"
+    fake.write_text(
+        '#!/bin/sh\necho "bwrap: Can\'t mkdir /root: Read-only file system" >&2\nexit 1\n'
+    )
+    fake.chmod(0o755)
+    result = CoqBackend(coqc=str(fake), workers=1).check(
+        "Theorem t : True.\nProof. exact I. Qed.\n"
+    )
+    assert not result.compiled
+    assert "exited with code 1" in result.errors[0].message
+    assert "Can't mkdir /root" in result.errors[0].message

@@ -225,6 +225,16 @@ class CoqBackend(Backend):
         for message in messages:
             result.diagnostics.append(_tag_environment(self._place(message, source_map)))
         result.holes = _holes(outcome.stdout, source_map)
+        if status == CheckStatus.ok and outcome.returncode and not result.errors:
+            # coqc failed without a message we parse (a wrapper or sandbox that could not
+            # start it, an uncaught exception): a failure all the same, never a compile
+            tail = " ".join((outcome.stderr or outcome.stdout).split())[-300:]
+            result.diagnostics.append(
+                Diagnostic(
+                    severity=Severity.error,
+                    message=f"coqc exited with code {outcome.returncode}: {tail or 'no message'}",
+                )
+            )
         if outcome.truncated:  # what was cut may hold an error or a hole: never a pass
             result.diagnostics.append(
                 Diagnostic(

@@ -205,6 +205,11 @@ class Task(Record):
     # Coq: library axioms this task's proofs may rest on besides the verifier's allow-list,
     # fully qualified (`Coq.Logic.Classical_Prop.classic`; checking/coq_axioms.py)
     allowed_axioms: list[str] = Field(default_factory=list)
+    # What the task itself postulates (Coq: the short names of its top-level `Variable`s,
+    # `Parameter`s, `Hypothesis`es, `Context` binders, `Axiom`s, outside any section). A
+    # record for readers and filters: the verifier reads the task's postulates from the
+    # kernel's dump of the original itself (`checking/coq_kernel.py`), pinned to its text.
+    postulates: list[str] = Field(default_factory=list)
     trail: dict[str, Any] = Field(default_factory=dict)  # construction trail, review logs
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -218,14 +223,16 @@ class Task(Record):
 
     @model_serializer(mode="wrap")
     def _written_when_set(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """`coq_project` and `allowed_axioms` are written only when a task sets them: the
-        datasets written before the fields existed (the shipped examples included) stay
-        byte for byte the same."""
+        """`coq_project`, `allowed_axioms` and `postulates` are written only when a task sets
+        them: the datasets written before the fields existed (the shipped examples included)
+        stay byte for byte the same."""
         data: dict[str, Any] = handler(self)
         if data.get("coq_project", "") is None:
             del data["coq_project"]
         if data.get("allowed_axioms") == []:
             del data["allowed_axioms"]
+        if data.get("postulates") == []:
+            del data["postulates"]
         return data
 
     @property

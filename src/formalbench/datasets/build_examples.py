@@ -176,6 +176,9 @@ def build_example_coq(data: Path) -> list[Task]:
                     "formal": task.formal.rstrip("\n") + "\n",
                     "source": "miniF2F (Coq port miniF2F-rocq)",
                     "informal": Informal(statement=informal[name].informal.statement),
+                    # the set predates the library labels of the Coq folder importer: it
+                    # keeps its category alone, so its reports stay as they were
+                    "labels": {k: v for k, v in task.labels.items() if k == "category"},
                     "metadata": metadata,
                 }
             )

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from formalbench.core.records import Informal, Language, Task, TaskKind
-from formalbench.datasets import amber
+from formalbench.datasets import amber, coq_tasks
 from formalbench.datasets import text as tx
 
 LANGUAGE_OF_SUFFIX: dict[str, Language] = {".lean": Language.lean, ".v": Language.coq}
@@ -199,6 +199,13 @@ def from_source_file(
         if (c := tx.name_category(path.stem)) and "minif2f" in source.lower()
         else {}
     )
+    postulates: list[str] = []
+    if language == Language.coq:
+        # what the statement declares for itself: its libraries, its own global assumptions,
+        # and a contest's year and problem read from the file name (PutnamBench-Coq)
+        labels = {**coq_tasks.contest_labels(path.stem), **labels}
+        labels.update(coq_tasks.library_labels(header + formal))
+        postulates = coq_tasks.top_level_postulates(header + formal)
     return Task(
         id=path.stem,
         language=language,
@@ -212,6 +219,7 @@ def from_source_file(
         labels=labels,
         toolchain=toolchain,
         library_revision=library_revision,
+        postulates=postulates,
         metadata=metadata,
     )
 

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from formalbench.backends.coq_project import project_file
 from formalbench.core.errors import InputError
 from formalbench.core.records import Task
+from formalbench.datasets import coq_tasks
 from formalbench.datasets import importers as imp
 from formalbench.datasets.shipped import shipped_names, shipped_path
 from formalbench.datasets.text import split_header
@@ -293,9 +294,10 @@ def _add_source_file(
     content = _read_text(path)
     if not _has_body(content, path):
         return  # an aggregator of imports (e.g. MiniF2F/Test.lean), not a problem
-    toolchain, revision = (
-        _lean_project_versions(path, root) if path.suffix == ".lean" else (None, None)
-    )
+    if path.suffix == ".lean":
+        toolchain, revision = _lean_project_versions(path, root)
+    else:  # the Coq the folder says it was written for (PutnamBench-Coq: coq-8.18)
+        toolchain, revision = _coq_written_for(path.parent, root), None
     try:
         task = imp.from_source_file(
             path,
@@ -350,6 +352,16 @@ def _coq_project_of(path: Path, root: Path | None) -> str | None:
         if folder == stop.parent or folder.parent == folder:
             return None
         folder = folder.parent
+
+
+def _coq_written_for(folder: Path, root: Path | None) -> str | None:
+    return _written_for_cached(folder.resolve(), (root or folder).resolve())
+
+
+@functools.lru_cache(maxsize=64)
+def _written_for_cached(folder: Path, root: Path) -> str | None:
+    """Read once per folder, not once per file (PutnamBench-Coq holds 412)."""
+    return coq_tasks.written_for(folder, root)
 
 
 @functools.lru_cache(maxsize=64)

@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
+from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_prepare import prepare_tasks
 from formalbench.backends.coq_project import tasks_project
 from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
@@ -59,6 +61,7 @@ from formalbench.solvers.base import Solver, SolverConfig, make_solver, solver_c
 from formalbench.store.response_cache import ResponseCache
 from formalbench.store.runs import RunStore
 from formalbench.store.verdict_cache import VerdictCache
+from formalbench.toolchains.prepare import toolchain_facts
 from formalbench.toolchains.toolchain import tasks_toolchain
 
 RUN_BUDGET_NAME = "run"
@@ -280,6 +283,9 @@ async def _evaluate(
     lock: RunLock | None = None
     try:
         backend.preflight()
+        if isinstance(backend, CoqBackend):  # a task's header as this toolchain needs it
+            tasks, prepared = prepare_tasks(tasks, toolchain_facts(backend.toolchain))
+            notes += [prepared] if prepared else []
         mismatches = version_mismatches(backend, tasks)
         if not config.allow_version_mismatch:
             refuse_version_mismatch(mismatches)

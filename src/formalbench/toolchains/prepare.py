@@ -17,14 +17,29 @@ every hole and sentence span, means the same place in the original text. A text 
 `prepare_for` is applied to every text a Coq process reads (`CoqBackend.compile`, the warm
 session's `exchange`), and `CoqBackend.check` records its list of changes in the result, so a
 verdict says what was changed.
+
+`prepare_task` is the other half, once per task before a run: the header changes a statement
+written for another Coq needs on this toolchain (a warning turned off, an import line; the
+rules and why are in `backends/coq_prepare.py`), recorded in the task's
+`metadata.preparation`. Unlike the mapping above it changes lengths (it adds header lines),
+which is why it is made on the task, before any prover sees it, and never on a text in flight.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Protocol
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
+from formalbench.backends.coq_prepare import ToolchainFacts, facts_for
+from formalbench.backends.coq_prepare import prepare_task as _prepare_task
 from formalbench.backends.coq_source import blank_comments_and_strings
+from formalbench.core.records import Task
+
+if TYPE_CHECKING:
+    from formalbench.toolchains.toolchain import Toolchain
 
 _NEW_ROOTS = ("Stdlib", "Corelib")
 # on the UTF-8 bytes: coqc's offsets are byte offsets, and so is the length kept
@@ -75,3 +90,35 @@ def prepare_for(toolchain: HasVersion, text: str) -> tuple[str, list[str]]:
         out[start : end + 1] = b"Coq.".rjust(end + 1 - start)
         changes.append(f"line {_line(data, start)}: {match.group(1).decode()}. -> Coq.")
     return out.decode("utf-8"), changes
+
+
+def prepare_task(toolchain: Toolchain, task: Task) -> Task:
+    """`task` with its header prepared for `toolchain` (the same task when nothing is
+    needed); what was done is in `metadata.preparation`."""
+    return _prepare_task(task, toolchain_facts(toolchain))
+
+
+def toolchain_facts(toolchain: Toolchain) -> ToolchainFacts:
+    """What the header rules ask of a toolchain: its Coq version, its library packages, the
+    modules it can load (read once per toolchain, version and root)."""
+    key = (toolchain.name, toolchain.version(), str(toolchain.root))
+    if key not in _FACTS:
+        _FACTS[key] = _facts(toolchain)
+    return _FACTS[key]
+
+
+_FACTS: dict[tuple[str, str, str], ToolchainFacts] = {}
+
+
+def _facts(toolchain: Toolchain) -> ToolchainFacts:
+    with tempfile.TemporaryDirectory(prefix="formalbench-where-") as work:
+        try:
+            done = toolchain.run([toolchain.program("coqc"), "-where"], cwd=work, timeout=120)
+            where = done.stdout.strip() if done.returncode == 0 else ""
+        except (OSError, subprocess.SubprocessError):
+            where = ""
+    folders = []
+    if where:
+        inside = Path(where) / "user-contrib"
+        folders.append(toolchain.root / inside.relative_to("/") if toolchain.root else inside)
+    return facts_for(toolchain.name, toolchain.version(), toolchain.libraries(), folders)
