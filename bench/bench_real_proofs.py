@@ -307,10 +307,10 @@ def main() -> None:
                 broken_tasks += broken
                 if not genuine.passed:
                     finding = genuine.findings[0].message if genuine.findings else "no finding"
-                    refused.append(
-                        f"{task.file} {task.theorem}: {first_reason(genuine)}: "
-                        + " ".join(finding.split())[:300]
-                    )
+                    reason = first_reason(genuine)
+                    if not finding.startswith(f"{reason}:"):
+                        finding = f"{reason}: {finding}"
+                    refused.append(f"{task.file} {task.theorem}: " + " ".join(finding.split()))
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
                     if broken and kind == "genuine" and not verdict.passed:
