@@ -179,7 +179,9 @@ def main() -> None:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the first N files (runs in chunks)"
     )
-    parser.add_argument("--sample", type=int, default=None, help="a random sample of files")
+    parser.add_argument(
+        "--sample", type=int, default=None, help="a random sample of the files with a `Qed`"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     parser.add_argument("--tasks-per-file", type=int, default=None)
@@ -252,7 +254,8 @@ def main() -> None:
     else:
         if args.max_bytes:
             files = [p for p in files if p.stat().st_size <= args.max_bytes]
-        if args.sample:
+        if args.sample:  # among the files that can give a task at all
+            files = [p for p in files if "Qed." in p.read_text(errors="replace")]
             files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
         files = files[args.skip :][: args.limit]
     backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=project)
