@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -161,6 +162,22 @@ def first_reason(verdict: Verdict) -> str:
     return "accepted" if verdict.passed else verdict.reasons[0].value
 
 
+def refusal_class(message: str) -> str:
+    """A finding's class, the same for every task it refuses: its names (`…` spans) and
+    quoted terms blanked, cut before its details (the first `;`, `: ` after the reason, or
+    ` (`), so that the refusals of a run can be counted by the rule that made them."""
+    text = " ".join(message.split())
+    text = re.sub(r"`[^`]*`", "`…`", text)
+    text = re.sub(r'"[^"]*"', '"…"', text)
+    head, sep, rest = text.partition(": ")
+    if sep and head.isidentifier():  # `undecided: …`: the reason is the verdict's already
+        text = rest
+    cut = min(
+        (i for i in (text.find(";"), text.find(": "), text.find(" (")) if i > 0), default=len(text)
+    )
+    return text[:cut][:140]
+
+
 def refused_before(runs: list[Path]) -> set[tuple[str, str]]:
     """(file, theorem) of every genuine proof refused in the JSONL files of earlier runs."""
     refused = set()
@@ -272,6 +289,7 @@ def main() -> None:
     compiled_files = 0
     not_alone: list[str] = []  # files that do not compile alone here, with coqc's status
     refused: list[str] = []  # every refused genuine proof with its first finding
+    classes: Counter[str] = Counter()  # the refused genuine proofs by `refusal_class`
     out = args.out.open("w") if args.out else None
     try:
         for path in files:
@@ -314,6 +332,7 @@ def main() -> None:
                     if not finding.startswith(f"{reason}:"):
                         finding = f"{reason}: {finding}"
                     refused.append(f"{task.file} {task.theorem}: " + " ".join(finding.split()))
+                    classes[f"{reason}: {refusal_class(finding)}"] += 1
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
                     if broken and kind == "genuine" and not verdict.passed:
@@ -371,6 +390,9 @@ def main() -> None:
         print(f"refused genuine proofs ({len(refused)}), first finding:")
         for line in refused:
             print(f"  {line}")
+        print("refused genuine proofs by class (first finding, names blanked):")
+        for name, n in classes.most_common():
+            print(f"  {n}  {name}")
     if timed_tasks and cost["alone"] > 0:
         print(
             f"cost over {timed_tasks} tasks (coqc CPU, vs the candidate compiled alone): "

@@ -125,3 +125,18 @@ def test_a_coquelicot_file_compiles_only_under_its_own_load_path(
     assert not bare.compiled  # user-contrib's own binding is `-Q`: Rcomplements is not found
     project = bench.library_project(lib, _user_contrib(), tmp_path)
     assert CoqBackend(timeout=120, project_dir=project).check(text).compiled
+
+
+def test_a_refusal_is_counted_by_its_rule_not_its_names(bench: ModuleType) -> None:
+    open_section = (
+        "undecided: the task's inductives or postulates before `{}` are inside a section or "
+        "module still open there, so both sides have their own copy; renamed side to side, "
+        "the statements still differ: definition `{}` is not the original's"
+    )
+    one = bench.refusal_class(open_section.format("GRing.mulr2n", "ratio_EqMixin"))
+    assert one == bench.refusal_class(open_section.format("sgrMz", "int_eqMixin"))
+    assert one.startswith("the task's inductives or postulates before `…` are inside")
+    assert "renamed" not in one  # the details after `;` are the example's, not the rule's
+    changed = 'horner_polyC` does not prove the original statement (kernel check): "x"'
+    assert bench.refusal_class("`" + changed) == "`…` does not prove the original statement"
+    assert bench.refusal_class("`" + changed) != one
