@@ -1,7 +1,9 @@
 """The Coq strict verifier on real library code: genuine proofs must pass, task texts must not.
 
 For a folder of Coq sources (default: the standard library that comes with coqc, `coqc
--where`/theories), each file is copied to a scratch folder (never compiled in place) and
+-where`/theories; `--library NAME`: one of the libraries Debian installs under `coqc
+-where`/user-contrib, sources included, checked with the load path of its own build, see
+`LIBRARIES`), each file is copied to a scratch folder (never compiled in place) and
 compiled alone; for every file that compiles, each named theorem proved with `Qed` becomes a
 task: the file with that one proof replaced by `Admitted.` (the original). Two candidates
 per task:
@@ -18,9 +20,14 @@ the cost of a check against `coqc` of the candidate alone: `pair` (the first che
 and `eval` (a later check of the same task: the original's `.vo` comes from the cache).
 Times are coqc CPU (the children's, steadier on a shared machine, plus the CPU of the warm
 coqtop sessions that answer kernel dumps, `backends/coq_session.py`) and wall;
-FORMALBENCH_COQ_SESSION=0 measures the one-shot dump instead.
+FORMALBENCH_COQ_SESSION=0 measures the one-shot dump instead. Each task's own
+seconds (the pair's CPU and wall, the file compiled alone) are on its line and in `--out`,
+so a slow pair shows; `--file F --lemma L` judges exactly one task again. Every refused
+genuine proof is listed at the end with its first finding.
 
     python bench/bench_real_proofs.py --sample 12 --tasks-per-file 3 --max-bytes 20000
+    python bench/bench_real_proofs.py --library stdpp --sample 4 --tasks-per-file 2 --spread
+    python bench/bench_real_proofs.py --library mathcomp-algebra --file F.v --lemma L
     python bench/bench_real_proofs.py DIR --limit 5 --out results.jsonl
     python bench/bench_real_proofs.py DIR --retry results.jsonl  # the refused ones again
     python bench/bench_real_proofs.py PROJECT/theories --coq-project PROJECT --skip 40 --limit 40
@@ -31,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import resource
 import shutil
 import subprocess
@@ -53,6 +61,50 @@ from formalbench.core.records import Language, Reason, Verdict
 T = TypeVar("T")
 
 
+@dataclass(frozen=True)
+class Library:
+    """A library installed with its sources under `coqc -where`/user-contrib (a Debian
+    `libcoq-*` package): `sources`, the folder whose `.v` files are sampled, and the
+    `-R`/`-Q` binding its own build passes (`flag root logical`, root a folder under
+    user-contrib). Coq binds user-contrib with `-Q` semantics only, so a library whose files
+    require their siblings by short name (`Require Import Rcomplements.`) needs its `-R`."""
+
+    package: str
+    sources: str
+    flag: str
+    root: str
+    logical: str
+
+
+# The load path is each library's own `_CoqProject`/`Make` (upstream; warning flags left out).
+LIBRARIES: dict[str, Library] = {
+    "stdpp": Library("libcoq-stdpp", "stdpp", "-Q", "stdpp", "stdpp"),
+    "mathclasses": Library(
+        "libcoq-math-classes", "MathClasses", "-R", "MathClasses", "MathClasses"
+    ),
+    "flocq": Library("libcoq-flocq", "Flocq", "-R", "Flocq", "Flocq"),
+    "coquelicot": Library("libcoq-coquelicot", "Coquelicot", "-R", "Coquelicot", "Coquelicot"),
+    "bignums": Library("libcoq-bignums", "Bignums", "-R", "Bignums", "Bignums"),
+    "mathcomp-ssreflect": Library(
+        "libcoq-mathcomp-ssreflect", "mathcomp/ssreflect", "-R", "mathcomp", "mathcomp"
+    ),
+    "mathcomp-fingroup": Library(
+        "libcoq-mathcomp-fingroup", "mathcomp/fingroup", "-R", "mathcomp", "mathcomp"
+    ),
+    "mathcomp-algebra": Library(
+        "libcoq-mathcomp-algebra", "mathcomp/algebra", "-R", "mathcomp", "mathcomp"
+    ),
+}
+
+
+def library_project(library: Library, user_contrib: Path, folder: Path) -> Path:
+    """Write into `folder` the `_CoqProject` that gives `library` its own load path (what
+    `--coq-project` takes: the bench goes through the product's project route)."""
+    root = user_contrib / library.root
+    (folder / "_CoqProject").write_text(f"{library.flag} {root} {library.logical}\n")
+    return folder
+
+
 @dataclass
 class Task:
     file: str
@@ -61,9 +113,20 @@ class Task:
     real: str  # the file itself
 
 
-def stdlib_theories() -> Path:
+def coqlib() -> Path:
     where = subprocess.run(["coqc", "-where"], capture_output=True, text=True, check=True)
-    return Path(where.stdout.strip()) / "theories"
+    return Path(where.stdout.strip())
+
+
+def pick(tasks: list[Task], n: int | None, spread: bool, seed: int) -> list[Task]:
+    """At most `n` of a file's tasks: its first ones, or (`spread`) a sample by `seed` over
+    the whole file, kept in file order (later lemmas sit in sections, after records ...)."""
+    if n is None or len(tasks) <= n:
+        return tasks
+    if not spread:
+        return tasks[:n]
+    keep = set(random.Random(f"{seed}:{tasks[0].file}").sample(range(len(tasks)), n))
+    return [t for i, t in enumerate(tasks) if i in keep]
 
 
 def tasks_of(name: str, text: str) -> list[Task]:
@@ -99,6 +162,22 @@ def first_reason(verdict: Verdict) -> str:
     return "accepted" if verdict.passed else verdict.reasons[0].value
 
 
+def refusal_class(message: str) -> str:
+    """A finding's class, the same for every task it refuses: its names (`…` spans) and
+    quoted terms blanked, cut before its details (the first `;`, `: ` after the reason, or
+    ` (`), so that the refusals of a run can be counted by the rule that made them."""
+    text = " ".join(message.split())
+    text = re.sub(r"`[^`]*`", "`…`", text)
+    text = re.sub(r'"[^"]*"', '"…"', text)
+    head, sep, rest = text.partition(": ")
+    if sep and head.isidentifier():  # `undecided: …`: the reason is the verdict's already
+        text = rest
+    cut = min(
+        (i for i in (text.find(";"), text.find(": "), text.find(" (")) if i > 0), default=len(text)
+    )
+    return text[:cut][:140]
+
+
 def refused_before(runs: list[Path]) -> set[tuple[str, str]]:
     """(file, theorem) of every genuine proof refused in the JSONL files of earlier runs."""
     refused = set()
@@ -117,7 +196,9 @@ def main() -> None:
     parser.add_argument(
         "--skip", type=int, default=0, help="leave out the first N files (runs in chunks)"
     )
-    parser.add_argument("--sample", type=int, default=None, help="a random sample of files")
+    parser.add_argument(
+        "--sample", type=int, default=None, help="a random sample of the files with a `Qed`"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
     parser.add_argument("--tasks-per-file", type=int, default=None)
@@ -144,20 +225,57 @@ def main() -> None:
         help="judge the task text with no forbidden words, so that the kernel route, not "
         "the text pre-filter, must refuse it (one more candidate compile per task)",
     )
+    parser.add_argument(
+        "--library",
+        choices=sorted(LIBRARIES),
+        default=None,
+        help="an installed library's sources (under `coqc -where`/user-contrib) instead of "
+        "FOLDER, with the load path of its own build",
+    )
+    parser.add_argument(
+        "--spread",
+        action="store_true",
+        help="with --tasks-per-file N: N tasks sampled by --seed over the whole file, not its "
+        "first N",
+    )
+    parser.add_argument(
+        "--file", default=None, help="only this file (its path under the folder): no sampling"
+    )
+    parser.add_argument(
+        "--lemma", action="append", default=[], help="only this theorem's task (repeatable)"
+    )
     args = parser.parse_args()
-    folder = args.folder or stdlib_theories()
+    scratch = Path(tempfile.mkdtemp(prefix="fb-real-proofs-"))
+    project = args.coq_project
+    if args.library:
+        if args.folder or project:
+            sys.exit("error: --library names its folder and load path: no FOLDER/--coq-project")
+        library = LIBRARIES[args.library]
+        folder = coqlib() / "user-contrib" / library.sources
+        if not folder.is_dir():
+            sys.exit(f"error: {folder} is missing: apt-get install {library.package}")
+        (scratch / "project").mkdir()
+        project = library_project(library, coqlib() / "user-contrib", scratch / "project")
+    else:
+        folder = args.folder or coqlib() / "theories"
     if not folder.is_dir():
         sys.exit(f"error: {folder} is not a folder")
     files = sorted(p for p in folder.rglob("*.v") if "Init" not in p.parts)
     retry = refused_before(args.retry) if args.retry else None
     if retry is not None:
         files = [p for p in files if str(p.relative_to(folder)) in {f for f, _ in retry}]
-    if args.max_bytes:
-        files = [p for p in files if p.stat().st_size <= args.max_bytes]
-    if args.sample:
-        files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
-    files = files[args.skip :][: args.limit]
-    backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=args.coq_project)
+    if args.file:
+        files = [p for p in files if str(p.relative_to(folder)) == args.file]
+        if not files:
+            sys.exit(f"error: no file {args.file} under {folder}")
+    else:
+        if args.max_bytes:
+            files = [p for p in files if p.stat().st_size <= args.max_bytes]
+        if args.sample:  # among the files that can give a task at all
+            files = [p for p in files if "Qed." in p.read_text(errors="replace")]
+            files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
+        files = files[args.skip :][: args.limit]
+    backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=project)
     verifier = StrictVerifier(backend)
     # the same checks without the forbidden-word pre-filter (`--task-by-assistant`)
     lenient = StrictVerifier(backend, VerifierPolicy(forbidden=[]))
@@ -169,22 +287,29 @@ def main() -> None:
     timed_tasks = 0
     broken_tasks = 0
     compiled_files = 0
+    not_alone: list[str] = []  # files that do not compile alone here, with coqc's status
+    refused: list[str] = []  # every refused genuine proof with its first finding
+    classes: Counter[str] = Counter()  # the refused genuine proofs by `refusal_class`
     out = args.out.open("w") if args.out else None
-    scratch = Path(tempfile.mkdtemp(prefix="fb-real-proofs-"))
     try:
         for path in files:
             copy = scratch / path.name
             shutil.copy(path, copy)  # a copy: the library's sources are never compiled
             text = copy.read_text(encoding="utf-8", errors="replace")
             alone, alone_cpu, alone_wall = timed(backend.check, text)
+            name = str(path.relative_to(folder))
             if not alone.compiled:
+                not_alone.append(f"{name} ({alone.status.value})")
                 continue
             compiled_files += 1
-            tasks = tasks_of(str(path.relative_to(folder)), text)[: args.tasks_per_file]
+            tasks = tasks_of(name, text)
+            if args.lemma:
+                tasks = [t for t in tasks if t.theorem in args.lemma]
+            tasks = pick(tasks, args.tasks_per_file, args.spread, args.seed)
             if retry is not None:
                 tasks = [t for t in tasks if (t.file, t.theorem) in retry]
             for i, task in enumerate(tasks):
-                genuine, pair_cpu, _ = timed(verifier.verify, task.original, task.real)
+                genuine, pair_cpu, pair_wall = timed(verifier.verify, task.original, task.real)
                 if i == 0:  # one task per file is timed again, warm: what `eval` pays
                     warm = coq_session.sessions_cpu()
                     _, eval_cpu, eval_wall = timed(verifier.verify, task.original, task.real)
@@ -201,6 +326,13 @@ def main() -> None:
                 # section variable, and a later proof applies it to fewer): no task at all
                 broken = any(f.reason == Reason.compile_error for f in own.findings)
                 broken_tasks += broken
+                if not genuine.passed:
+                    finding = genuine.findings[0].message if genuine.findings else "no finding"
+                    reason = first_reason(genuine)
+                    if not finding.startswith(f"{reason}:"):
+                        finding = f"{reason}: {finding}"
+                    refused.append(f"{task.file} {task.theorem}: " + " ".join(finding.split()))
+                    classes[f"{reason}: {refusal_class(finding)}"] += 1
                 for kind, verdict in (("genuine", genuine), ("task", own)):
                     reason = first_reason(verdict)
                     if broken and kind == "genuine" and not verdict.passed:
@@ -221,6 +353,10 @@ def main() -> None:
                                     "verdict": reason,
                                     "task_compiles": not broken,
                                     "findings": [f.message for f in verdict.findings],
+                                    "pair_cpu": round(pair_cpu, 2),
+                                    "pair_wall": round(pair_wall, 2),
+                                    "alone_cpu": round(alone_cpu, 2),
+                                    "alone_wall": round(alone_wall, 2),
                                 }
                             )
                             + "\n"
@@ -228,7 +364,8 @@ def main() -> None:
                         out.flush()  # a run stopped early still leaves every verdict
                 print(
                     f"{task.file} {task.theorem}: genuine {first_reason(genuine)}, "
-                    f"task {first_reason(own)}",
+                    f"task {first_reason(own)} (pair {pair_cpu:.1f} s CPU, {pair_wall:.1f} s "
+                    f"wall; file alone {alone_cpu:.1f} s CPU)",
                     flush=True,
                 )
     except KeyboardInterrupt:  # Ctrl-C: the figures so far are still printed
@@ -238,6 +375,8 @@ def main() -> None:
         if out:
             out.close()
     print(f"\nfiles: {len(files)} tried, {compiled_files} compile alone")
+    if not_alone:
+        print(f"  not compiled alone (no tasks): {', '.join(not_alone)}")
     print(f"tasks whose text does not compile (refused as it must be): {broken_tasks}")
     for kind in ("genuine", "task"):
         total = sum(counts[kind].values())
@@ -247,6 +386,13 @@ def main() -> None:
                 f"  {reason}: {n}"
                 + (f"  e.g. {examples[(kind, reason)]}" if (kind, reason) in examples else "")
             )
+    if refused:
+        print(f"refused genuine proofs ({len(refused)}), first finding:")
+        for line in refused:
+            print(f"  {line}")
+        print("refused genuine proofs by class (first finding, names blanked):")
+        for name, n in classes.most_common():
+            print(f"  {n}  {name}")
     if timed_tasks and cost["alone"] > 0:
         print(
             f"cost over {timed_tasks} tasks (coqc CPU, vs the candidate compiled alone): "
