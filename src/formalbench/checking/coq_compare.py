@@ -397,6 +397,14 @@ def strengthened_match(
 
 
 # --- the comparison -------------------------------------------------------------------------
+_BYPASSED = {
+    "guarded": "guard check",
+    "positive": "positivity check",
+    "type_in_type": "universe check (type in type)",
+    "uip": "definitional UIP",
+}
+
+
 def minimal_axioms(
     target: str,
     assumptions: Sequence[Mapping[str, Any]],
@@ -422,7 +430,8 @@ def minimal_axioms(
         elif kind == "variable":
             message = f"`{target}` depends on the section variable `{name}` left open"
         else:
-            message = f"`{target}` rests on `{name}`, whose {kind} check was bypassed"
+            check = _BYPASSED.get(str(kind), str(kind))
+            message = f"`{target}` rests on `{name}`, declared with the kernel's {check} off"
         findings.append(Finding(reason=Reason.disallowed_axiom, subject=name, message=message))
     return findings
 
