@@ -23,7 +23,8 @@ FLAGS = {
     "sprop_allowed": True,
     "cumulative_sprop": False,
 }
-MONO = {"polymorphic": False}
+MONO = {"polymorphic": False, "size": None, "constraints": None}
+EXTERNAL = {"levels": [], "le": [], "lt": []}
 
 
 def eq(a: Any, b: Any, ty: Any = NAT) -> list[Any]:
@@ -48,6 +49,8 @@ def target(ty: Any, kind: str = "undef", assumptions: list[Any] | None = None) -
 
 
 def dump(targets: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """A dump in the plugin's format (validated by its reader's strict model in
+    `test_hand_written_dumps_follow_the_plugins_format`)."""
     d: dict[str, Any] = {
         "format": 1,
         "dump": "targets",
@@ -58,7 +61,7 @@ def dump(targets: dict[str, Any], **more: Any) -> dict[str, Any]:
         "closure": {"constants": {}, "inductives": {}},
         "postulates": {},
         "unsafe": [],
-        "universes": {"levels": [], "le": [], "lt": []},
+        "universes": {"levels": [], "le": [], "lt": [], "external": EXTERNAL},
         "undumpable": [],
     }
     d.update(more)
@@ -393,3 +396,25 @@ def test_deep_terms_are_compared_without_recursion() -> None:
     assert reasons(task, cand, ["t"]) == []
     other = dump({"t": target(eq(deep, ["Rel", 1]), kind="opaque")})
     assert reasons(task, other, ["t"]) == [Reason.statement_changed.value]
+
+
+def test_hand_written_dumps_follow_the_plugins_format() -> None:
+    """The dumps these tests are written in are the plugin's format, as its reader checks
+    it (`coq_kernel_dump_format.KernelDump`): a test here cannot pass on a shape the plugin
+    never produces."""
+    from formalbench.backends.coq_kernel_dump_format import KernelDump
+
+    answer = {"kind": "undef", "type": NAT, "body": None, "univs": MONO, "flags": FLAGS}
+    color = ["Ind", "Candidate.color", 0, []]
+    samples = [
+        dump({"t": target(TWO)}),
+        dump({"t": target(SECTION)}),
+        dump({"answer": target(NAT), "ok": target(eq(const("answer"), const("answer")))},
+             closure={"constants": {"Candidate.answer": answer}, "inductives": {}}),
+        dump({"t": target(["Prod", "R", color, eq(["Rel", 1], ["Rel", 1], color)])},
+             closure={"constants": {}, "inductives": {
+                 "Candidate.color": _inductive(["red", "green"], [color, color])}}),
+        _with_definition(["Construct", "Coq.Init.Datatypes.nat", 0, 1, []]),
+    ]  # fmt: skip
+    for sample in samples:
+        KernelDump.model_validate(sample)

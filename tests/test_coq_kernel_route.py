@@ -195,6 +195,21 @@ ATTACKS = {
         Reason.disallowed_axiom,
     ),
     "the task text itself": (BETWEEN, BETWEEN, Reason.forbidden_construct),
+    # the attribute forms of bypassed checks, which no gate word names: the dump's `unsafe`
+    # list and the assumptions' `guarded`/`positive` entries refuse them
+    "a fixpoint with its guard check bypassed": (
+        "Theorem t : 1 = 2.\nProof.\nAdmitted.\n",
+        "#[bypass_check(guard)] Fixpoint f (n : nat) : 1 = 2 := f n.\n"
+        "Theorem t : 1 = 2.\nProof. exact (f 0). Qed.\n",
+        Reason.forbidden_construct,
+    ),
+    "an inductive with its positivity check bypassed": (
+        "Theorem t : 1 = 2.\nProof.\nAdmitted.\n",
+        "#[bypass_check(positivity)] Inductive bad := C : (bad -> False) -> bad.\n"
+        "Theorem t : 1 = 2.\nProof. assert (n : bad -> False) by (intros [h]; exact (h (C h))).\n"
+        "exfalso; exact (n (C n)). Qed.\n",
+        Reason.disallowed_axiom,
+    ),
 }
 
 
