@@ -203,7 +203,7 @@ class Task(Record):
         data: dict[str, Any] = handler(self)
         if data.get("coq_project", "") is None:
             del data["coq_project"]
-        if data.get("postulates", None) == []:
+        if data.get("postulates") == []:
             del data["postulates"]
         return data
 
