@@ -197,7 +197,7 @@ def main() -> None:
         "--skip", type=int, default=0, help="leave out the first N files (runs in chunks)"
     )
     parser.add_argument(
-        "--sample", type=int, default=None, help="a random sample of the files with a `Qed`"
+        "--sample", type=int, default=None, help="a random sample of the files that give a task"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--max-bytes", type=int, default=None, help="skip larger files")
@@ -272,7 +272,7 @@ def main() -> None:
         if args.max_bytes:
             files = [p for p in files if p.stat().st_size <= args.max_bytes]
         if args.sample:  # among the files that can give a task at all
-            files = [p for p in files if "Qed." in p.read_text(errors="replace")]
+            files = [p for p in files if tasks_of(p.name, p.read_text(errors="replace"))]
             files = sorted(random.Random(args.seed).sample(files, min(args.sample, len(files))))
         files = files[args.skip :][: args.limit]
     backend = CoqBackend(timeout=args.timeout, workers=1, project_dir=project)
