@@ -418,3 +418,18 @@ def test_hand_written_dumps_follow_the_plugins_format() -> None:
     ]  # fmt: skip
     for sample in samples:
         KernelDump.model_validate(sample)
+
+
+def test_a_target_under_its_canonical_name_is_no_postulate() -> None:
+    """A target reached through a module alias is named canonically inside assumptions
+    (`Candidate.N.u` for the task's `M.u`): it is a hole of the task there too, never an
+    allowed postulate, even where the task's postulates list it by that name."""
+    u = target(TWO)
+    u["canonical"] = "Candidate.N.u"
+    task = dump({"t": target(TWO), "M.u": u})
+    task["postulates"]["Candidate.N.u"] = {"type": TWO, "univs": MONO}
+    cand = proved(task)
+    cand["targets"]["Candidate.t"]["assumptions"] = [{"kind": "axiom", "name": "Candidate.N.u"}]
+    found = compare(task, cand, ["t", "M.u"], VerifierPolicy()).findings
+    assert [(f.reason, f.subject) for f in found] == [(Reason.disallowed_axiom, "Candidate.N.u")]
+    assert "left unproved" in found[0].message

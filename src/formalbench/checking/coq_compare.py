@@ -463,7 +463,14 @@ def _compare(
         ))  # fmt: skip
     names = sorted(full(t) for t in targets)
     asked = set(names)
-    postulates = {n: p for n, p in task["postulates"].items() if n not in asked}
+    # the targets by the names the kernel uses inside terms and assumptions too (a target
+    # reached through a module alias has another canonical name): none is a postulate
+    holes = asked | {
+        str(t["canonical"])
+        for n in names
+        if (t := task["targets"].get(n)) and t.get("found") and t.get("canonical")
+    }
+    postulates = {n: p for n, p in task["postulates"].items() if n not in holes}
     cmp = Comparer()
     strengthened: set[str] = set()
     for name in names:
@@ -556,7 +563,7 @@ def _compare(
             found = {short: from_dump(assumptions)}
         except BadAssumption as why:
             raise Malformed(str(why)) from why
-        out.findings += axiom_findings(found, set(usable), allowed, asked)
+        out.findings += axiom_findings(found, set(usable), allowed, holes)
     return out
 
 
