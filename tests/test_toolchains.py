@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -131,6 +132,8 @@ def test_an_unknown_toolchain_is_one_line_naming_the_known_ones() -> None:
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FORMALBENCH_CACHE", str(tmp_path / "cache"))
+    # `--toolchain` sets the process's toolchain: restored after the test, whatever it did
+    monkeypatch.setenv("FORMALBENCH_TOOLCHAIN", os.environ.get("FORMALBENCH_TOOLCHAIN", "host"))
     return tmp_path / "cache"
 
 

@@ -207,7 +207,9 @@ def resolve(name: str | None = None, *, coqc: str = "coqc") -> Toolchain:
     ToolchainMissingError in one line when it is not installed. `coqc` (host only): the
     host compiler to use, a name on PATH or a path."""
     chosen = (name or "").strip() or (HOST if coqc != "coqc" else default_name())
-    key = (chosen, shutil.which(coqc) or coqc if chosen == HOST else "")
+    # a provisioned toolchain by its root: a changed cache folder (FORMALBENCH_CACHE) is
+    # another installation, looked up again rather than answered from this memo
+    key = (chosen, shutil.which(coqc) or coqc if chosen == HOST else str(provision.root_of(chosen)))
     with _cache_lock:
         if key in _cache:
             return _cache[key]
