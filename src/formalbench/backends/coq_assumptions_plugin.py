@@ -5,8 +5,10 @@ Why a plugin: Coq's kernel objects are only readable as data from OCaml. The plu
 per kernel API, `coq816/fb_kernel.ml` and `coq816/fb_memo.ml` hold the code) adds
 
 * `Fb_Print_Assumptions t`: `Print Assumptions t`'s answer, but remembering the walk of the
-  libraries frozen by `Fb_Freeze_Assumptions` (the warm session's preloads), so that a
-  proof over the Reals does not pay the stdlib walk at every check;
+  libraries frozen by `Fb_Freeze_Assumptions` (the warm session's preloads, named), so that
+  a proof over the Reals does not pay the stdlib walk at every check; a frozen library is
+  trusted only while the very module body frozen is loaded (`Candidate` is loaded again,
+  with other content, at every check; fb_memo.ml);
 * `Fb_Kernel_Dump` / `Fb_Kernel_Dump_Library`: the kernel dump read by `coq_kernel_dump`.
 
 It is OCaml against Coq's own API, so it is built for the toolchain at hand
@@ -59,16 +61,19 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
 import tempfile
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from formalbench.backends import sandbox
 from formalbench.backends.coq_library import coq_version
+from formalbench.backends.coq_queries import QUALID
 from formalbench.core.config import cache_path
 from formalbench.core.errors import BackendError, ToolchainMissingError
 from formalbench.toolchains.toolchain import HOST, Toolchain, resolve
@@ -119,7 +124,8 @@ FINDLIB_PACKAGE = "formalbench"  # the top package of FINDLIB_NAME: its folder h
 META = f'package "fb_assumptions" (\n  plugin(native) = "{PLUGIN_FILE}"\n)\n'
 LOADER = "load.v"  # the one sentence that loads it, given to coqtop with `-l`
 QUERY_VERB = "Fb_Print_Assumptions"
-FREEZE = "Fb_Freeze_Assumptions."
+FREEZE = "Fb_Freeze_Assumptions."  # every library loaded now (one-shot files, the smoke test)
+MEMO_STATUS = "Fb_Memo_Status."  # the frozen libraries and the number of objects remembered
 DUMP_VERB = "Fb_Kernel_Dump"
 DUMP_EXACT_VERB = "Fb_Kernel_Dump_Exact"
 DUMP_LIBRARY_VERB = "Fb_Kernel_Dump_Library"
@@ -128,6 +134,15 @@ _DONE = ".complete"
 _lock = threading.Lock()
 _known: dict[str, Path | None] = {}  # coqtop or root -> private plugin folder (None: unavailable)
 _hashes: dict[Path, tuple[str, str]] = {}  # private folder -> (sha256 of its plugin, loading)
+
+
+def freeze_sentence(libraries: Iterable[str]) -> str:
+    """`Fb_Freeze_Assumptions` of exactly these loaded libraries (Coq qualids, as `Print
+    Libraries` lists them): a session names the libraries it preloaded itself."""
+    names = sorted(set(libraries))
+    if not all(re.fullmatch(QUALID, n) for n in names):
+        raise ValueError("a library to freeze is not a Coq name")
+    return " ".join(["Fb_Freeze_Assumptions", *(f'"{n}"' for n in names)]) + "."
 
 
 class PluginTampered(BackendError):

@@ -27,7 +27,10 @@ nothing a candidate could not get. Every verdict is still the kernel's check of
 `fb_identity_i` and its `Print Assumptions`, read by the same strict grammar; where the
 assumptions plugin builds (`coq_assumptions_plugin`), the session asks its
 `Fb_Print_Assumptions` instead, which gives the same answer but remembers the walk of the
-preloaded libraries (frozen right after they load, below the mark) from one check to the next.
+preloaded libraries from one check to the next: they are frozen by name right after they
+load, below the mark, never a library a check copied in (`Candidate` is another file at
+every check), and the plugin trusts a frozen library only while the very body it froze is
+loaded (fb_memo.ml).
 
 Framing: each part of the text is preceded by `Locate fb_<nonce>_o<k>.` (stdout: `No object of
 basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`, or
@@ -182,6 +185,7 @@ class CoqSession:
     preloaded: list[str] = field(default_factory=list, init=False)
     refused: set[str] = field(default_factory=set, init=False)  # preloads coqtop refused
     libraries: frozenset[str] | None = field(default=None, init=False)  # loaded at the mark
+    brought: set[str] = field(default_factory=set, init=False)  # libraries checks copied in
     checks: int = field(default=0, init=False)
     last_used: float = field(default_factory=time.monotonic, init=False)
     plugin: Path | None = field(default=None, init=False)  # the assumptions plugin loaded
@@ -340,17 +344,14 @@ class CoqSession:
 
     def prepare(self, wanted: Sequence[str], deadline: float) -> None:
         """Before a check: load the wanted preloads not yet loaded (each on its own, so one
-        that coqtop refuses is only dropped), and record the libraries loaded at the mark."""
+        that coqtop refuses is only dropped), record the libraries loaded at the mark, and
+        have the plugin freeze exactly those (its walk of them is remembered across checks)."""
         new = [s for s in wanted if s not in self.preloaded and s not in self.refused]
         if self.libraries is not None and not new:
             return
-        # the plugin remembers the walk of the libraries loaded now, below the mark
-        freeze = [assumptions_plugin.FREEZE] if self.plugin is not None else []
-        parts = ["Set Printing Width 1000.", *new, *freeze, "Print Libraries."]
+        parts = ["Set Printing Width 1000.", *new, "Print Libraries."]
         segments = self.exchange(parts, deadline)
         try:
-            if freeze and (segments[-2].errors or segments[-2].stdout.strip()):
-                raise SessionBroken(f"`{freeze[0]}` failed: {segments[-2].errors[:1]}")
             for sentence, segment in zip(new, segments[1 : len(new) + 1], strict=True):
                 if segment.stdout.strip() and not _only_info(segment.stdout):
                     raise SessionBroken(f"`{sentence}` printed {segment.stdout[:120]!r}")
@@ -361,9 +362,25 @@ class CoqSession:
             if segments[0].errors or segments[-1].errors:
                 raise SessionBroken("the session could not be set up")
             self.libraries = _libraries(segments[-1].stdout)
+            if self.plugin is not None:
+                self._freeze(self.libraries, deadline)
         except SessionBroken:
             self.close()
             raise
+
+    def _freeze(self, libraries: frozenset[str], deadline: float) -> None:
+        """Freeze `libraries` (those loaded at the mark) in the plugin, by name. None may be
+        a library a check brought (a file copied into the folder, `Candidate` above all):
+        that one is replaced at the next check, and the plugin must never remember it."""
+        brought = sorted(libraries & self.brought)
+        if brought:
+            raise SessionBroken(f"a check's library is loaded at the mark: {brought[0]}")
+        if not libraries:
+            return
+        sentence = assumptions_plugin.freeze_sentence(libraries)
+        segment = self.exchange([sentence], deadline)[0]
+        if segment.errors or segment.stdout.strip():
+            raise SessionBroken(f"`Fb_Freeze_Assumptions` failed: {segment.errors[:1]}")
 
     def run_check(
         self, files: Sequence[Path], parts: Sequence[str], deadline: float
@@ -371,6 +388,8 @@ class CoqSession:
         """Copy `files` (the check's `.vo`) into the session's folder, play `parts` between
         the mark and the `Reset`, remove the files, and check that the state is the mark's."""
         for path in files:
+            if path.suffix == ".vo":  # a library of this check: never frozen (`_freeze`)
+                self.brought.add(path.stem)
             shutil.copyfile(path, self.folder / path.name)
         try:
             segments = self.exchange(

@@ -254,9 +254,7 @@ let universes st =
             ("le", J.List (across K.entails_le));
             ("lt", J.List (across K.entails_lt)) ] ) ]
 
-let library_of_name name =
-  match DirPath.make (List.rev_map Id.of_string (String.split_on_char '.' name)) with
-  | dp -> dp
+let library_of_name = Fb_memo.library_named
 
 let dump_targets ?(mode = `Shared) nonce library names =
   let lib = library_of_name library in

@@ -223,10 +223,34 @@ let scan_inductive mind =
   let events = List.filter (function Ref r -> not (GlobRef.CanOrd.equal r first) | _ -> true) acc in
   { events = in_order events; has_body = true }
 
+module Libs = DPmap
+
 (* ---- the objects of frozen libraries, remembered across calls -------------------------- *)
 
-let frozen = ref DPset.empty
+(* What is remembered must be the object asked about now. A library is known by its name,
+   and a name can be loaded with other content: after `Reset`, a check `Require`s its own
+   `Candidate`, and every candidate has that name. So a library is frozen with the module
+   body it had then, and trusted only while that very body (physically: a library loaded
+   again is read anew from its file) is the one loaded; a library unloaded or loaded again
+   leaves the frozen set and the remembered walks are dropped (a walk of one library names
+   objects of the libraries below it). Objects of libraries not frozen are never taken from
+   [remembered]. *)
+let frozen : module_body Libs.t ref = ref Libs.empty
 let remembered : uses GlobRef.Map_env.t ref = ref GlobRef.Map_env.empty
+
+let loaded_body dp =
+  if Library.library_is_loaded dp then
+    try Some (Global.lookup_module (MPfile dp)) with Not_found -> None
+  else None
+
+let still_loaded dp body = match loaded_body dp with Some b -> b == body | None -> false
+
+(* the frozen set as it holds in the environment now *)
+let validate () =
+  if not (Libs.for_all still_loaded !frozen) then begin
+    frozen := Libs.filter still_loaded !frozen;
+    remembered := GlobRef.Map_env.empty
+  end
 
 let rec library_of = function
   | MPfile dp -> Some dp
@@ -241,10 +265,41 @@ let is_frozen obj =
       library_of (MutInd.modpath mind)
     | GlobRef.VarRef _ -> None
   in
-  match library with Some dp -> DPset.mem dp !frozen | None -> false
+  match library with Some dp -> Libs.mem dp !frozen | None -> false
 
-let freeze () =
-  frozen := List.fold_left (fun s dp -> DPset.add dp s) !frozen (Library.loaded_libraries ())
+let library_named name =
+  DirPath.make (List.rev_map Id.of_string (String.split_on_char '.' name))
+
+(* Freeze the libraries named in [only] (each must be loaded), or every library loaded now
+   when [only] is empty. The session names the libraries it preloaded itself: never one of a
+   check's, which are loaded above its mark and replaced at the next check. *)
+let freeze only =
+  validate ();
+  let chosen =
+    match only with
+    | [] -> Library.loaded_libraries ()
+    | names ->
+      List.map
+        (fun name ->
+          let dp = library_named name in
+          if not (Library.library_is_loaded dp) then
+            CErrors.user_err Pp.(str "Fb_Freeze_Assumptions: no loaded library " ++ str name);
+          dp)
+        names
+  in
+  List.iter
+    (fun dp ->
+      match loaded_body dp with
+      | Some body -> frozen := Libs.add dp body !frozen
+      | None -> ())
+    chosen
+
+(* what the plugin remembers, for tests: the frozen libraries and the remembered objects *)
+let status () =
+  validate ();
+  Pp.(
+    str "Fb_memo: " ++ int (GlobRef.Map_env.cardinal !remembered) ++ str " remembered;"
+    ++ prlist (fun (dp, _) -> str " " ++ DirPath.print dp) (Libs.bindings !frozen))
 
 let compute_uses obj =
   match obj with
@@ -260,16 +315,13 @@ let uses_of local obj =
       GlobRef.IndRef (mind, 0)
     | _ -> obj
   in
-  match GlobRef.Map_env.find_opt key !remembered with
+  let table = if is_frozen key then remembered else local in
+  match GlobRef.Map_env.find_opt key !table with
   | Some u -> u
-  | None -> (
-    match GlobRef.Map_env.find_opt key !local with
-    | Some u -> u
-    | None ->
-      let u = compute_uses obj in
-      if is_frozen key then remembered := GlobRef.Map_env.add key u !remembered
-      else local := GlobRef.Map_env.add key u !local;
-      u)
+  | None ->
+    let u = compute_uses obj in
+    table := GlobRef.Map_env.add key u !table;
+    u
 
 (* ---- the assumptions: every object reached, judged as Print Assumptions judges it ------ *)
 
@@ -297,7 +349,9 @@ let block_of = function
 let new_local () : uses GlobRef.Map_env.t ref = ref GlobRef.Map_env.empty
 
 let assumptions ?(local = new_local ()) root =
+  (* the implementations read by an earlier command may be of another library now *)
   let () = impl_fields := MPmap.empty in
+  validate ();
   let seen = ref GlobRef.Map_env.empty in
   let ax2ty = ref GlobRef.Map_env.empty in
   (* Print Assumptions' walk, depth first; a whole inductive block is reached at once *)
@@ -356,7 +410,7 @@ let assumptions ?(local = new_local ()) root =
   GlobRef.Map_env.fold judge !seen ContextObjectMap.empty
 
 
-let frozen_any () = not (DPset.is_empty !frozen)
+let frozen_any () = not (Libs.is_empty !frozen)
 
 (* an opaque body where it can be read (the library dump lists what it mentions) *)
 let opaque_body (cb : constant_body) =
@@ -386,6 +440,7 @@ let rec strip visit_param = function
    implementation (as Print Assumptions sees them), functors through their bodies and
    parameters, module types through their signatures. *)
 let walk_library lib (f : item -> unit) =
+  impl_fields := MPmap.empty;  (* read afresh: an earlier command's may be of another library *)
   let rec fields where mp structure =
     List.iter
       (fun (lab, field) ->
