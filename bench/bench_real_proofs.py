@@ -169,8 +169,10 @@ def refusal_class(message: str) -> str:
     text = " ".join(message.split())
     text = re.sub(r"`[^`]*`", "`…`", text)
     text = re.sub(r'"[^"]*"', '"…"', text)
-    head, sep, rest = text.partition(": ")
-    if sep and head.isidentifier():  # `undecided: …`: the reason is the verdict's already
+    while True:  # `undecided: environment: …`: one-word heads are the verdict's kinds
+        head, sep, rest = text.partition(": ")
+        if not (sep and head.isidentifier()):
+            break
         text = rest
     cut = min(
         (i for i in (text.find(";"), text.find(": "), text.find(" (")) if i > 0), default=len(text)

@@ -140,3 +140,5 @@ def test_a_refusal_is_counted_by_its_rule_not_its_names(bench: ModuleType) -> No
     changed = 'horner_polyC` does not prove the original statement (kernel check): "x"'
     assert bench.refusal_class("`" + changed) == "`…` does not prove the original statement"
     assert bench.refusal_class("`" + changed) != one
+    env = "undecided: environment: the original does not compile here: FbContext.v: The module"
+    assert bench.refusal_class(env) == "the original does not compile here"

@@ -113,3 +113,39 @@ def test_a_genuine_proof_over_a_task_variable_passes(tmp_path: Path) -> None:
     with CoqBackend(workers=1, timeout=300) as backend:
         verdict = StrictVerifier(backend).verify(original, candidate, timeout=300)
     assert verdict.passed, [f.message for f in verdict.findings]
+
+
+def test_a_preparation_that_breaks_a_compiling_task_is_dropped(
+    shared: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eval keeps a preparation only where the toolchain needs it: a prepared header that does
+    not compile, on a task that compiles as given, runs as given (and says so)."""
+    from formalbench.backends import coq_prepare  # noqa: PLC0415
+    from formalbench.pipelines import evaluate  # noqa: PLC0415
+
+    def breaking(tasks, facts):  # noqa: ANN001, ANN202 - a stand-in rule that breaks the file
+        out = []
+        for task in tasks:
+            record = {"toolchain": facts.name, "changes": [{"rule": "breaks", "detail": "x"}]}
+            out.append(
+                task.model_copy(
+                    update={
+                        "header": "Require Import NoSuchLibraryAnywhere.\n" + task.header,
+                        "metadata": {**task.metadata, "preparation": record},
+                    }
+                )
+            )
+        return out, coq_prepare.preparation_note(out, facts.name)
+
+    monkeypatch.setattr(evaluate, "prepare_tasks", breaking)
+    source = shared / "data" / "putnambench-coq" / "src" / "putnam_2001_a1.v"
+    config = EvalConfig(dataset=str(source), workers=1, timeout=120, tactics=[TACTIC])
+    result = run_evaluation(config, tmp_path / "run")
+    assert any("compile as given but not prepared" in n for n in result.notes), result.notes
+    assert not any("task(s) prepared for toolchain" in n for n in result.notes)
+    with RunStore(tmp_path / "run" / "run.sqlite") as store:
+        run = store.runs()[0].id
+        (task,) = store.tasks(run)
+        (attempt,) = store.attempts(run)
+    assert "preparation" not in task.metadata and "NoSuchLibrary" not in task.header
+    assert attempt.verdict is not None and attempt.verdict.passed

@@ -411,18 +411,19 @@ def prepare_tasks(tasks: Iterable[Task], facts: ToolchainFacts) -> tuple[list[Ta
     """Every task prepared for the toolchain, and a one-line note of what was done (None
     when nothing was)."""
     out = [prepare_task(t, facts) for t in tasks]
+    return out, preparation_note(out, facts.name)
+
+
+def preparation_note(tasks: Iterable[Task], toolchain: str) -> str | None:
+    """How many of `tasks` carry a preparation, and by which rules (None: none does)."""
+    prepared = [t for t in tasks if "preparation" in t.metadata]
     rules = Counter(
-        change["rule"]
-        for t in out
-        if "preparation" in t.metadata
-        for change in t.metadata["preparation"]["changes"]
+        change["rule"] for t in prepared for change in t.metadata["preparation"]["changes"]
     )
-    if not rules:
-        return out, None
-    count = sum("preparation" in t.metadata for t in out)
+    if not prepared:
+        return None
     listed = ", ".join(f"{rule} {n}" for rule, n in rules.most_common())
-    note = (
-        f"{count} task(s) prepared for toolchain {facts.name} (header only, statements "
+    return (
+        f"{len(prepared)} task(s) prepared for toolchain {toolchain} (header only, statements "
         f"untouched; metadata.preparation): {listed}"
     )
-    return out, note

@@ -29,13 +29,13 @@ from typing import Any, Protocol
 from formalbench import __version__
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
-from formalbench.backends.coq_prepare import prepare_tasks
+from formalbench.backends.coq_prepare import preparation_note, prepare_tasks
 from formalbench.backends.coq_project import tasks_project
 from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.errors import InputError
-from formalbench.core.records import Attempt, ErrorKind, Language, Task
+from formalbench.core.records import Attempt, Diagnostic, ErrorKind, Language, Task
 from formalbench.datasets.filters import select
 from formalbench.datasets.loader import Problem, load_tasks
 from formalbench.llm.base import ChatModel
@@ -283,8 +283,15 @@ async def _evaluate(
     lock: RunLock | None = None
     try:
         backend.preflight()
+        known: dict[str, tuple[str, list[Diagnostic]]] | None = None
         if isinstance(backend, CoqBackend):  # a task's header as this toolchain needs it
-            tasks, prepared = prepare_tasks(tasks, toolchain_facts(backend.toolchain))
+            facts = toolchain_facts(backend.toolchain)
+            given = tasks
+            tasks, prepared = prepare_tasks(tasks, facts)
+            if prepared and config.wants_preflight():
+                tasks, known, kept = await _given_where_it_compiles(backend, given, tasks, config)
+                prepared = preparation_note(tasks, facts.name)
+                notes += [kept] if kept else []
             notes += [prepared] if prepared else []
         mismatches = version_mismatches(backend, tasks)
         if not config.allow_version_mismatch:
@@ -312,7 +319,9 @@ async def _evaluate(
             done = store.done_samples(run_id, solver=solver.name)
             todo = [(t, i) for t in tasks for i in range(samples) if (t.id, i) not in done]
             if config.wants_preflight() and todo:
-                todo, note = await _preflight(config, backend, store, run_id, solver.name, todo)
+                todo, note = await _preflight(
+                    config, backend, store, run_id, solver.name, todo, known
+                )
                 notes += [note] if note else []
             if observer is not None:
                 passed = store.counts(run_id)["passed"]
@@ -358,12 +367,18 @@ async def _preflight(
     run_id: str,
     solver: str,
     todo: list[tuple[Task, int]],
+    known: dict[str, tuple[str, list[Diagnostic]]] | None = None,
 ) -> tuple[list[tuple[Task, int]], str | None]:
     """Compile the original of each task still to do once; record the samples of those that
     cannot compile here as environment failures. Returns what is left to do and a note
-    naming the tasks left out."""
+    naming the tasks left out. `known`: the failures of every task, already found (by
+    `_given_where_it_compiles`), so nothing is compiled again."""
     pending = list({t.id: t for t, _ in todo}.values())
-    failed = await check_originals(backend, pending, config.timeout)
+    if known is None:
+        failed = await check_originals(backend, pending, config.timeout)
+    else:
+        ids = {t.id for t in pending}
+        failed = {k: v for k, v in known.items() if k in ids}
     if not failed:
         return todo, None
     for task, sample in todo:
@@ -379,6 +394,33 @@ async def _preflight(
         f"(recorded as environment failures): {names}; e.g. {first[0]}: {first[1][0]}"
     )
     return [(t, i) for t, i in todo if t.id not in failed], note
+
+
+async def _given_where_it_compiles(
+    backend: Backend, given: list[Task], prepared: list[Task], config: EvalConfig
+) -> tuple[list[Task], dict[str, tuple[str, list[Diagnostic]]], str | None]:
+    """A preparation is kept only where the toolchain needs it: the prepared originals are
+    compiled (the preflight, batched), and a task whose prepared original fails but whose
+    original as given compiles runs as given (a safety net: a rule such as
+    `mathcomp-ssreflect-first` fires on statements that compile either way, and a rule may
+    misjudge one; the check costs only the failures' recompiles). Returns
+    the tasks, the preflight failures of those tasks, and a note naming the tasks kept as
+    given (None: none)."""
+    failed = await check_originals(backend, prepared, config.timeout)
+    changed = [g for g, p in zip(given, prepared, strict=True) if p is not g and p.id in failed]
+    still = await check_originals(backend, changed, config.timeout) if changed else {}
+    chosen = {g.id: g for g in changed if g.id not in still}
+    for task_id in chosen:
+        del failed[task_id]
+    tasks = [chosen.get(p.id, p) for p in prepared]
+    note = None
+    if chosen:
+        names = ", ".join(sorted(chosen)[:10]) + (" ..." if len(chosen) > 10 else "")
+        note = (
+            f"preflight: {len(chosen)} task(s) compile as given but not prepared on this "
+            f"toolchain and run as given: {names}"
+        )
+    return tasks, failed, note
 
 
 def _concurrency(config: EvalConfig, solver: Solver, backend_workers: int) -> int:
