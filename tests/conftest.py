@@ -13,6 +13,7 @@ from tests.shared_data import ENV_VAR, REQUIRE_VAR, SHARED, SKIP_REASON
 # a provisioned toolchain is asked for by name (tests marked `rocq`, `ROCQ` below), or for the
 # whole suite by setting FORMALBENCH_TOOLCHAIN before pytest starts.
 os.environ.setdefault("FORMALBENCH_TOOLCHAIN", "host")
+SUITE_TOOLCHAIN = os.environ["FORMALBENCH_TOOLCHAIN"]
 ROCQ = "rocq-9.2"
 REQUIRE_ROCQ_VAR = "FORMALBENCH_REQUIRE_ROCQ"  # CI: 1, a missing rocq-9.2 fails, never skips
 
@@ -61,3 +62,11 @@ def _sandbox_may_write_test_folders(
     """Stand-in assistants (the fake REPL) write their logs into the test's own folder, which
     the bwrap sandbox would show read-only; tests of the sandbox itself unset this."""
     monkeypatch.setenv("FORMALBENCH_SANDBOX_WRITABLE", str(tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(autouse=True)
+def _suite_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts on the suite's toolchain (SUITE_TOOLCHAIN, above): a command run in-process
+    with `--toolchain NAME` puts NAME in FORMALBENCH_TOOLCHAIN for the rest of the process,
+    and later tests would silently run on it; monkeypatch restores the value after each test."""
+    monkeypatch.setenv("FORMALBENCH_TOOLCHAIN", SUITE_TOOLCHAIN)
