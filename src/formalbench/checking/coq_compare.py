@@ -2,7 +2,7 @@
 
 Both sides are compiled by the verifier from source under the same library name
 (`Candidate`), each in its own process, so kernel names coincide, and a plugin dumps each side
-as JSON (`/work/wt/kdump-format.md`, `backends.coq_dump`): each target's kind, type,
+as JSON (`docs/kdump-format.md`, `backends.coq_dump`): each target's kind, type,
 universes and assumptions, and the dependency closure of the statements restricted to the
 library's own objects. Everything here is pure data: nothing is parsed from printed text.
 
