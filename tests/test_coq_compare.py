@@ -1,5 +1,5 @@
 """The comparator over two kernel dumps (checking/coq_compare.py), on hand-written dumps in the
-contract's format (/work/wt/kdump-format.md): what it accepts and what it refuses, by reason.
+contract's format (docs/kdump-format.md): what it accepts and what it refuses, by reason.
 End-to-end cases with real coqc are in test_coq_kernel_route.py."""
 
 from __future__ import annotations
