@@ -152,7 +152,8 @@ class Backend(ABC):
         self, source: str, *, targets: Sequence[str] = (), timeout: float | None = None
     ) -> CheckResult:
         """Check one complete source file; report axioms for each name in `targets` (Lean;
-        the Coq backend refuses `targets`: Coq axioms are read in the identity file)."""
+        the Coq backend refuses `targets`: Coq axioms are read from the kernel dump of the
+        verifier's own compile, `checking/coq_kernel`)."""
 
     @abstractmethod
     def version(self) -> str:

@@ -59,7 +59,7 @@ ALLOWED_ARGS: dict[str, int] = {
 # are selected and bullets checked, which arguments are implicit). Nothing here weakens the
 # kernel (`Guard Checking`, `Universe Checking`, ...) or writes files (`Dump Arith`); where
 # one changes how a statement elaborates, it does so for the original and candidate alike,
-# and the identity file compares what the kernel got.
+# and the kernel comparison (`checking/coq_compare`) compares what the kernel got.
 ALLOWED_SETTINGS = frozenset(
     {
         "Default Goal Selector",

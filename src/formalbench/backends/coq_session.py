@@ -1,49 +1,50 @@
-"""A warm `coqtop` that answers identity files, so a check does not pay a second coqc start.
+"""A warm `coqtop` that answers the verifier's kernel dumps, so a check does not pay a second
+coqc start.
 
-Why: the identity file (`coq_identity`) is a second coqc start that loads again every library
-the candidate loads; on small real files that is half the candidate's own compile. Here one
-`coqtop -q -emacs` per worker thread keeps the task's own libraries loaded, and each identity
-file is played between a mark and a `Reset` to it:
+Why: the dump of a compiled `Candidate` (`coq_dumps`, `coq_kernel_dump`) needs a second Coq
+process that loads again every library the candidate loads; on small real files that costs as
+much as the candidate's own compile. Here one `coqtop -q -emacs` per worker thread keeps the
+task's own libraries loaded, and each dump is played between a mark and a `Reset` to it:
 
     <the original's `Require`s, loaded once, below the mark (the *preloaded* libraries)>
     Definition fb_mark := 0.
-    <the identity file, exactly the text coqc would compile, with markers between its parts>
+    <the check's text: `Require Candidate.` and the plugin's dump command, with markers>
     Reset fb_mark.
     Print Libraries.
 
 `Reset` is the document's backtrack: coqtop restores the whole state recorded before
 `fb_mark` (kernel environment, universes, name tables, loaded libraries, options, the load
-path), so `Original`, `Candidate` and `FbContext` are unloaded and the next check `Require`s
-its own files from disk again (a library of the same name, other content, is read anew; its
-opaque proofs, which `Print Assumptions` walks, are fetched again from the new file). What
-survives a `Reset` is process state outside the document: plugins' compiled code (their
-registration is undone) and caches keyed by file; `Print Libraries` after each `Reset` must
-list exactly the libraries loaded at the mark, or the session is discarded.
+path), so `Candidate` is unloaded and the next check `Require`s its own file from disk again
+(a library of the same name, other content, is read anew; its opaque proofs, which the
+assumptions walk reads, are fetched again from the new file). What survives a `Reset` is
+process state outside the document: plugins' compiled code (their registration is undone)
+and caches keyed by file; `Print Libraries` after each `Reset` must list exactly the
+libraries loaded at the mark, or the session is discarded.
 
-What may differ from the one-shot identity file is only which *trusted* libraries (files on
-the load path, never a file of a check: the session's folder holds no `.vo` between checks)
-are loaded beside the check's own; a candidate can `Require` any of them itself, so they give
-nothing a candidate could not get. Every verdict is still the kernel's check of
-`fb_identity_i` and its `Print Assumptions`, read by the same strict grammar; where the
-assumptions plugin builds (`coq_assumptions_plugin`), the session asks its
-`Fb_Print_Assumptions` instead, which gives the same answer but remembers the walk of the
-preloaded libraries from one check to the next: they are frozen by name right after they
-load, below the mark, never a library a check copied in (`Candidate` is another file at
-every check), and the plugin trusts a frozen library only while the very body it froze is
-loaded (fb_memo.ml).
+What may differ from a one-shot dump process is only which *trusted* libraries (files on the
+load path, never a file of a check: the session's folder holds no `.vo` between checks) are
+loaded beside the check's own; a candidate can `Require` any of them itself, so they give
+nothing a candidate could not get. The candidate's text never runs here (it ran when the
+verifier compiled it, in another sandboxed process): the session only loads the kernel
+objects of a `.vo` the verifier compiled itself. The plugin (`coq_assumptions_plugin`,
+loaded at start by absolute path, hash checked) remembers the assumptions walk of the
+preloaded libraries from one check to the next: they are frozen right after they load,
+below the mark, never a library a check copied in (`Candidate` is another file at every
+check), and the plugin trusts a frozen library only while the very body it froze is loaded
+(fb_memo.ml).
 
 Framing: each part of the text is preceded by `Locate fb_<nonce>_o<k>.` (stdout: `No object of
 basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`, or
-`The variable ...` while a proof is open, as after a failed comparison), with a fresh nonce
-per check; the exchange ends at the last pair. Output that does not fit this
-frame, a timeout, an output over `max_output_bytes()`, or a dead process: the session is
-killed (`SessionBroken`) and the caller decides that check with the one-shot file.
+`The variable ...` while a proof is open), with a fresh nonce per check; the exchange ends at
+the last pair. Output that does not fit this frame, a timeout, an output over
+`max_output_bytes()`, or a dead process: the session is killed (`SessionBroken`) and the
+caller asks the dump of a one-shot process instead.
 
 The process runs like every checker process (`sandbox.confined_argv`: bwrap, address-space
 cap, parent-death signal) in a folder named like a throw-away work folder; it is registered
 with the sandbox while it runs a check (so `stop_all` kills it and `live_count` counts it as
-a check in flight) and killed by `close_all` at exit or by the parent-death signal. FORMALBENCH_COQ_SESSION=0 turns sessions off (every identity file is
-then a coqc start, as before).
+a check in flight) and killed by `close_all` at exit or by the parent-death signal.
+FORMALBENCH_COQ_SESSION=0 turns sessions off (every dump is then a one-shot process).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ _BLOCK = re.compile(r"^(?:Toplevel input, characters \d+-\d+:|File \"[^\"\n]*\",
 
 
 def enabled() -> bool:
-    """Whether identity files may go to a warm session (FORMALBENCH_COQ_SESSION, default on)."""
+    """Whether kernel dumps may go to a warm session (FORMALBENCH_COQ_SESSION, default on)."""
     value = os.environ.get(SWITCH, "1").strip().lower()
     return value not in ("0", "off", "no", "false")
 

@@ -38,7 +38,7 @@ KINDS: frozenset[str] = frozenset(
     ("variable", "axiom", "positive", "guarded", "type_in_type", "uip")
 )
 # The library names the verifier gives the files it compiles (`Candidate`; `Original` and
-# `FbContext` were the identity file's, kept reserved): never reachable by an allow-list.
+# `FbContext`, names an earlier route used, stay reserved so no old run folder's name passes): never reachable by an allow-list.
 CHECKED_LIBRARIES: frozenset[str] = frozenset(("Candidate", "Original", "FbContext"))
 
 # What each switched-off check is called in a finding.

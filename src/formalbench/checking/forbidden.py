@@ -16,9 +16,10 @@ Coq's switches that turn a kernel check off (`Unset Guard Checking`, `Unset Posi
 Checking`, `Unset Universe Checking`, the `bypass_check` attribute) are refused always, like
 Lean's `debug.skipKernelTC` in the default list: with them a proof of False is accepted, and
 no task needs them. A policy that edits the forbidden list cannot open them. With coqc this
-is an early refusal of what the identity file refuses too (a target that rests on such a
-definition has `X is assumed to be guarded.` / `positive.` / `relies on an unsafe
-hierarchy.` among its assumptions, `Candidate.X`, refused by kernel name); without coqc
+is an early refusal of what the kernel comparison refuses too (every object of the
+candidate with a kernel check off is in its dump's `unsafe` list, and a target that rests on
+one has a `guarded` / `positive` / `type_in_type` assumption by the kernel's constructor:
+`checking/coq_compare`); without coqc
 (`check --static-only`) it is the only check. Commands that reach the file system (`Load`,
 `Extraction`, `Cd` ...) are the gate's (`core/gate.py`), which runs before this layer.
 

@@ -4,9 +4,9 @@ A candidate may add helper lemmas and definitions, but a name declared before a 
 capture an identifier the statement (or a declaration it depends on) uses: `def Foo.bar`
 inside `namespace Foo` captures `bar` for a target in that namespace or under `open Foo`, and
 a plain `def fact (n : ℕ) := 0` does the same to `fact`. Compiling cannot tell: the shadowed
-statement type-checks and is proved. (Coq has no such rule: its identity file compares the
-statements by kernel names, outside the candidate's scope; `introduced_names` still lists the
-names a Coq command declares, constructors and eliminators included, for its plans.)
+statement type-checks and is proved. (Coq needs no such rule: its verdict compares the
+kernel objects of the statements, `checking/coq_compare`, where a name is a kernel name and
+no scope plays a part.)
 
 The rule is textual and errs towards refusing. An added declaration placed before the last
 target is refused (statement_changed) when any dotted suffix of a name it introduces equals an
@@ -25,12 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from formalbench.checking.decls import CLOSE_BRACKETS, OPEN_BRACKETS, Decl
-from formalbench.core.lexer import plain_name, words
-from formalbench.core.records import Finding, Language, Reason
-
-_COQ_INDUCTIVES = words("Inductive CoInductive Variant")
-_COQ_ELIMINATORS = ("_ind", "_rec", "_rect", "_sind")
+from formalbench.checking.decls import Decl
+from formalbench.core.lexer import plain_name
+from formalbench.core.records import Finding, Reason
 
 
 def _clean(text: str) -> str:
@@ -42,51 +39,9 @@ def _suffixes(name: str) -> set[str]:
     return {".".join(parts[i:]) for i in range(len(parts))}
 
 
-def introduced_names(decl: Decl, language: Language) -> list[str]:
-    """The global names `decl` declares (fully qualified as far as the text shows)."""
-    names = [_clean(decl.name)] if decl.name else []
-    if language == Language.coq:
-        names += _coq_extra_names(decl)
-    return list(dict.fromkeys(names))
-
-
-def _coq_extra_names(decl: Decl) -> list[str]:
-    """The names a Coq inductive introduces besides its own (what the identity plans rename
-    side to side): its constructors, the types of a mutual `with`, and the eliminators
-    `_ind`/`_rec`/`_rect`/`_sind` of each type. Other commands: none."""
-    if decl.kind not in _COQ_INDUCTIVES:
-        return []
-    sent = decl.tokens
-    for j, tok in enumerate(sent):
-        if tok.kind == "end":
-            sent = sent[:j]
-            break
-    module = decl.name.rsplit(".", 1)[0] + "." if decl.name and "." in decl.name else ""
-    types = [decl.name] if decl.name else []
-    found: list[str] = []
-    depth = 0
-    matches = 0  # `match`es at depth 0 still waiting for their `with`
-    match_with = -1  # index of the last `with` that belonged to a `match`
-    for i in range(decl.head + 1, len(sent)):
-        tok, prev = sent[i], sent[i - 1].text
-        if tok.text in OPEN_BRACKETS or tok.text in CLOSE_BRACKETS:
-            depth = depth + 1 if tok.text in OPEN_BRACKETS else max(0, depth - 1)
-            continue
-        if depth == 0 and tok.text == "match":
-            matches += 1
-        elif depth == 0 and tok.text == "with" and matches:
-            matches, match_with = matches - 1, i
-            continue
-        if tok.kind != "ident" or depth:
-            continue
-        if prev == "with" and match_with != i - 1:
-            found.append(module + tok.text)
-            types.append(module + tok.text)
-        elif prev in ("|", ":="):
-            found.append(module + tok.text)
-    for name in types:
-        found += [name + suffix for suffix in _COQ_ELIMINATORS]
-    return found
+def introduced_names(decl: Decl) -> list[str]:
+    """The global name `decl` declares (fully qualified as far as the text shows)."""
+    return [_clean(decl.name)] if decl.name else []
 
 
 def _used(decl: Decl, target: bool) -> set[str]:
@@ -141,7 +96,7 @@ def _first_hit(
     c: Decl, later: list[tuple[int, Decl]], used: dict[int, set[str]]
 ) -> tuple[str, str, Decl] | None:
     """(introduced name, the original's word it captures, that original command) or None."""
-    for name in introduced_names(c, Language.lean):
+    for name in introduced_names(c):
         reach = _suffixes(name)
         for index, r in later:
             if index < c.index:
