@@ -183,7 +183,7 @@ class CoqBackend(Backend):
         """Write `text` as `<module>.v` in `work` and compile it there with coqc (limits on).
 
         Every coqc start passes here, so the gate is asked again: callers that compile their
-        own files (the kernel identity check, BEq, preflight) cannot reach coqc around it."""
+        own files (the kernel route, BEq, preflight) cannot reach coqc around it."""
         text = self.prepare(text)[0]  # the same length: every offset coqc reports stands
         refused = gate(self, text)
         if refused is not None:

@@ -349,9 +349,9 @@ class RayBackend(Backend):
 
     def on_assistant(self, work: Callable[..., T], *args: Any) -> T:
         """`work(backend, *args)` on an idle actor, with the backend that actor owns (see
-        `Backend.on_assistant`): the Coq verifier's identity route runs there whole, since
-        its three compiles share files (`Original.vo`, `Candidate.vo`) that must be on one
-        machine. A worker that dies under it raises RayWorkerError (a `WorkerLost`)."""
+        `Backend.on_assistant`): the Coq verifier's kernel route runs there whole, since
+        its compiles and dumps share files (the original's cached `Candidate.vo`, the
+        candidate's) that must be on one machine. A worker that dies under it raises RayWorkerError (a `WorkerLost`)."""
         actor = self._take()
         try:
             result: T = self._call(lambda: _ray().get(actor.on_assistant.remote(work, args)))

@@ -5,7 +5,8 @@ iterator, so memory stays flat however many attempts a run has. Model calls of o
 overlap the proof-assistant checks of others: solvers verify through `Backend.acheck`,
 which runs on the backend's own bounded pool (or on Ray actors with `--executor ray`).
 A Coq verdict runs whole where the assistant runs (`Backend.on_assistant`): with Ray, on
-the actor that owns the coqc backend, since the identity route's compiles share files; each
+the actor that owns the coqc backend, since the kernel route's compiles and dumps
+share files (the cached original's `.vo`, the candidate's); each
 actor compiles a task's original once and keeps its `.vo` for later attempts it checks.
 
 Every finished attempt is committed to the run store at once, in its own transaction, and
