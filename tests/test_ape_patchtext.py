@@ -94,3 +94,57 @@ def test_one_extraction_for_cli_and_eval_fence_prose_and_crlf(tmp_path) -> None:
     res = runner.invoke(app, ["ape", "apply", "/dev/zero", "--to", str(target), "--out", str(out)])
     assert res.exit_code == 2 and "larger than" in res.output
     assert "Traceback" not in res.output
+
+
+def test_one_path_rule_for_every_spelling_of_a_path() -> None:
+    """Issue 29 item 7: `..` is refused however it is spelled (git's C quoting with octal
+    escapes, plain, backslashes, `.` and empty components), in every header of a section."""
+    climbing = (
+        "a/x/../Sets.v",
+        '"a/\\056\\056/Sets.v"',
+        '"a/x/\\056\\056/ZornsLemma/Sets.v"',
+        '"a/\\56\\56/Sets.v"',  # short octal
+        "a\\..\\Sets.v",
+        "a/./x/.//../Sets.v",
+        '"a/.\\056/Sets.v"',
+    )
+    for spelled in climbing:
+        new = spelled.replace("a", "b", 1)
+        for diff in (
+            f"--- {spelled}\n+++ {new}\n" + HUNK,
+            f"diff --git {spelled} {new}\n--- {spelled}\n+++ {new}\n" + HUNK,
+        ):
+            result = apply_answer(diff, FILE, path=TASK)
+            assert not result.applied and result.content is None, (spelled, result)
+            assert not apply_answer(diff, FILE, path=None).applied, spelled
+    # the decoded spelling of an ordinary name is that name: git quotes non-ASCII ones
+    quoted = '"a/ZornsLemma/\\123ets.v"'  # \123 is `S`
+    diff = f"--- {quoted}\n+++ {quoted.replace('a/', 'b/', 1)}\n" + HUNK
+    assert apply_answer(diff, FILE, path=TASK).applied
+    # a git line naming another file than its ---/+++ pair: refused, not matched on either
+    mixed = f"diff --git a/etc/passwd b/etc/passwd\n--- a/{TASK}\n+++ b/{TASK}\n" + HUNK
+    result = apply_answer(mixed, FILE, path=TASK)
+    assert not result.applied and "also name" in result.reasons[0]
+    mixed = f'diff --git a/{TASK} b/{TASK}\n--- "a/\\056\\056/{TASK}"\n+++ b/{TASK}\n' + HUNK
+    assert not apply_answer(mixed, FILE, path=TASK).applied
+
+
+def test_mode_changes_symlinks_and_renames_are_refused_with_their_hunks() -> None:
+    head = f"diff --git a/{TASK} b/{TASK}\n"
+    pair = f"--- a/{TASK}\n+++ b/{TASK}\n"
+    for meta, said in (
+        ("old mode 100644\nnew mode 120000\n", "mode"),
+        ("old mode 100644\nnew mode 100755\n", "mode"),
+        ("index 1234567..89abcde 120000\n", "symlink"),
+        ("deleted file mode 100644\nnew file mode 120000\n", "symlink"),
+        ("new file mode 160000\n", "submodule"),
+        (f"similarity index 90%\nrename from other.v\nrename to {TASK}\n", "also name"),
+        (f"copy from /etc/passwd\ncopy to {TASK}\n", "also name"),
+        (f"rename from {TASK}\nrename to {TASK}\n", "renames"),
+    ):
+        result = apply_answer(head + meta + pair + HUNK, FILE, path=TASK)
+        assert not result.applied and result.content is None, meta
+        assert said in result.reasons[0], (meta, result.reasons)
+    # a symlink turned back into text, written after the hunk: still the same section's mode
+    ok = head + "index 1234567..89abcde 100644\n" + pair + HUNK
+    assert apply_answer(ok, FILE, path=TASK).applied

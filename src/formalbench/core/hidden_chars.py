@@ -24,12 +24,14 @@ Hangul fillers, tags) and U+2800 BRAILLE PATTERN BLANK, which prints as a blank.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from formalbench.core.lexer import Token
+if TYPE_CHECKING:  # core/ids imports this module, and the lexer imports core/records (ids)
+    from formalbench.core.lexer import Token
 
 _RANGES = (
     "\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\xa0\xad"
@@ -41,6 +43,35 @@ _RANGES = (
     "\U0001d173-\U0001d17a\U000e0000-\U000e0fff"
 )
 HIDDEN = re.compile(f"[{_RANGES}]")
+_UNSEEN_CATEGORIES = ("Co", "Cn", "Cs")  # private use, unassigned, lone surrogates
+
+
+def unseen(char: str) -> bool:
+    """Whether a reader cannot see `char` for what it is: a table character (above) or one
+    with no glyph of its own (private use, unassigned, a lone surrogate). The rule of ids
+    (`core/ids.py`) and of what the review page marks `⟨U+XXXX⟩` (`dashboard/render.py`);
+    the gate keeps the table alone (what the assistants themselves accept or refuse)."""
+    return bool(HIDDEN.match(char)) or unicodedata.category(char) in _UNSEEN_CATEGORIES
+
+
+@functools.cache
+def unseen_pattern() -> re.Pattern[str]:
+    """A regex matching every `unseen` character of the Basic Multilingual Plane and, above
+    it, the table's own ranges and the private-use planes (built on first use: the BMP scan
+    takes milliseconds, which the gate's import need not pay)."""
+    ranges: list[tuple[int, int]] = []
+    for code in range(0x10000):
+        if unseen(chr(code)):
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    parts = [re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges]
+    astral = "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3"
+    astral += "\U0001d173-\U0001d17a\U000e0000-\U000e0fff\U000f0000-\U0010ffff"
+    return re.compile("[" + "".join(parts) + astral + "]")
+
+
 _LITERAL_KINDS = frozenset({"string", "char", "comment", "doc"})
 _BOM = "\ufeff"
 MAX_REPORTED = 10  # distinct characters named in findings; a text full of them needs no more

@@ -9,6 +9,7 @@ nothing typed is ever lost.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -104,7 +105,7 @@ def create_app(
             statuses=list(ReviewStatus),
         )
 
-    def problem_page(
+    async def problem_page(
         request: Request,
         pid: str,
         status: int = 200,
@@ -139,7 +140,12 @@ def create_app(
             "reviewer": request.cookies.get(REVIEWER_COOKIE) or reviewer or "",
             "note": "",
             "base_version": view.decision.version if view.decision else 0,
-            "diff": edit_diff(chosen.candidate.code, text, chosen.candidate.id) if chosen else "",
+            # off the event loop: a diff of a long text must not hold up other requests
+            "diff": await asyncio.to_thread(
+                edit_diff, chosen.candidate.code, text, chosen.candidate.id
+            )
+            if chosen
+            else "",
             "recheck": None,
             "error": None,
             "saved": request.query_params.get("saved") == "1",
@@ -150,31 +156,41 @@ def create_app(
     @app.get("/p/{pid:path}", response_class=HTMLResponse)
     async def show_problem(request: Request, pid: str) -> HTMLResponse:
         _, qs = _filter(request.query_params)
-        return problem_page(request, pid, qs=qs, wanted=request.query_params.get("candidate"))
+        return await problem_page(request, pid, qs=qs, wanted=request.query_params.get("candidate"))
+
+    async def read_post(request: Request) -> tuple[DecideForm | None, Response | None]:
+        """The form of a POST that passed the guard, or the answer that ends it: headers are
+        checked before the body is read, and a refusal shows nothing the request sent."""
+        early = page.refusal_before_body(request)
+        if early:
+            return None, page.refused(request, early)
+        form = await DecideForm.read(request)
+        if form.unread:
+            return None, too_large(request, form)
+        late = page.form_token_refusal(request, form.csrf)
+        if late:
+            return None, page.refused(request, late)
+        if form.error:
+            return None, await problem_page(
+                request, form.problem_id, 400, error=form.error, **_echo(form)
+            )
+        return form, None
 
     @app.post("/check", response_class=HTMLResponse)
-    async def recheck(request: Request) -> HTMLResponse:
-        form = await DecideForm.read(request)
-        refusal = form.error or page.refusal(request, form.csrf)
-        if form.unread:
-            return too_large(request, form)
-        if refusal:
-            return problem_page(
-                request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
-            )
+    async def recheck(request: Request) -> Response:
+        form, answer = await read_post(request)
+        if form is None:
+            assert answer is not None
+            return answer
         result = await rechecker.check(form.code)
-        return problem_page(request, form.problem_id, recheck=result, **_echo(form))
+        return await problem_page(request, form.problem_id, recheck=result, **_echo(form))
 
     @app.post("/decide", response_class=HTMLResponse)
     async def decide_route(request: Request) -> Response:
-        form = await DecideForm.read(request)
-        refusal = form.error or page.refusal(request, form.csrf)
-        if form.unread:
-            return too_large(request, form)
-        if refusal:
-            return problem_page(
-                request, form.problem_id, 400 if form.error else 403, error=refusal, **_echo(form)
-            )
+        form, answer = await read_post(request)
+        if form is None:
+            assert answer is not None
+            return answer
         outcome = decide(form, formalize, review, rechecker)
         if outcome.conflict is not None:
             conflict = outcome.conflict
@@ -183,7 +199,7 @@ def create_app(
                 message=str(conflict), reviewer=form.reviewer,
             )  # fmt: skip
         if outcome.error is not None:
-            return problem_page(
+            return await problem_page(
                 request, form.problem_id, outcome.status, error=outcome.error, **_echo(form)
             )
         target = problem_url(form.problem_id, f"{form.qs}&saved=1" if form.qs else "saved=1")

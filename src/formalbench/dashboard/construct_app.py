@@ -12,6 +12,7 @@ through the strict verifier's gate like every check. Decisions are versioned row
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -89,7 +90,7 @@ def create_construct_app(
             text=text, qs=qs, statuses=list(ReviewStatus),
         )  # fmt: skip
 
-    def exercise_page(
+    async def exercise_page(
         request: Request,
         pid: str,
         status: int = 200,
@@ -124,7 +125,8 @@ def create_construct_app(
             "reviewer": request.cookies.get(REVIEWER_COOKIE) or reviewer or "",
             "note": "",
             "base_version": view.decision.version if view.decision else 0,
-            "diff": edit_diff(view.packaged, whole, view.file_name or pid),
+            # off the event loop: a diff of a long file must not hold up other requests
+            "diff": await asyncio.to_thread(edit_diff, view.packaged, whole, view.file_name or pid),
             "recheck": None,
             "error": None,
             "saved": request.query_params.get("saved") == "1",
@@ -135,10 +137,11 @@ def create_construct_app(
     @app.get("/p/{pid:path}", response_class=HTMLResponse)
     async def show_exercise(request: Request, pid: str) -> HTMLResponse:
         _, _, _, qs = listed(request.query_params)
-        return exercise_page(request, pid, qs=qs)
+        return await exercise_page(request, pid, qs=qs)
 
     async def read(request: Request) -> tuple[DecideForm, ExerciseView | None, dict[str, Any]]:
-        """The form, the exercise, and what the page shows back (the reviewer's own text)."""
+        """The form, the exercise, and what the page shows back (the reviewer's own text);
+        called once the guard has passed the request's headers."""
         form = await DecideForm.read(request)
         view = run.exercise(form.problem_id)
         echo: dict[str, Any] = {
@@ -168,29 +171,40 @@ def create_construct_app(
                 echo["code"] = form.code
         return form, view, echo
 
-    @app.post("/check", response_class=HTMLResponse)
-    async def recheck(request: Request) -> HTMLResponse:
+    async def read_post(
+        request: Request,
+    ) -> tuple[DecideForm, ExerciseView | None, dict[str, Any], Response | None]:
+        """The form of a POST that passed the guard, or the answer that ends it (the same
+        order as a formalize run's pages: headers first, nothing echoed on a refusal)."""
+        early = page.refusal_before_body(request)
+        if early:
+            return DecideForm.empty(), None, {}, page.refused(request, early)
         form, view, echo = await read(request)
-        refusal = form.error or page.refusal(request, form.csrf)
         if form.unread:
-            return too_large(request, form)
-        if refusal:
-            status = 400 if form.error else 403
-            return exercise_page(request, form.problem_id, status, error=refusal, **echo)
+            return form, view, echo, too_large(request, form)
+        late = page.form_token_refusal(request, form.csrf)
+        if late:
+            return form, view, echo, page.refused(request, late)
+        if form.error:
+            shown = await exercise_page(request, form.problem_id, 400, error=form.error, **echo)
+            return form, view, echo, shown
+        return form, view, echo, None
+
+    @app.post("/check", response_class=HTMLResponse)
+    async def recheck(request: Request) -> Response:
+        form, view, echo, answer = await read_post(request)
+        if answer is not None:
+            return answer
         if view is None:
-            return exercise_page(request, form.problem_id, **echo)  # the page says 404
+            return await exercise_page(request, form.problem_id, **echo)  # the page says 404
         result = await rechecker.check(form.code)
-        return exercise_page(request, form.problem_id, recheck=result, **echo)
+        return await exercise_page(request, form.problem_id, recheck=result, **echo)
 
     @app.post("/decide", response_class=HTMLResponse)
     async def decide_route(request: Request) -> Response:
-        form, view, echo = await read(request)
-        refusal = form.error or page.refusal(request, form.csrf)
-        if form.unread:
-            return too_large(request, form)
-        if refusal:
-            status = 400 if form.error else 403
-            return exercise_page(request, form.problem_id, status, error=refusal, **echo)
+        form, view, echo, answer = await read_post(request)
+        if answer is not None:
+            return answer
         error, status = _invalid(form, view)
         if error is None and view is not None:
             decision = ReviewDecision(
@@ -212,7 +226,7 @@ def create_construct_app(
                     message=str(conflict), reviewer=form.reviewer,
                 )  # fmt: skip
         if error is not None:
-            return exercise_page(request, form.problem_id, status, error=error, **echo)
+            return await exercise_page(request, form.problem_id, status, error=error, **echo)
         target = problem_url(form.problem_id, f"{form.qs}&saved=1" if form.qs else "saved=1")
         response = RedirectResponse(target, status_code=303)
         remember_reviewer(response, form.reviewer)

@@ -47,6 +47,11 @@ class DecideForm:
     unread: bool = False  # the body was too large to be read at all: nothing to show back
 
     @classmethod
+    def empty(cls) -> DecideForm:
+        """No form at all (a request refused before its body was read)."""
+        return cls("", "", None, "", "", "", 0, None, "")
+
+    @classmethod
     async def read(cls, request: Request, max_text: int = MAX_TEXT) -> DecideForm:
         form, too_big = await read_form(request)
 

@@ -70,6 +70,23 @@ class Frame:
     def refusal(self, request: Request, form_token: str | None) -> str | None:
         return guard.write_refusal(request, form_token, self.tokens)
 
+    def refusal_before_body(self, request: Request) -> str | None:
+        """Why a POST is refused from its headers alone (see `guard`); None: read it."""
+        return guard.refusal_before_body(request, self.tokens)
+
+    def form_token_refusal(self, request: Request, form_token: str | None) -> str | None:
+        return guard.form_token_refusal(request, form_token)
+
+    def refused(self, request: Request, reason: str) -> HTMLResponse:
+        """The answer to a refused POST: the reason and nothing the request sent (issue 29
+        item 2). What the reviewer typed is still in their browser (Back keeps a form's
+        fields); showing it from the request would show a forger's text as the reviewer's."""
+        return self.render(
+            request, "message.html", 403, title="Not saved: request refused",
+            text=f"{reason}. Nothing of this request was read into the page or kept. If you "
+            "sent it, go back (your browser keeps what you typed), reload, and submit again.",
+        )  # fmt: skip
+
 
 def frame(
     app: FastAPI,

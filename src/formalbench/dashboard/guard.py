@@ -12,6 +12,12 @@
   invents, and another page on 127.0.0.1 (cookies are shared across ports) could plant one in
   a browser that has not opened the dashboard yet. A planted or invented token fails the
   signature; a real one can only be read by a page of this origin.
+- Order (issue 29 item 3): everything a header says (site, origin, a cookie this server
+  signed) is checked before the body is read (`refusal_before_body`), so a forged POST costs
+  no parsing, diffing or rendering of what it carries; only the form field's match with the
+  cookie needs the body (`form_token_refusal`). A refused request is answered with the
+  reason alone: nothing it sent is shown (item 2: a page elsewhere could otherwise pre-fill
+  the editor, the note and the name under a fresh, valid token).
 """
 
 from __future__ import annotations
@@ -84,8 +90,28 @@ class CsrfTokens:
         return hmac.new(self._secret, nonce.encode(), "sha256").hexdigest()
 
 
+_TOKEN_REFUSAL = (
+    "the form token is missing, was not issued by this server, or does not match this "
+    "browser's cookie (the page may come from before a restart); reload the page and "
+    "submit again"
+)
+
+
 def write_refusal(request: Request, form_token: str | None, tokens: CsrfTokens) -> str | None:
     """Why a POST must not be obeyed (None: it may). Checked before any write."""
+    return refusal_before_body(request, tokens) or form_token_refusal(request, form_token)
+
+
+def form_token_refusal(request: Request, form_token: str | None) -> str | None:
+    """Why the form's token does not match the (already verified) cookie, or None."""
+    cookie = request.cookies.get(CSRF_COOKIE) or ""
+    if not form_token or not hmac.compare_digest(cookie.encode(), form_token.encode()):
+        return _TOKEN_REFUSAL
+    return None
+
+
+def refusal_before_body(request: Request, tokens: CsrfTokens) -> str | None:
+    """Why a POST must not be obeyed, from its headers alone (None: read its body)."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return f"the request came from another site (Sec-Fetch-Site: {site})"
@@ -98,16 +124,6 @@ def write_refusal(request: Request, form_token: str | None, tokens: CsrfTokens) 
         expected = {f"{scheme}://{request.headers.get('host', '')}" for scheme in ("http", "https")}
         if origin not in expected:
             return f"the request came from another origin ({origin})"
-    cookie = request.cookies.get(CSRF_COOKIE)
-    if (
-        not cookie
-        or not form_token
-        or not tokens.valid(cookie)
-        or not hmac.compare_digest(cookie, form_token)
-    ):
-        return (
-            "the form token is missing, was not issued by this server, or does not match this "
-            "browser's cookie (the page may come from before a restart); reload the page and "
-            "submit again"
-        )
+    if not tokens.valid(request.cookies.get(CSRF_COOKIE)):
+        return _TOKEN_REFUSAL
     return None

@@ -19,32 +19,13 @@ from typing import Any
 from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
 
+from formalbench.core.hidden_chars import unseen_pattern
 from formalbench.judge.ranking import model_name as ranking_model_name
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-_KEPT = "\t\n"  # the only control characters shown as themselves
-
-
-def _hidden(char: str) -> bool:
-    return char not in _KEPT and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co", "Cn")
-
-
-def _hidden_class() -> str:
-    """A regex character class of the hidden code points of the Basic Multilingual Plane (as
-    ranges), plus the tag characters and the private-use planes above it."""
-    ranges: list[tuple[int, int]] = []
-    for code in range(0x10000):
-        if _hidden(chr(code)):
-            if ranges and ranges[-1][1] == code - 1:
-                ranges[-1] = (ranges[-1][0], code)
-            else:
-                ranges.append((code, code))
-    parts = [re.escape(chr(a)) + ("-" + re.escape(chr(b)) if b > a else "") for a, b in ranges]
-    return "[" + "".join(parts) + "\U000e0000-\U000e007f\U000f0000-\U0010ffff]"
-
-
-_HIDDEN = re.compile(_hidden_class())
+_HIDDEN = unseen_pattern()  # the class ids refuse (core/hidden_chars.py): one rule for both
 
 
 class EditorText(str):
@@ -52,10 +33,20 @@ class EditorText(str):
 
 
 def visible(value: Any) -> Any:
-    """A value as a page shows it: hidden characters written as `⟨U+XXXX⟩`."""
+    """A value as a page shows it: hidden characters written as `⟨U+XXXX⟩`.
+
+    Markup (a macro's output, already escaped and marked) stays Markup: `re.sub` returns a
+    plain `str`, which autoescape would escape a second time (the page once showed
+    `<p class="muted small">…</p>` as text). The marker holds no HTML character, so marking
+    inside Markup is safe."""
     if isinstance(value, EditorText) or not isinstance(value, str):
         return value
-    return _HIDDEN.sub(lambda m: f"⟨U+{ord(m.group()):04X}⟩", value)
+    marked = _HIDDEN.sub(_marker, value)
+    return Markup(marked) if isinstance(value, Markup) else marked
+
+
+def _marker(match: re.Match[str]) -> str:
+    return f"⟨U+{ord(match.group()):04X}⟩"
 
 
 def editable(value: str | None) -> EditorText:

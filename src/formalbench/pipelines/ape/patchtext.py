@@ -9,6 +9,16 @@ file are applied (the same file under another folder prefix is the same file: a 
 path and the task's path agree when one is a suffix of the other, component by component).
 A git binary patch, a mode-only change or a deletion carries no text to apply; a whole-file
 answer must read as the file's language, never as a diff.
+
+One path rule for every spelling (issue 29 item 7): a header path is first decoded as git
+writes it (`"a/\\056\\056/F.v"`: C quoting with octal bytes, in `diff --git` lines as in
+`---`/`+++`, `rename from` and `copy from`), then split into components (`/` or `\\`, empty
+and `.` components dropped); a path with a `..` component never names the task's file,
+however it was spelled. Every path a section names must be the task's file (or
+`/dev/null`): a section whose `diff --git` line and `---`/`+++` pair disagree is refused, not
+matched on its friendliest name. A section that changes the file's mode, makes it a symlink
+or a submodule (mode 120000, 160000), renames or copies it, is refused: its text would be
+written as a plain file that git would not write.
 """
 
 from __future__ import annotations
@@ -140,6 +150,7 @@ class Section:
     lines: list[str] = field(default_factory=list)
     binary: bool = False
     meta: list[str] = field(default_factory=list)  # git's mode/rename/index lines
+    names: list[str] = field(default_factory=list)  # every path its headers name, decoded
 
     @property
     def path(self) -> str | None:
@@ -149,20 +160,57 @@ class Section:
         return any(ln.startswith(("@@", "+", "-", " ")) for ln in self.lines)
 
 
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+def _unquote(text: str) -> tuple[str, str]:
+    """A C-quoted path at the start of `text` (git's spelling of unusual names: `"\\056"` is
+    `.`), decoded as UTF-8 bytes, and the rest of `text` after its closing quote."""
+    out = bytearray()
+    i = 1
+    while i < len(text) and text[i] != '"':
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            digits = len(text[i + 1 : i + 4]) - len(text[i + 1 : i + 4].lstrip("01234567"))
+            if digits:
+                out.append(int(text[i + 1 : i + 1 + digits], 8) & 0xFF)
+                i += 1 + digits
+                continue
+            out.append(_C_ESCAPES.get(nxt, ord(nxt) if ord(nxt) < 128 else 63))
+            i += 2
+            continue
+        out += ch.encode("utf-8", "surrogatepass")
+        i += 1
+    return out.decode("utf-8", "replace"), text[i + 1 :]
+
+
 def _header_path(raw: str) -> str | None:
-    path = raw.split("\t", 1)[0].strip()
-    if len(path) >= 2 and path[0] == path[-1] == '"':
-        path = path[1:-1]
+    raw = raw.strip()
+    if raw.startswith('"'):
+        path, _ = _unquote(raw)
+    else:
+        path = raw.split("\t", 1)[0].strip()
     return None if path == "/dev/null" else path
 
 
 def _git_paths(line: str) -> tuple[str | None, str | None]:
     rest = line[len("diff --git ") :].strip()
+    if rest.startswith('"'):
+        old, rest = _unquote(rest)
+        return old, _header_path(rest)
+    quoted = rest.find(' "')
+    if quoted >= 0 and rest.endswith('"'):
+        return rest[:quoted], _header_path(rest[quoted + 1 :])
     cut = rest.rfind(" b/")
     if cut < 0:
         parts = rest.split(" ")
         return (parts[0], parts[-1]) if len(parts) == 2 else (rest, rest)
     return rest[:cut], rest[cut + 1 :]
+
+
+_PATH_META = ("rename from ", "rename to ", "copy from ", "copy to ")
+_REGULAR_MODES = ("100644", "100755")
 
 
 def file_sections(text: str) -> list[Section]:
@@ -183,6 +231,7 @@ def file_sections(text: str) -> list[Section]:
         if ln.startswith("diff --git "):
             old, new = _git_paths(ln)
             cur = Section(old, new, named=True)
+            cur.names += [p for p in (old, new) if p is not None]
             sections.append(cur)
             owed = [0, 0]
         elif not inside and _is_header_pair(lines, k, cur):
@@ -192,9 +241,13 @@ def file_sections(text: str) -> list[Section]:
                 cur = Section(named=True)
                 sections.append(cur)
             cur.old, cur.new = old, new
+            cur.names += [p for p in (old, new) if p is not None]
             k += 1
         elif cur is not None and cur.named and not cur.lines and ln.startswith(_META):
             cur.meta.append(ln)
+            if ln.startswith(_PATH_META):
+                named = _header_path(ln.split(" ", 2)[2])
+                cur.names += [named] if named is not None else []
         elif ln.startswith(("GIT binary patch", "Binary files ")):
             if cur is None:
                 cur = Section()
@@ -225,6 +278,23 @@ def _is_header_pair(lines: list[str], k: int, cur: Section | None) -> bool:
 
 def _parts(path: str) -> list[str]:
     return [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+
+
+def _mode_problem(section: Section) -> str | None:
+    """Why a section's git lines forbid writing its text as the task's plain file."""
+    for line in section.meta:
+        words = line.split()
+        if line.startswith(("old mode", "new mode")):
+            return f"the diff changes the file's mode ({line.strip()})"
+        if line.startswith(_PATH_META):
+            return f"the diff renames or copies the file ({line.strip()})"
+        mode = words[-1] if line.startswith(("new file mode", "deleted file mode")) else None
+        if line.startswith("index ") and len(words) == 3:
+            mode = words[2]
+        if mode is not None and mode not in _REGULAR_MODES:
+            kind = {"120000": "a symlink", "160000": "a submodule"}.get(mode, f"mode {mode}")
+            return f"the diff makes the file {kind} ({line.strip()})"
+    return None
 
 
 def same_file(header: str, task: str) -> bool:
@@ -264,17 +334,28 @@ def select_sections(answer: str, path: str | None) -> Selection:
     keep: list[Section] = []
     refused: list[str] = []
     for s in sections:
+        climbing = next((n for n in s.names if ".." in _parts(n)), None)
         if not s.named:
             keep.append(s)
         elif path is None:
             if len(named) > 1:
                 return Selection("", problem=f"the diff changes {len(named)} files: {_few(named)}")
+            if climbing is not None:
+                return Selection("", problem=f"the diff names a path with `..`: {climbing!r}")
             keep.append(s)
-        elif any(p is not None and same_file(p, path) for p in (s.new, s.old)):
+        elif s.names and all(same_file(n, path) for n in s.names):
             keep.append(s)
+        elif any(same_file(n, path) for n in s.names):
+            others = sorted({n for n in s.names if not same_file(n, path)})
+            return Selection(
+                "", refused, f"the headers of the section for {path} also name {_few(set(others))}"
+            )
         else:
             refused.append(f"section for {s.path or s.old!r} refused: not the task's file {path}")
     for s in keep:
+        problem = _mode_problem(s)
+        if problem is not None:
+            return Selection("", refused, problem)
         if s.named and s.new is None:
             return Selection("", refused, f"the diff deletes {s.old}")
         if s.binary:
