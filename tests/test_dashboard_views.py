@@ -24,7 +24,6 @@ from formalbench.core.records import Diagnostic, Language, Severity
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
-    backend_options,
     check_timeout,
     edit_diff,
     editor_start,
@@ -237,15 +236,10 @@ def test_backend_and_language_from_config_or_candidates():
     assert backend_name({"backend": {"name": "lean", "project_dir": "/p"}}, None) == "lean"
     assert backend_name({}, Language.coq) == "coq"
     assert backend_name({}, None) is None
-    assert backend_options({"backend": {"name": "lean", "project_dir": "/p"}}) == {
-        "project_dir": "/p"
-    }
-    assert backend_options({"backend_options": {"timeout": 5}}) == {"timeout": 5}
     stored = {
         "identity": {},
         "config": {"backend": "lean", "backend_options": {"project_dir": "/p"}},
     }
     assert run_language(stored, [cand]) == Language.lean  # the backend's language
     assert backend_name(stored, Language.coq) == "lean"
-    assert backend_options(stored) == {"project_dir": "/p"}
     assert check_timeout(stored) is None and check_timeout({"config": {"timeout": 9}}) == 9.0

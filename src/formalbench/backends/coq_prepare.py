@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from formalbench.backends.sandbox import run_probe
 from formalbench.core.lexer import Token, tokenize
 from formalbench.core.records import Language, Task
 
@@ -366,10 +366,9 @@ def facts_of(coqc: list[str], *, name: str, root: Path = Path("/")) -> Toolchain
     """The facts of a coqc (a command: a wrapper that runs it inside a Debian root `root`
     gives root-relative paths): its version, the library packages the root's dpkg lists, the
     modules under its `user-contrib`."""
-    version = subprocess.run(
-        [*coqc, "--print-version"], capture_output=True, text=True, timeout=120
-    ).stdout.split()
-    where = subprocess.run([*coqc, "-where"], capture_output=True, text=True, timeout=120)
+    # asked in the sandbox, as every start of coqc is (backends/sandbox.py)
+    version = run_probe([*coqc, "--print-version"], timeout=120).stdout.split()
+    where = run_probe([*coqc, "-where"], timeout=120)
     lib = root / where.stdout.strip().lstrip("/")
     return facts_for(
         name,

@@ -396,6 +396,18 @@ def _text(data: bytes, cut: bool, limit: int) -> str:
     return text + TRUNCATED.format(limit=limit) if cut and len(data) >= limit else text
 
 
+_MAX_STDIN = 60_000  # under Linux's 64 KiB pipe buffer: written whole before reading
+
+
+def run_probe(argv: Sequence[str], *, timeout: float = 60.0) -> ProcessOutcome:
+    """A short question to a proof assistant (`coqc --print-version`, `coqc -where`), asked
+    in the sandbox like every other start of it: a throw-away folder, the allow-listed
+    environment, bwrap where it works, tied to formalbench's life (issue 29 item 1: a
+    `coqc` a run folder named was once asked its version outside all of this)."""
+    with work_dir("probe") as folder:
+        return run_limited(argv, cwd=folder, timeout=timeout)
+
+
 def run_limited(
     argv: Sequence[str],
     *,
@@ -406,6 +418,7 @@ def run_limited(
     confine: bool = True,
     read_only: Sequence[str] = (),
     root: str | None = None,
+    stdin_text: str | None = None,
 ) -> ProcessOutcome:
     """Run `argv` in the throw-away folder `cwd` to completion or until `timeout` seconds pass.
 
@@ -416,7 +429,12 @@ def run_limited(
     bwrap and the user's own HOME, but still the parent-death tie, the registry and the cap.
     `read_only`: absolute folders the process reads and must not change (see the module doc).
     `root`: the provisioned toolchain whose program `argv[0]` is (see `confined_argv`).
+    `stdin_text`: a short text given on standard input (at most one pipe buffer: it is written
+    before the output is read), e.g. a build's smoke-test script for coqtop.
     """
+    data = stdin_text.encode("utf-8") if stdin_text is not None else None
+    if data is not None and len(data) > _MAX_STDIN:
+        raise ValueError(f"stdin_text of {len(data)} bytes; at most {_MAX_STDIN}")
     start = time.perf_counter()
     if _stopping.is_set():
         return ProcessOutcome(CheckStatus.crash, None, "", "formalbench is stopping", 0.0)
@@ -430,7 +448,7 @@ def run_limited(
         command,
         cwd=folder,
         env=private_env(base_env, folder) if confine else base_env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if data is None else subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -438,6 +456,11 @@ def run_limited(
     )
     register(proc)
     try:
+        if data is not None and proc.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.write(data)
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
         out, err, cut, timed_out = _read_capped(proc, time.monotonic() + timeout, limit)
         if timed_out:
             kill_group(proc)

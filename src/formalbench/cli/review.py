@@ -2,7 +2,8 @@
 the exercises of a construct run (a folder holding `construct.sqlite`).
 
 `--export FILE` writes the accepted problems as a task dataset (JSONL) and exits instead of
-serving. Bad input (not a run directory, a busy port, another interface without a token)
+serving. A run folder is data: re-checks take the backend's name and time limit from it, and
+nothing else; a project folder or toolchain is the reviewer's (`--project`, `--toolchain`). Bad input (not a run directory, a busy port, another interface without a token)
 is one line on stderr and exit code 2.
 """
 
@@ -40,6 +41,15 @@ def review(
     export: str | None = typer.Option(
         None, "--export", help="Write the accepted problems as task JSONL to FILE and exit."
     ),
+    project: str | None = typer.Option(
+        None,
+        "--project",
+        help="Re-checks run in this project: a Coq project (its _CoqProject) or a Lean "
+        "project. Never read from the run folder.",
+    ),
+    toolchain: str | None = typer.Option(
+        None, "--toolchain", help="Coq toolchain of re-checks (default: FORMALBENCH_TOOLCHAIN)."
+    ),
 ) -> None:
     """Review formalize candidates or construct exercises in the browser: edit, re-check,
     accept or reject."""
@@ -65,7 +75,20 @@ def review(
     def announce(line: str) -> None:
         print(line, flush=True)
 
-    serve(run_dir, host=host, port=port, token=token, reviewer=reviewer, announce=announce)
+    options: dict[str, str] = {}
+    if project is not None:
+        options["project_dir"] = project
+    if toolchain is not None:
+        options["toolchain"] = toolchain
+    serve(
+        run_dir,
+        host=host,
+        port=port,
+        token=token,
+        reviewer=reviewer,
+        announce=announce,
+        check_options=options,
+    )
     sys.stdout.flush()
 
 

@@ -30,7 +30,6 @@ from formalbench.dashboard.render import problem_url
 from formalbench.dashboard.views import (
     ProblemView,
     backend_name,
-    backend_options,
     check_timeout,
     edit_diff,
     editor_start,
@@ -65,16 +64,23 @@ def create_app(
     reviewer: str | None = None,
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
+    check_options: dict[str, Any] | None = None,
 ) -> FastAPI:
     """The dashboard for one run. `token`: required on every request when given;
-    `allowed_hosts`: Host names answered (None: any; the server passes loopback names).
+    `allowed_hosts`: Host names answered (None: any; the server passes loopback names);
+    `check_options`: the re-check backend's options, from the reviewer's own command line
+    (a project folder, a toolchain), never from the run folder (see `views.check_timeout`).
     A construct run (its folder holds `construct.sqlite`) gets the construct pages."""
     if is_construct_run(run_dir):
         return create_construct_app(
-            run_dir, reviewer=reviewer, token=token, allowed_hosts=allowed_hosts
+            run_dir,
+            reviewer=reviewer,
+            token=token,
+            allowed_hosts=allowed_hosts,
+            check_options=check_options,
         )
     formalize, review = open_run(run_dir)
-    rechecker = _rechecker(formalize)
+    rechecker = _rechecker(formalize, check_options or {})
     run_name = Path(run_dir).resolve().name
 
     app = bare_app(rechecker.close)
@@ -228,13 +234,14 @@ def is_construct_run(run_dir: str | Path) -> bool:
     return (Path(run_dir) / KIND_MARKERS["construct"]).is_file()
 
 
-def _rechecker(formalize: FormalizeStore) -> Rechecker:
-    """The run's backend for re-checks: named by its config, else by its candidates' language."""
+def _rechecker(formalize: FormalizeStore, options: dict[str, Any]) -> Rechecker:
+    """The run's backend for re-checks: named by its config, else by its candidates'
+    language; its options are the reviewer's (`options`), its timeout the run's (bounded)."""
     config = formalize.config() or {}
     first = next(iter(formalize.problems()), None)
     candidates = formalize.candidates(first.id) if first is not None else []
     name = backend_name(config, run_language(config, candidates))
-    return Rechecker(name, backend_options(config), check_timeout(config))
+    return Rechecker(name, options, check_timeout(config))
 
 
 def _filter(params: Mapping[str, str]) -> tuple[ProblemFilter, str]:

@@ -50,7 +50,10 @@ class Recheck:
 
 
 class Rechecker:
-    """Runs the configured backend on edited texts; one backend for all requests."""
+    """Runs the configured backend on edited texts; one backend for all requests.
+
+    `backend` (a name) and `timeout` come from the run's settings; `options` (programs,
+    flags, project folders) only from the reviewer (issue 29 item 1: a run folder is data)."""
 
     def __init__(
         self, backend: str | None, options: dict[str, Any], timeout: float | None = None

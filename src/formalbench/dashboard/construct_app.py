@@ -29,7 +29,7 @@ from formalbench.dashboard.decide import ACTIONS, MAX_TEXT, DecideForm
 from formalbench.dashboard.export import to_jsonl
 from formalbench.dashboard.frame import REVIEWER_COOKIE, bare_app, frame, remember_reviewer
 from formalbench.dashboard.render import problem_url
-from formalbench.dashboard.views import backend_name, backend_options, check_timeout, edit_diff
+from formalbench.dashboard.views import backend_name, check_timeout, edit_diff
 from formalbench.store.review import ReviewConflict, ReviewStore
 
 
@@ -39,11 +39,12 @@ def open_construct(run_dir: str | Path) -> tuple[ConstructRun, ReviewStore]:
     return run, ReviewStore(run.source.path)
 
 
-def make_rechecker(run: ConstructRun) -> Rechecker:
-    """The run's own assistant, as its settings (construct.json) name it."""
+def make_rechecker(run: ConstructRun, options: dict[str, Any] | None = None) -> Rechecker:
+    """The run's own assistant, as its settings (construct.json) name it; its options are the
+    reviewer's (`formalbench review --project/--toolchain`), never the run folder's."""
     settings = run.settings
     name = backend_name(settings, run.language())
-    return Rechecker(name, backend_options(settings), check_timeout(settings))
+    return Rechecker(name, dict(options or {}), check_timeout(settings))
 
 
 def create_construct_app(
@@ -52,9 +53,10 @@ def create_construct_app(
     reviewer: str | None = None,
     token: str | None = None,
     allowed_hosts: list[str] | None = None,
+    check_options: dict[str, Any] | None = None,
 ) -> FastAPI:
     run, review = open_construct(run_dir)
-    rechecker = make_rechecker(run)
+    rechecker = make_rechecker(run, check_options)
     run_name = Path(run_dir).resolve().name
 
     app = bare_app(rechecker.close, run.close, review.close)

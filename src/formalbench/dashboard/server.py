@@ -10,6 +10,7 @@ import ipaddress
 import socket
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -56,6 +57,7 @@ def serve(
     token: str | None = None,
     reviewer: str | None = None,
     announce: Callable[[str], None] = print,
+    check_options: dict[str, Any] | None = None,
 ) -> None:
     """Serve the dashboard until interrupted. Another interface than loopback needs `token`."""
     if token is not None and len(token) < 8:
@@ -67,7 +69,13 @@ def serve(
             "give --token (or FORMALBENCH_REVIEW_TOKEN) to require it on every request"
         )
     allowed = list(LOOPBACK_NAMES) if loopback and token is None else None
-    app = create_app(run_dir, reviewer=reviewer, token=token, allowed_hosts=allowed)
+    app = create_app(
+        run_dir,
+        reviewer=reviewer,
+        token=token,
+        allowed_hosts=allowed,
+        check_options=check_options,
+    )
     sock = bind(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host.strip('[]')}]" if ":" in host else host

@@ -7,6 +7,7 @@ first, then the summary's rank) are plain functions, tested without a server.
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,7 +129,9 @@ def run_language(config: dict[str, Any] | None, candidates: list[Candidate]) -> 
 
 
 def backend_name(config: dict[str, Any] | None, language: Language | None) -> str | None:
-    """The backend that checked the run's candidates: the settings', else the language's own."""
+    """The backend that checked the run's candidates: the settings', else the language's own.
+    Only the name is read (of a `{"name": …, options…}` entry too): the registry refuses a
+    name it does not know, and nothing else the settings say reaches the backend."""
     value = run_settings(config).get("backend")
     if isinstance(value, str) and value.strip():
         return value.strip().lower()
@@ -137,15 +140,17 @@ def backend_name(config: dict[str, Any] | None, language: Language | None) -> st
     return language.value if language is not None else None
 
 
-def backend_options(config: dict[str, Any] | None) -> dict[str, Any]:
-    """Constructor options for the run's backend (e.g. Lean's project_dir), and its timeout."""
-    settings = run_settings(config)
-    options = settings.get("backend_options")
-    if not isinstance(options, dict) and isinstance(settings.get("backend"), dict):
-        options = {k: v for k, v in settings["backend"].items() if k != "name"}
-    return dict(options) if isinstance(options, dict) else {}
+MAX_CHECK_TIMEOUT = 600.0  # seconds; a run folder cannot make a re-check wait for ever
 
 
 def check_timeout(config: dict[str, Any] | None) -> float | None:
+    """The run's time limit for one check, within (0, MAX_CHECK_TIMEOUT]; None: the
+    backend's default. A run folder is data (issue 29 item 1): this and the backend's *name*
+    are all a re-check takes from it; programs, flags and project folders come from the
+    reviewer's own command line (`formalbench review --project/--toolchain`)."""
     value = run_settings(config).get("timeout")
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value <= 0:
+        return None
+    return min(float(value), MAX_CHECK_TIMEOUT)

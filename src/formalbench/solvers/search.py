@@ -110,12 +110,13 @@ def coq_library() -> Path | None:
 def _coq_where(coqc: str | None) -> Path | None:
     if coqc is None:
         return None
+    from formalbench.backends.sandbox import run_probe  # in the sandbox, as every coqc start
+
     try:
-        out = subprocess.run(
-            [coqc, "-where"], capture_output=True, text=True, timeout=30, check=True
-        ).stdout.strip()
+        done = run_probe([coqc, "-where"], timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
+    out = done.stdout.strip() if done.returncode == 0 else ""
     return Path(out).resolve() if out else None
 
 

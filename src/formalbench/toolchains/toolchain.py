@@ -60,12 +60,14 @@ def host_version(coqc: str = "coqc") -> str | None:
 
 @functools.cache
 def _version_at(coqc: str) -> str | None:
+    from formalbench.backends.sandbox import run_probe  # the sandbox, as for every coqc start
+
     try:
-        done = subprocess.run([coqc, "--print-version"], capture_output=True, text=True, timeout=60)
+        done = run_probe([coqc, "--print-version"], timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     words = done.stdout.split()
-    return words[0] if done.returncode == 0 and words else None
+    return words[0] if done.status.value == "ok" and done.returncode == 0 and words else None
 
 
 @functools.cache
@@ -152,17 +154,33 @@ class Toolchain:
         read_only: Sequence[str] = (),
         input: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """Run a trusted command (see `argv`) to completion, text output captured."""
-        base = {k: v for k, v in os.environ.items()}
-        return subprocess.run(
-            self.argv(argv, work=cwd, read_only=read_only),
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            input=input,
-            env=self.env(base),
-        )
+        """Run a command of this toolchain (building formalbench's library or plugin, asking
+        `coqc -where`) to completion, text output captured; `subprocess.TimeoutExpired` past
+        `timeout`. It runs in the sandbox like every start of a proof assistant (issue 29
+        item 1): `cwd` is its one writable folder, the environment is allow-listed (no API
+        keys), bwrap where it works (a provisioned root: always), tied to formalbench's
+        life. The sandbox's HOME and TMPDIR folders made in `cwd` are removed afterwards."""
+        from formalbench.backends.sandbox import run_limited, scrubbed_env
+
+        folder = Path(cwd)
+        made = [folder / n for n in (".home", ".tmp") if not (folder / n).exists()]
+        try:
+            done = run_limited(
+                list(argv),
+                cwd=folder,
+                timeout=timeout,
+                env=self.env(scrubbed_env()),
+                read_only=read_only,
+                root=self.sandbox_root,
+                stdin_text=input,
+            )
+        finally:
+            for path in made:
+                shutil.rmtree(path, ignore_errors=True)
+        if done.status.value == "timeout":
+            raise subprocess.TimeoutExpired(list(argv), timeout, done.stdout, done.stderr)
+        code = done.returncode if done.returncode is not None else -9
+        return subprocess.CompletedProcess(list(argv), code, done.stdout, done.stderr)
 
     def version(self) -> str:
         """The Coq/Rocq version (`9.2.0`, `8.16.1`)."""
