@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -95,18 +96,49 @@ def test_without_the_project_the_failure_is_the_environment(tmp_path: Path) -> N
 
 @needs_coq
 def test_eval_takes_the_task_field_relative_to_the_dataset(project: Path, tmp_path: Path) -> None:
-    (tmp_path / "data").mkdir()
-    rel = os.path.relpath(project, tmp_path / "data")
+    data = tmp_path / "data"
+    shutil.copytree(project, data / "vendor" / "proj", symlinks=True)  # beside the dataset
     task = Task(id="t", language=Language.coq, header=HEADER, formal=STATEMENT + "Admitted.\n")
-    data = tmp_path / "data" / "tasks.jsonl"
-    line = task.model_copy(update={"coq_project": rel}).model_dump_json()
-    data.write_text(line + "\n", encoding="utf-8")
-    config = EvalConfig(dataset=str(data), workers=1, timeout=60, tactics=["reflexivity"])
+    tasks = data / "tasks.jsonl"
+    line = task.model_copy(update={"coq_project": "vendor/proj"}).model_dump_json()
+    tasks.write_text(line + "\n", encoding="utf-8")
+    config = EvalConfig(dataset=str(tasks), workers=1, timeout=60, tactics=["reflexivity"])
     run_evaluation(config, tmp_path / "run")
     with RunStore(tmp_path / "run" / "run.sqlite") as store:
         attempts = {a.task_id: a for a in store.attempts(store.runs()[0].id)}
     assert attempts["t"].verdict is not None and attempts["t"].verdict.passed
     assert attempts["t"].error is None
+
+
+@needs_coq
+def test_a_task_field_leaving_the_dataset_folder_needs_the_command_line(
+    project: Path, tmp_path: Path
+) -> None:
+    """Issue 29 item 4: `..`, an absolute path elsewhere or a symlink out of the dataset's
+    folder is refused in one line; the same project given with --coq-project is used."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "link").symlink_to(project)
+    task = Task(id="t", language=Language.coq, header=HEADER, formal=STATEMENT + "Admitted.\n")
+    tasks = data / "tasks.jsonl"
+    for field in (os.path.relpath(project, data), str(project), "link", "x/../../", "/proc"):
+        line = task.model_copy(update={"coq_project": field}).model_dump_json()
+        tasks.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(InputError) as refused:
+            load_tasks(tasks)
+        said = str(refused.value)
+        assert "leaves the dataset's folder" in said and "--coq-project" in said, field
+        assert "\n" not in said
+    line = task.model_copy(update={"coq_project": str(project)}).model_dump_json()
+    tasks.write_text(line + "\n", encoding="utf-8")
+    options = {"coq_project": str(project)}
+    config = EvalConfig(
+        dataset=str(tasks), workers=1, timeout=60, tactics=["reflexivity"], backend_options=options
+    )
+    run_evaluation(config, tmp_path / "run")
+    with RunStore(tmp_path / "run" / "run.sqlite") as store:
+        (attempt,) = store.attempts(store.runs()[0].id)
+    assert attempt.verdict is not None and attempt.verdict.passed
 
 
 @needs_coq
@@ -207,3 +239,114 @@ def test_a_folder_of_project_files_names_its_project(tmp_path: Path) -> None:
     assert task.coq_project == str(root.resolve())
     (lone,) = load_tasks(tmp_path / "alone.v").tasks
     assert lone.coq_project is None
+
+
+def _refused(root: Path) -> str:
+    with pytest.raises(InputError) as caught:
+        read_coq_project(root)
+    said = str(caught.value)
+    assert "\n" not in said and "Traceback" not in said
+    return said
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("-I /proc\n", "/proc is not a project folder"),
+        ("-R /proc/self Lib\n", "is not a project folder"),
+        ("-Q /sys Lib\n", "/sys is not a project folder"),
+        ("-I /dev\n", "/dev is not a project folder"),
+        ("-R / Lib\n", "/ is not a project folder"),
+        ("-R ../../../../../../../../../../.. Lib\n", "/ is not a project folder"),
+        ("-R root Lib\n", "/ is not a project folder"),  # root -> /
+        ("-R out Lib\n", "a symlink out of the project"),  # out -> a folder elsewhere
+        ("-R up Lib\n", "a symlink out of the project"),  # up -> ..
+        ("-R proc Lib\n", "is not a project folder"),  # proc -> /proc
+        ("-R loop Lib\n", "looping symlink"),  # loop -> loop
+    ],
+)
+def test_a_project_cannot_make_formalbench_walk_the_file_system(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    """Issue 29 item 4: folders outside any project, or reached through symlinks out of it,
+    are refused before anything is walked; one line each."""
+    root = _project(tmp_path / "p", line)
+    (root / "root").symlink_to("/")
+    (root / "up").symlink_to("..")
+    (root / "proc").symlink_to("/proc")
+    (root / "loop").symlink_to("loop")
+    (tmp_path / "elsewhere").mkdir()
+    (root / "out").symlink_to(tmp_path / "elsewhere")
+    started = time.perf_counter()
+    assert said in _refused(root)
+    assert time.perf_counter() - started < 5
+
+
+def test_links_inside_the_load_path_are_bounded_too(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", "-R theories Lib\n")
+    theories = root / "theories"
+    (theories / "A.vo").write_bytes(b"x")
+    (theories / "back").symlink_to("..")  # coqc would bind the project's parent as Lib.back
+    assert "its own ancestor" in _refused(root) or "outside it" in _refused(root)
+    (theories / "back").unlink()
+    (theories / "out.vo").symlink_to("/etc/hostname")
+    assert "symlink out of the project" in _refused(root)
+    (theories / "out.vo").unlink()
+    (theories / "self").symlink_to("self")  # a loop that is no library: left alone
+    (theories / "same").symlink_to(theories / "sub", target_is_directory=True)
+    (theories / "sub").mkdir()
+    (theories / "sub" / "B.vo").write_bytes(b"y")
+    found = read_coq_project(root)
+    assert len(found.digest()) == 12
+
+
+def test_the_walk_is_bounded_in_depth_and_count(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from formalbench.backends import coq_project as cp
+
+    root = _project(tmp_path / "p", "-R theories Lib\n")
+    deep = root / "theories"
+    for i in range(6):
+        deep = deep / f"d{i}"
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(cp, "MAX_WALK_DEPTH", 4)
+    assert "nested more than 4 deep" in _refused(root)
+    monkeypatch.setattr(cp, "MAX_WALK_DEPTH", 32)
+    for i in range(30):
+        (root / "theories" / f"f{i}.vo").write_bytes(b"")
+    monkeypatch.setattr(cp, "MAX_WALK_ENTRIES", 20)
+    assert "more than 20 files and folders" in _refused(root)
+
+
+def test_a_project_file_is_read_only_up_to_its_bound(tmp_path: Path) -> None:
+    root = _project(tmp_path / "p", "")
+    sparse = root / "_CoqProject"
+    with open(sparse, "wb") as handle:  # 3 GB that take no disk: must not be read whole
+        handle.truncate(3 << 30)
+    started = time.perf_counter()
+    assert "larger than 1,048,576 bytes" in _refused(root)
+    assert time.perf_counter() - started < 2
+    sparse.unlink()
+    os.mkfifo(sparse)  # a pipe would block an open(): not a regular file, not a project
+    said = _refused(root)
+    assert "no _RocqProject or _CoqProject" in said or "not a regular file" in said
+    sparse.unlink()
+    sparse.symlink_to("/proc/self/status")  # a /proc file says size 0, whatever it holds
+    assert "a symlink out of the project" in _refused(root)
+    sparse.unlink()
+    sparse.write_bytes(b"-R theories \xff\xfe\n")
+    assert "not UTF-8 text" in _refused(root)
+
+
+@pytest.mark.parametrize("line", ["-I /proc\n", "-R / Lib\n", "-R root Lib\n"])
+def test_the_commands_say_it_in_one_line_with_exit_2(tmp_path: Path, line: str) -> None:
+    root = _project(tmp_path / "p", line)
+    (root / "root").symlink_to("/")
+    source = tmp_path / "a.v"
+    source.write_text("Theorem a : True.\nProof. exact I. Qed.\n")
+    done = runner.invoke(
+        app, ["check", str(source), "--against", str(source), "--coq-project", str(root)]
+    )
+    assert done.exit_code == 2, done.output
+    assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1

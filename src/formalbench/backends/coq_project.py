@@ -13,6 +13,14 @@ load-path flags and every folder is bound read-only in the sandbox (`ProjectPath
 see `backends/sandbox.py`), so a check cannot rebuild or change them. A `.vo` that is missing
 or was compiled by another coqc is coqc's error, reported as an environment problem.
 
+Bounds (issue 29 item 4: a project folder is data too). The project file is read up to
+`MAX_PROJECT_FILE_BYTES` (a 3 GB sparse `_CoqProject` is refused, not read). A folder it
+names may not be `/`, under `/proc`, `/sys` or `/dev`, nor reached through a symlink that
+leaves the project; the walk over its compiled files (the verdict cache key's digest) goes
+at most `MAX_WALK_DEPTH` folders deep and `MAX_WALK_ENTRIES` entries in all, never follows a
+symlinked folder, reads only the metadata of `.vo` files, and refuses a `.vo` symlink that
+leaves the project. Each violation is one line naming the file and the word.
+
 `-arg` words go to coqc as given, except the flags that would change what a verdict means or
 reach files (`-type-in-type` makes every statement provable, `-set "Dump Arith=…"` or
 `-load-vernac-source f` would run around the gate): only `ALLOWED_ARGS` pass, and
@@ -24,7 +32,9 @@ the word: one line, exit 2 from the commands.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -75,6 +85,12 @@ _BUILD_ONLY = {"-native-compiler": 1, "-docroot": 1, "-generate-meta-for-package
 _SOURCE_SUFFIXES = (".v", ".ml", ".mli", ".mlg", ".mllib", ".mlpack")
 
 
+MAX_PROJECT_FILE_BYTES = 1 << 20  # real project files are a few kB (coq-topology: 2 kB)
+MAX_WALK_DEPTH = 32
+MAX_WALK_ENTRIES = 200_000  # files and folders seen; Mathlib-sized Coq projects hold ~20,000
+SYSTEM_FOLDERS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
 @dataclass(frozen=True)
 class CoqProject:
     """The coqc flags of a project and the folders they name (absolute, resolved)."""
@@ -85,13 +101,118 @@ class CoqProject:
 
     def digest(self) -> str:
         """A short hash of the flags and of every `.vo` under the project's folders (name,
-        size, modification time): a verdict kept under one build is not reused under another."""
+        size, modification time): a verdict kept under one build is not reused under another.
+        The walk is bounded (see the module doc); a violation is an InputError. Walked once
+        (when the project is read), as the backend's version is computed once."""
+        return self._digest
+
+    @functools.cached_property
+    def _digest(self) -> str:
         digest = hashlib.sha256("\0".join(self.args).encode())
         for folder in self.read_only:
-            for vo in sorted(folder.rglob("*.vo")):
-                stat = vo.stat()
-                digest.update(f"{vo}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+            for vo, size, mtime in vo_files(folder, self.root, self.read_only):
+                digest.update(f"{vo}\0{size}\0{mtime}\n".encode())
         return digest.hexdigest()[:12]
+
+
+def _inside(path: Path, folders: Sequence[Path]) -> bool:
+    return any(path == f or path.is_relative_to(f) for f in folders)
+
+
+def vo_files(folder: Path, root: Path, allowed: Sequence[Path] = ()) -> list[tuple[str, int, int]]:
+    """(path, size, mtime) of every `.vo` under `folder`, by a bounded walk (module doc):
+    symlinked folders are not entered; a `.vo` symlink must stay in `root` or `allowed`."""
+    where = f"{root}: load path {folder}"
+    found: list[tuple[str, int, int]] = []
+    seen = 0
+    stack: list[tuple[Path, int]] = [(folder, 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(current), key=lambda e: e.name)
+        except OSError as exc:
+            if current == folder:
+                raise InputError(f"{where}: cannot be read ({exc.strerror})") from None
+            continue  # a subfolder that vanished or is closed to us: coqc cannot read it either
+        for entry in entries:
+            seen += 1
+            if seen > MAX_WALK_ENTRIES:
+                raise InputError(
+                    f"{where}: more than {MAX_WALK_ENTRIES:,} files and folders; name the "
+                    "project's own library folders, not a larger tree"
+                )
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if depth + 1 > MAX_WALK_DEPTH:
+                        raise InputError(
+                            f"{where}: folders nested more than {MAX_WALK_DEPTH} deep "
+                            f"({entry.path})"
+                        )
+                    stack.append((Path(entry.path), depth + 1))
+                elif entry.is_symlink():
+                    _linked(entry, folder, root, allowed, where, found)
+                elif entry.name.endswith(".vo"):
+                    info = entry.stat(follow_symlinks=False)
+                    found.append((entry.path, info.st_size, info.st_mtime_ns))
+            except OSError:
+                continue  # vanished while we looked
+    found.sort()
+    return found
+
+
+def _linked(
+    entry: os.DirEntry[str],
+    folder: Path,
+    root: Path,
+    allowed: Sequence[Path],
+    where: str,
+    found: list[tuple[str, int, int]],
+) -> None:
+    """A symlink under a load-path folder. coqc follows symlinked folders when it maps
+    `-R`/`-Q` (measured with 8.16: `theories/loop -> ..` bound the project's parent as
+    `L.loop` and recursed until its own limit), so a folder link must stay inside `folder`
+    and not lead to one of its own ancestors; a `.vo` link must stay in the project. Other
+    links (sources, broken ones) are no library and are left alone."""
+    link = Path(entry.path)
+    try:
+        target = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        if entry.name.endswith(".vo"):
+            raise InputError(f"{where}: {link} is a broken or looping symlink") from None
+        return
+    if target.is_dir():
+        if not _inside(target, [folder]) or _inside(link, [target]):
+            raise InputError(
+                f"{where}: {link} links to the folder {target}, "
+                + ("its own ancestor (a loop)" if _inside(link, [target]) else "outside it")
+            )
+        return  # a second name for a folder walked anyway
+    if entry.name.endswith(".vo"):
+        if not _inside(target, [root, *allowed]):
+            raise InputError(f"{where}: {link} is a symlink out of the project ({target})")
+        info = target.stat()
+        found.append((str(link), info.st_size, info.st_mtime_ns))
+
+
+def read_project_text(path: Path) -> str:
+    """The text of a project file, read up to MAX_PROJECT_FILE_BYTES; one line if it is
+    larger, no regular file, or unreadable (never read whole first: it may be sparse)."""
+    if not os.path.isfile(path):  # before opening: a FIFO would block the open itself
+        raise InputError(f"{path}: not a regular file")
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_PROJECT_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_PROJECT_FILE_BYTES:
+        raise InputError(
+            f"{path}: larger than {MAX_PROJECT_FILE_BYTES:,} bytes; a project file lists "
+            "options and files, not data"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
 def project_words(text: str, where: str) -> list[str]:
@@ -121,9 +242,22 @@ def project_words(text: str, where: str) -> list[str]:
 
 
 def _folder(root: Path, name: str, flag: str, where: str) -> Path:
-    path = (root / name).resolve()
+    """The folder `name` of the project at `root`, resolved, or one line saying why not:
+    missing, `/` or a system folder, or a symlink that leads out of the project."""
+    written = Path(os.path.normpath(root / name))
+    try:
+        path = written.resolve(strict=False)
+    except (OSError, RuntimeError):
+        raise InputError(f"{where}: `{flag} {name}`: a looping symlink") from None
     if not path.is_dir():
         raise InputError(f"{where}: `{flag} {name}`: no such folder ({path})")
+    if path == Path("/") or _inside(path, SYSTEM_FOLDERS):
+        raise InputError(f"{where}: `{flag} {name}`: {path} is not a project folder")
+    if _inside(written, [root]) and not _inside(path, [root]):
+        raise InputError(
+            f"{where}: `{flag} {name}`: a symlink out of the project (to {path}); name the "
+            "folder itself"
+        )
     return path
 
 
@@ -194,9 +328,12 @@ def read_coq_project(folder: str | Path) -> CoqProject:
         )
     where = str(found)
     try:
-        text = found.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{where}: cannot read ({exc})") from None
+        target = found.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise InputError(f"{where}: a broken or looping symlink") from None
+    if not _inside(target, [root]):
+        raise InputError(f"{where}: a symlink out of the project (to {target})")
+    text = read_project_text(found)
     words = project_words(text, where)
     args: list[str] = []
     extra: list[str] = []
@@ -229,7 +366,9 @@ def read_coq_project(folder: str | Path) -> CoqProject:
             raise InputError(f"{where}: `{word}` is neither an option nor a source file")
         i += 1 + needs
     args += _extra_args(extra, where)
-    return CoqProject(root=root, args=tuple(args), read_only=tuple(dict.fromkeys(folders)))
+    project = CoqProject(root=root, args=tuple(args), read_only=tuple(dict.fromkeys(folders)))
+    project.digest()  # walk now: a folder too large or a symlink out is refused up front
+    return project
 
 
 def tasks_project(tasks: Sequence[Task]) -> str | None:

@@ -81,11 +81,16 @@ class LoadedDataset:
         self.tasks.append(task)
 
 
-def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset:
+def load_tasks(
+    spec: str | Path, *, on_error: OnError = "fail", project_given: bool = False
+) -> LoadedDataset:
     """Read a dataset named by a path (JSONL file, source file, folder) or a shipped name.
 
     Raises InputError for a missing, unreadable, empty or unrecognised dataset, and, with
     `on_error="fail"`, for the first malformed line (naming file:line and what is wrong).
+    A task's `coq_project` field must stay inside the dataset's folder (see
+    `_anchor_projects`) unless `project_given`: the user named the project on the command
+    line (`--coq-project`), which overrides the field.
     """
     if on_error not in ("skip", "fail"):
         raise InputError(f"on_error must be 'skip' or 'fail', not {on_error!r}")
@@ -111,7 +116,7 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
         raise InputError(
             f"{path}: not a dataset (expected a .jsonl or .json file, a .lean/.v file or a folder)"
         )
-    _anchor_projects(loaded, path if path.is_dir() else path.parent)
+    _anchor_projects(loaded, path if path.is_dir() else path.parent, project_given)
     if not loaded.tasks and loaded.problems:
         raise InputError(
             f"{loaded.source}: no usable task ({len(loaded.problems)} "
@@ -124,13 +129,36 @@ def load_tasks(spec: str | Path, *, on_error: OnError = "fail") -> LoadedDataset
     return loaded
 
 
-def _anchor_projects(loaded: LoadedDataset, folder: Path) -> None:
+def _anchor_projects(loaded: LoadedDataset, folder: Path, project_given: bool) -> None:
     """A task's relative `coq_project` names a folder beside the dataset, wherever the
-    command runs: make it absolute against the dataset's folder."""
+    command runs: make it absolute against the dataset's folder.
+
+    A dataset is data (issue 29 item 4): a field that leaves the dataset's folder (`..`, an
+    absolute path elsewhere, a symlink out) would make formalbench read and pass to coqc a
+    folder its author chose anywhere on the user's machine (`/`, `/proc`). It is refused in
+    one line unless the user gave the project on the command line (`project_given`: the
+    field is overridden then). Projects found beside source files are formalbench's own
+    finding (`_coq_project_of`), not a field, and stay as found."""
+    if loaded.format == "source-files":
+        return
+    home = folder.resolve()
     for i, task in enumerate(loaded.tasks):
-        if task.coq_project and not Path(task.coq_project).expanduser().is_absolute():
-            where = str((folder / task.coq_project).resolve())
-            loaded.tasks[i] = task.model_copy(update={"coq_project": where})
+        if not task.coq_project:
+            continue
+        written = Path(task.coq_project).expanduser()
+        try:
+            where = (written if written.is_absolute() else folder / written).resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise InputError(
+                f"{loaded.source}: task {task.id}: coq_project {task.coq_project!r}: {exc}"
+            ) from None
+        if not project_given and not where.is_relative_to(home):
+            raise InputError(
+                f"{loaded.source}: task {task.id}: coq_project {task.coq_project!r} leaves the "
+                f"dataset's folder {home}; give the project on the command line "
+                "(--coq-project DIR) if you trust it"
+            )
+        loaded.tasks[i] = task.model_copy(update={"coq_project": str(where)})
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -135,7 +135,11 @@ def choose_language(tasks: list[Task], backend: str | None) -> tuple[str, list[T
 
 
 def load_selected_tasks(config: EvalConfig) -> tuple[list[Task], list[Problem]]:
-    dataset = load_tasks(config.dataset, on_error=config.on_error)
+    dataset = load_tasks(
+        config.dataset,
+        on_error=config.on_error,
+        project_given="coq_project" in config.backend_options,  # `--coq-project` overrides
+    )
     chosen = config.selection
     tasks = select(
         dataset.tasks,

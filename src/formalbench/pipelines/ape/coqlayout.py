@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from formalbench.backends.coq_project import project_words
+from formalbench.backends.coq_project import project_words, read_project_text
 from formalbench.core.errors import InputError
 
 Reader = Callable[[str], str | None]  # repository-relative path -> text, None if absent
@@ -122,8 +122,13 @@ def tree_layout(root: Path) -> CoqLayout | None:
     """The layout of a checked-out project folder."""
 
     def read(rel: str) -> str | None:
+        """A layout file's text; None when absent, or no small regular file (a project file
+        of a mined tree is data: never read whole past MAX_PROJECT_FILE_BYTES)."""
         path = root / rel
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+        try:
+            return read_project_text(path) if path.is_file() else None
+        except InputError:
+            return None
 
     def list_paths() -> list[str]:
         return [p.relative_to(root).as_posix() for p in root.rglob("dune") if p.is_file()]

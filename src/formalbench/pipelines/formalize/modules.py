@@ -19,7 +19,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from formalbench.backends.coq_project import project_file
+from formalbench.backends.coq_project import project_file, read_project_text
+from formalbench.core.errors import InputError
 from formalbench.core.records import Language
 from formalbench.solvers.search import coq_library
 
@@ -95,9 +96,9 @@ class ModuleNamer:
 
 def _coq_project(path: Path) -> list[tuple[Path, str]]:
     """`-R dir Name` / `-Q dir Name` lines of a _CoqProject, longest folder first."""
-    try:
-        words = shlex.split(path.read_text(encoding="utf-8", errors="replace"), comments=True)
-    except (OSError, ValueError):
+    try:  # bounded: a project file is never read whole past its size limit
+        words = shlex.split(read_project_text(path), comments=True)
+    except (InputError, ValueError):
         return []
     mappings = []
     for i, word in enumerate(words[:-2]):
