@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -350,3 +351,73 @@ def test_the_commands_say_it_in_one_line_with_exit_2(tmp_path: Path, line: str) 
     )
     assert done.exit_code == 2, done.output
     assert "Traceback" not in done.output and len(done.output.strip().splitlines()) == 1
+
+
+HONEST = "Theorem t : forall n : nat, n + 0 = n.\nProof.\n"
+HURKENS_SET = """Section Paradox.
+(* Hurkens' paradox needs an impredicative universe that is also large enough; under
+   -impredicative-set, Set is one. Only the flag matters to the test: the project is refused
+   before any of this is compiled. *)
+Definition U : Set := forall X : Set, (X -> Set) -> X -> Set.
+End Paradox.
+Theorem one_two : 1 = 2.
+Proof.
+Admitted.
+"""
+
+
+def _check_under(tmp_path: Path, flag: str, head: str, proof: str, original: str = "") -> dict:
+    tmp_path = Path(tempfile.mkdtemp(dir=tmp_path))  # one folder a call
+    root = _project(tmp_path / "p", f'-arg "{flag}"\n')
+    cand, orig = tmp_path / "cand.v", tmp_path / "orig.v"
+    cand.write_text(head + HONEST + proof + "Qed.\n", encoding="utf-8")
+    orig.write_text(original or head + HONEST + "Admitted.\n", encoding="utf-8")
+    done = runner.invoke(
+        app, ["check", str(cand), "--against", str(orig), "--coq-project", str(root), "--json"]
+    )
+    return {"exit": done.exit_code, "out": done.output}
+
+
+@needs_coq
+@pytest.mark.parametrize(
+    "flag", ["-w -notation-overridden", "-q", "-indices-matter", "-allow-sprop", "-disallow-sprop"]
+)
+def test_allowed_project_flags_give_an_honest_proof_its_pass(tmp_path: Path, flag: str) -> None:
+    done = _check_under(tmp_path, flag, "", "  induction n; simpl; auto.\n")
+    assert done["exit"] == 0, done["out"]
+    assert json.loads(done["out"])["passed"] is True
+
+
+@needs_coq
+@pytest.mark.parametrize("flag", ["-noinit", "-nois"])
+def test_noinit_passes_a_file_that_loads_the_prelude_and_says_why_one_does_not(
+    tmp_path: Path, flag: str
+) -> None:
+    prelude = "From Coq Require Import Init.Prelude.\n"
+    done = _check_under(tmp_path, flag, prelude, "  induction n; simpl; auto.\n")
+    assert done["exit"] == 0 and json.loads(done["out"])["passed"] is True, done["out"]
+    bare = _check_under(tmp_path, flag, "", "  induction n; simpl; auto.\n")
+    verdict = json.loads(bare["out"])
+    assert verdict["passed"] is False and verdict["reasons"] == ["compile_error"]
+    assert "statement_changed" not in verdict["reasons"]  # never the misleading reason
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "-arg -impredicative-set\n",
+        '-arg "-w none -impredicative-set"\n',
+        "-arg -impredicative-set -arg -q\n",
+    ],
+)
+def test_impredicative_set_is_refused_up_front_naming_the_flag(tmp_path: Path, line: str) -> None:
+    root = _project(tmp_path / "p", line)
+    said = _refused(root)
+    assert "`-arg -impredicative-set` is refused" in said and "impredicative" in said
+    source = tmp_path / "paradox.v"
+    source.write_text(HURKENS_SET, encoding="utf-8")
+    done = runner.invoke(
+        app, ["check", str(source), "--against", str(source), "--coq-project", str(root)]
+    )
+    assert done.exit_code == 2 and "-impredicative-set" in done.output
+    assert len(done.output.strip().splitlines()) == 1
