@@ -243,24 +243,28 @@ def _serve(run: Path) -> tuple[uvicorn.Server, str, threading.Thread]:
     return server, f"http://127.0.0.1:{port}", thread
 
 
+BIG = "".join(f"(* {i:06d} {'ℕ' * 59} *)\n" for i in range(13_000))  # 949,000 characters
+
+
 def test_refused_posts_do_not_hold_up_other_requests(run: Path) -> None:
-    """Issue 29 item 3, measured: 4 refused POSTs of 3 MB of code each (no token), sent
-    together with GET / requests; every GET answers quickly."""
+    """Issue 29 item 3, measured (bench/bench_security29.py loop): 4 refused POSTs of 949,000
+    characters each (9 MB encoded, no token), while GET / is asked again and again; before
+    the fix each refusal was parsed, diffed and echoed on the event loop (GETs waited up to
+    2.6-5.9 s, refusals took 9-11 s under load), now none is read."""
     server, base, thread = _serve(run)
-    big = "Theorem t : True.\n" + "(* filler line to diff *)\n" * 110_000
     timings: list[float] = []
     try:
-        with httpx.Client(base_url=base, timeout=60) as web:
+        with httpx.Client(base_url=base, timeout=120) as web:
             web.get("/")  # warm
 
             def attack() -> None:
-                with httpx.Client(base_url=base, timeout=60) as other:
-                    other.post("/decide", data={"problem_id": "alg-find", "code": big})
+                with httpx.Client(base_url=base, timeout=120) as other:
+                    other.post("/decide", data={"problem_id": "alg-find", "code": BIG})
 
             attackers = [threading.Thread(target=attack) for _ in range(4)]
             for t in attackers:
                 t.start()
-            for _ in range(8):
+            while any(t.is_alive() for t in attackers) or len(timings) < 3:
                 started = time.perf_counter()
                 assert web.get("/").status_code == 200
                 timings.append(time.perf_counter() - started)
@@ -269,7 +273,7 @@ def test_refused_posts_do_not_hold_up_other_requests(run: Path) -> None:
     finally:
         server.should_exit = True
         thread.join(10)
-    assert max(timings) < 1.0, timings  # under load; was 1-2 s per GET before the fix
+    assert max(timings) < 2.0, timings  # under load
 
 
 @pytest.mark.parametrize("char", ["\u3164", "\u00a0", "\u034f", "\ufe0f", "\u2800", "\u115f"])
