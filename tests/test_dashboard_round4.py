@@ -12,7 +12,6 @@ folder or a page elsewhere would.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import sqlite3
@@ -312,7 +311,3 @@ def test_a_clean_recheck_says_nothing_was_reported_once_escaped(run: Path) -> No
         page = client.post("/check", data=dict(fields, code=OK))
     assert '<p class="muted small">The assistant reported nothing.</p>' in page.text
     assert "&lt;p" not in page.text and "&amp;lt;" not in page.text
-
-
-def test_env_is_not_leaked_by_this_test_module() -> None:
-    assert "sk-secret" not in os.environ.get("OPENAI_API_KEY", "")
