@@ -9,7 +9,9 @@ and failures, as a training loop sends them. Modes, each over every candidate wi
 - `coqc`: the candidate file compiled by a cold `coqc` (the baseline);
 - `compile`: `/verify` without a task (Kimina's compile-only answer);
 - `strict`: `/verify` with the task's `task_id` (a fresh cache: every verdict computed);
-- `strict-cached`: the same requests again with the cache on (what a repeated sample costs).
+- `strict-warm`: the same requests with `disable_cache`: every verdict computed again, each
+  task's own build and dump already done (a training loop's steady state);
+- `strict-cached`: the same requests with the cache on (what a repeated sample costs).
 
 Prints checks per second and p50/p95/p99 latency per mode; with `--compare-check`, also runs
 `formalbench check --json` on every candidate and counts the verdicts that differ from the
@@ -158,12 +160,106 @@ def same(a: dict[str, Any] | None, answer: dict[str, Any]) -> bool:
     return all(a[k] == b[k] for k in keys) and findings[0] == findings[1]
 
 
+SLOW_TASK = "Lemma slow : True.\nProof.\nAdmitted.\n"
+SLOW = "Lemma slow : True.\nProof. do 20000000 idtac. exact I. Qed.\n"
+
+
+def load_mix(items: list[tuple[str, str, str]]) -> list[tuple[str, dict[str, Any], str]]:
+    """(kind, item, expected) for the load test: valid, invalid, hostile, slow and huge."""
+    from tests.test_coq_identity_attacks import ATTACKS
+
+    solved = [(o, c) for n, o, c in items if n.endswith(":solved")]
+    failed = [(o, c) for n, o, c in items if n.endswith(":failed")]
+    mix: list[tuple[str, dict[str, Any], str]] = []
+    mix += [("valid", {"proof": c, "original": o}, "pass") for o, c in solved]
+    mix += [("invalid", {"proof": c, "original": o}, "fail") for o, c in failed]
+    mix += [("hostile", {"proof": c, "original": o}, "fail") for o, c in ATTACKS.values()]
+    mix.append(
+        ("hostile", {"proof": 'Redirect "/tmp/x" Check nat.', "original": SLOW_TASK}, "fail")
+    )
+    mix.append(("slow", {"proof": SLOW, "original": SLOW_TASK}, "fail"))
+    mix.append(("huge", {"proof": "(*" + "x" * (17 << 20) + "*)"}, "413"))
+    return mix
+
+
+async def load_test(
+    url: str, mix: list[tuple[str, dict[str, Any], str]], n: int, clients: int, pid: int
+) -> None:
+    """`n` requests from `clients` concurrent clients, one item each, drawn in turn from `mix`:
+    every answer's id and outcome checked, 429s retried after `Retry-After`, the service's
+    RSS (its process tree) sampled."""
+    import psutil
+
+    gate = asyncio.Semaphore(clients)
+    seen: dict[str, int] = {}
+    wrong: list[str] = []
+    busy = 0
+    peak = 0
+
+    async def sample() -> None:
+        nonlocal peak
+        while True:
+            top = psutil.Process(pid)
+            procs = [top, *top.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+            await asyncio.sleep(0.5)
+
+    async def one(http: httpx.AsyncClient, i: int) -> None:
+        nonlocal busy
+        kind, item, expected = mix[i % len(mix)]
+        rid = f"{kind}-{i}"
+        body = {"codes": [{"custom_id": rid, **item}], "timeout": 3 if kind == "slow" else 120}
+        async with gate:
+            while True:
+                r = await http.post(url + "/verify", json=body)
+                if r.status_code != 429:
+                    break
+                busy += 1
+                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
+        if expected == "413":
+            seen[rid] = seen.get(rid, 0) + 1
+            if r.status_code != 413:
+                wrong.append(f"{rid}: {r.status_code}")
+            return
+        results = r.json()["results"] if r.status_code == 200 else []
+        for res in results:
+            seen[res["custom_id"]] = seen.get(res["custom_id"], 0) + 1
+        if r.status_code != 200 or [x["custom_id"] for x in results] != [rid]:
+            wrong.append(f"{rid}: {r.status_code} {r.text[:100]}")
+            return
+        passed = bool((results[0].get("verdict") or {}).get("passed"))
+        if passed != (expected == "pass"):
+            wrong.append(f"{rid}: passed={passed} error={results[0].get('error')}")
+
+    import httpx
+
+    sampler = asyncio.ensure_future(sample())
+    t0 = time.monotonic()
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=900) as http:
+        await asyncio.gather(*(one(http, i) for i in range(n)))
+    wall = time.monotonic() - t0
+    sampler.cancel()
+    lost = n - len(seen)
+    dup = sum(1 for c in seen.values() if c > 1)
+    internal = [w for w in wrong if "internal_error" in w]
+    others = [w for w in wrong if w not in internal]
+    print(
+        f"load: {n} requests, {clients} clients, {wall:.1f} s; lost {lost}, duplicated {dup}, "
+        f"wrong {len(others)} {others[:3]}, internal errors {len(internal)} {internal[:1]}; "
+        f"429s retried {busy}; peak RSS {peak / 2**20:.0f} MiB"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="tasks (two candidates each)")
     parser.add_argument("--compare-check", action="store_true")
     parser.add_argument("--no-replay", action="store_true", help="serve and check without coqchk")
+    parser.add_argument("--load", type=int, default=0, help="then a load test of N requests")
+    parser.add_argument(
+        "--clients", type=int, default=64, help="concurrent clients of the load test"
+    )
     args = parser.parse_args()
     os.environ["FORMALBENCH_TOOLCHAIN"] = "host"  # the same coqc as the baseline
     items = candidates(args.limit)
@@ -173,7 +269,7 @@ def main() -> None:
     extra = ["--no-replay"] if args.no_replay else []
     with (
         tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp,
-        running(Path(tmp), "--workers", str(args.concurrency), "--queue", "256", *extra) as server,
+        running(Path(tmp), "--workers", str(args.concurrency), "--queue", "32", *extra) as server,
     ):
 
         async def register() -> dict[str, str]:
@@ -193,9 +289,19 @@ def main() -> None:
         )
         rate = report("strict", wall, lat)
         print(f"{'':14s} {rate / base:.2f}x cold coqc; passed {passed(answers)}")
+        # again without the cache: every verdict computed, each task already built (the
+        # steady state of a training loop, whose samples differ but whose tasks repeat)
+        wall, lat, _ = asyncio.run(through_service(server.url, strict, args.concurrency, True))
+        rate = report("strict-warm", wall, lat)
+        print(f"{'':14s} {rate / base:.2f}x cold coqc")
         wall, lat, _ = asyncio.run(through_service(server.url, strict, args.concurrency, False))
         rate = report("strict-cached", wall, lat)
         print(f"{'':14s} {rate / base:.2f}x cold coqc")
+        if args.load:
+            mix = load_mix(items)
+            asyncio.run(load_test(server.url, mix, args.load, args.clients, server.proc.pid))
+    wall, lat = cold_coqc(items, args.concurrency)  # again: the load drifts on a shared machine
+    report("coqc (again)", wall, lat)
     if args.compare_check:
         differ = [
             name

@@ -252,3 +252,22 @@ def test_off_loopback_needs_a_key() -> None:
     )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "--api-key" in out.stderr
+
+
+def test_the_readme_reward_example_prints_what_the_readme_says(
+    server: Server, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Use as a reward", 1)[1].split("\n### ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    printed = section.split("```text\n", 1)[1].split("```", 1)[0]
+    monkeypatch.setenv("FORMALBENCH_SERVE_URL", server.url)
+    monkeypatch.setenv("FORMALBENCH_SERVE_API_KEY", KEY)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert capsys.readouterr().out == printed
+    # "the same four through Kimina's plain /verify would score 1, 1, 1 and 0"
+    codes = [{"custom_id": k, "proof": v} for k, v in scope["answers"].items()]
+    results = post(server, "/verify", {"codes": codes}).json()["results"]
+    assert [kimina_valid(r) for r in results] == [True, True, True, False]
+    assert "would score 1, 1, 1 and 0" in " ".join(section.split())
