@@ -271,3 +271,17 @@ def test_the_readme_reward_example_prints_what_the_readme_says(
     results = post(server, "/verify", {"codes": codes}).json()["results"]
     assert [kimina_valid(r) for r in results] == [True, True, True, False]
     assert "would score 1, 1, 1 and 0" in " ".join(section.split())
+
+
+def test_identical_items_in_flight_are_checked_once(server: Server) -> None:
+    def shared() -> int:
+        values = httpx.get(server.url + "/metrics?format=json", headers=AUTH).json()
+        return int(values["checks_shared"])
+
+    proof = PROOF.replace("reflexivity", "cbn; reflexivity")  # not yet in the cache
+    before = shared()
+    codes = [{"custom_id": i, "proof": proof, "original": TASK} for i in range(2)]
+    first, second = post(server, "/verify", {"codes": codes}).json()["results"]
+    assert shared() == before + 1
+    assert first["verdict"]["passed"] is second["verdict"]["passed"] is True
+    assert (first["custom_id"], second["custom_id"]) == ("0", "1")

@@ -214,6 +214,7 @@ def create_app(
             sessions=coq_session.live_sessions(),
             cache_hits=cache.hits if cache is not None else 0,
             cache_misses=cache.misses if cache is not None else 0,
+            checks_shared=engine.shared,
         )
         if format == "json":
             return JSONResponse(values)

@@ -12,6 +12,10 @@ request with `disable_cache` (or Kimina's `reuse: false`) is decided by a twin v
 without the cache, which neither reads nor writes it. Both share the backend, so the task
 builds and warm sessions of the kernel route (`verifier.kernel_of`) are shared too.
 
+Identical items in flight at the same time (a training loop's samples often repeat a proof)
+are checked once: the second waits for the first's verdict (`shared` counts them), unless it
+asked for `disable_cache`.
+
 Checks run on `workers` threads of this module (each a blocking verifier call; coqc and
 coqtop are separate processes, so threads are enough). Nothing here raises to the caller: an
 item that cannot be checked (no text, an unknown task, an original with no hole, an error of
@@ -20,15 +24,18 @@ the backend) is answered with an `error` line.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from formalbench.backends.base import Backend, build_thread_records
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import FormalbenchError
+from formalbench.core.records import TaskKind, Verdict
 from formalbench.service import answers
 from formalbench.service.models import Item
 from formalbench.store.service_tasks import TaskStore
@@ -56,6 +63,9 @@ class Engine:
         self.cached = StrictVerifier(backend, policy, language=language, cache=cache)
         self.fresh = StrictVerifier(backend, policy, language=language, cache=None)
         self.workers = workers
+        self.shared = 0  # items answered by an identical item's check in flight
+        self._inflight: dict[str, Future[Verdict]] = {}
+        self._inflight_lock = threading.Lock()
         build_thread_records()
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fb-serve")
 
@@ -95,7 +105,10 @@ class Engine:
         except FormalbenchError as exc:
             return {"error": f"error: original: {exc}", "route": "error"}
         kind = verifier.task_kind(original)
-        verdict = verifier.verify(original, candidate, kind=kind, timeout=timeout)
+        if use_cache:
+            verdict = self._once(verifier, original, candidate, kind, timeout)
+        else:
+            verdict = verifier.verify(original, candidate, kind=kind, timeout=timeout)
         payload = {
             "candidate": item.name(),
             "original": item.task_id,
@@ -105,6 +118,37 @@ class Engine:
         }
         error, body = answers.strict(verdict, payload)
         return {"error": error, **body, "route": "strict"}
+
+    def _once(
+        self,
+        verifier: StrictVerifier,
+        original: str,
+        candidate: str,
+        kind: TaskKind,
+        timeout: float,
+    ) -> Verdict:
+        """`verifier.verify`, or the verdict of the identical check already running."""
+        key = hashlib.sha256(f"{len(original)}:{original}{candidate}".encode()).hexdigest()
+        with self._inflight_lock:
+            running = self._inflight.get(key)
+            if running is None:
+                mine: Future[Verdict] = Future()
+                self._inflight[key] = mine
+            else:
+                self.shared += 1
+        if running is not None:
+            return running.result()
+        try:
+            verdict = verifier.verify(original, candidate, kind=kind, timeout=timeout)
+        except BaseException as exc:
+            mine.set_exception(exc)
+            raise
+        else:
+            mine.set_result(verdict)
+            return verdict
+        finally:
+            with self._inflight_lock:
+                self._inflight.pop(key, None)
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

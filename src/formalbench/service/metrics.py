@@ -56,7 +56,7 @@ def prometheus(values: dict[str, Any]) -> str:
         metric = f"formalbench_serve_{name}"
         kind = (
             "counter"
-            if name.startswith(("checks_", "requests", "items", "rejected", "errors"))
+            if name.startswith(("checks_", "requests", "items", "rejected", "errors", "cache_"))
             else "gauge"
         )
         if name == "checks_per_second":
