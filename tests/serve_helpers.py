@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import formalbench
 
@@ -39,7 +40,8 @@ class Server:
 
 @contextlib.contextmanager
 def running(tmp: Path, *args: str, key: str | None = KEY) -> Iterator[Server]:
-    """`formalbench serve --port 0 ARGS` until the block ends (SIGTERM, then a wait)."""
+    """`formalbench serve --port 0 ARGS` until the block ends (SIGTERM, then a wait); no
+    process the service started (coqc, coqtop, coqchk, bwrap) may outlive it."""
     env = dict(os.environ, PYTHONPATH=str(SRC), FORMALBENCH_TOOLCHAIN="host")
     env.pop("FORMALBENCH_SERVE_API_KEY", None)
     if key is not None:
@@ -53,6 +55,7 @@ def running(tmp: Path, *args: str, key: str | None = KEY) -> Iterator[Server]:
             env=env,
             text=True,
         )
+    left: list[Any] = []
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
@@ -60,9 +63,15 @@ def running(tmp: Path, *args: str, key: str | None = KEY) -> Iterator[Server]:
         assert found, (line, log.read_text())
         yield Server(proc, found.group(1), log)
     finally:
+        import psutil
+
+        with contextlib.suppress(psutil.Error):
+            left = psutil.Process(proc.pid).children(recursive=True)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        _, alive = psutil.wait_procs(left, timeout=10)
+        assert not alive, f"processes left after the service stopped: {alive}"

@@ -23,6 +23,7 @@ from formalbench.service.engine import Engine
 
 KEY_ENV = "FORMALBENCH_SERVE_API_KEY"
 MIN_KEY_LENGTH = 16
+GRACE_SECONDS = 5
 
 
 def check_key(host: str, api_key: str | None) -> None:
@@ -76,7 +77,14 @@ def serve(
             "warning: plain HTTP: the key and every proof travel unencrypted; use a trusted "
             "network or an HTTPS reverse proxy"
         )
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # on Ctrl-C or SIGTERM, requests in flight get a few seconds; then every check is killed
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACE_SECONDS,
+    )
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
