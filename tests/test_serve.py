@@ -15,10 +15,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired
 
 import httpx
 import pytest
+from pydantic import BaseModel, model_validator
+from typing_extensions import TypedDict
 
 from tests.serve_helpers import KEY, SRC, Server, running
 from tests.test_coq_identity_attacks import ATTACKS, GENUINE
@@ -41,8 +43,51 @@ def post(server: Server, path: str, body: Any, **kw: Any) -> httpx.Response:
     return httpx.post(server.url + path, json=body, headers=headers, timeout=300, **kw)
 
 
+# Kimina's documented answer, as its client validates it (app/schemas.py and
+# client/kimina_client/models.py of project-numina/kimina-lean-server, written here from the
+# field lists): a result needs `error` or `response`; a response is the Lean REPL's command
+# answer, `env` required, messages with a severity from four, positions as line/column.
+class Pos(TypedDict):
+    line: int
+    column: int
+
+
+class Message(TypedDict):
+    severity: Literal["trace", "info", "warning", "error"]
+    pos: Pos
+    endPos: NotRequired[Pos | None]
+    data: str
+
+
+class Sorry(TypedDict):
+    pos: Pos
+    endPos: Pos
+    goal: str
+
+
+class CommandResponse(TypedDict):
+    env: int
+    messages: NotRequired[list[Message]]
+    sorries: NotRequired[list[Sorry]]
+
+
+class KiminaResult(BaseModel):
+    time: float = 0.0
+    error: str | None = None
+    response: CommandResponse | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def error_or_response(cls, values: dict[str, Any]) -> dict[str, Any]:
+        if not (values.get("error") or values.get("response")):
+            raise ValueError("either `error` or `response` must be set")
+        return values
+
+
 def kimina_valid(result: dict[str, Any]) -> bool:
-    """Kimina's reading of one result: no error, no error message, no sorry."""
+    """Kimina's reading of one result: no error, no error message, no sorry (the result
+    first parsed as Kimina's client parses it)."""
+    KiminaResult.model_validate(result)
     if result.get("error"):
         return False
     response = result.get("response") or {}

@@ -1,7 +1,8 @@
 """Answers in Kimina Lean Server's shape, from formalbench's own records.
 
-A Kimina answer per item is `{"custom_id" | "id", "error", "response": {"messages",
-"sorries", "time"}, "time"}`: `error` is a string when the check itself failed (time out,
+A Kimina answer per item is `{"custom_id" | "id", "error", "response": {"env", "messages",
+"sorries", "time"}, "time"}` (`env`, the Lean REPL's environment number, is always 0 here:
+Kimina's client model requires the key): `error` is a string when the check itself failed (time out,
 crash), `messages` are the assistant's `{"severity", "pos": {"line", "column"}, "endPos",
 "data"}`, `sorries` the holes left. A Kimina client calls a proof valid when `error` is empty,
 no message has severity `error` and `sorries` is empty; every answer here keeps that reading
@@ -50,6 +51,7 @@ def compiled(result: CheckResult) -> tuple[str | None, dict[str, Any] | None]:
         detail = (result.detail or "").strip().splitlines()
         return (f"{error} ({detail[0][:300]})" if detail else error), None
     response = {
+        "env": 0,  # the REPL environment in Kimina's answers; required by its client's model
         "messages": [message(d) for d in result.diagnostics],
         "sorries": [sorry(h) for h in result.holes],
         "time": round(result.elapsed, 3),
@@ -74,5 +76,5 @@ def strict(verdict: Verdict, payload: dict[str, Any]) -> tuple[str | None, dict[
                 column=f.column,
             )
             messages.append(message(d))
-    response = {"messages": messages, "sorries": [], "time": round(verdict.elapsed, 3)}
+    response = {"env": 0, "messages": messages, "sorries": [], "time": round(verdict.elapsed, 3)}
     return error, {"response": response, "verdict": payload}
