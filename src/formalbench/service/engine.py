@@ -25,9 +25,11 @@ the backend) is answered with an `error` line.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -77,7 +79,8 @@ class Engine:
         except FormalbenchError as exc:
             body = {"error": f"error: {exc}", "route": "error"}
         except Exception as exc:  # a bug must cost one item, never the service
-            log.exception("item %r failed", item.name())
+            trace = traceback.format_exc()
+            log.error(json.dumps({"event": "item_failed", "id": item.name(), "traceback": trace}))
             body = {"error": f"internal_error: {type(exc).__name__}: {exc}", "route": "error"}
         body["time"] = round(time.monotonic() - t0, 3)
         return body
