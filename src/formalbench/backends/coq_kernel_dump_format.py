@@ -495,10 +495,7 @@ def framed_json(stdout: str, nonce: str) -> Any:
     if stop != start + 2:
         raise KernelDumpError("the dump is not one line between its markers")
     try:
-        try:
-            return json.loads(lines[start + 1])
-        except RecursionError:
-            return _loads_deep(lines[start + 1])
+        return loads_dump(lines[start + 1])
     except RecursionError as exc:
         raise KernelDumpError("the dump nests deeper than this reader follows") from exc
     except ValueError as exc:
@@ -506,20 +503,36 @@ def framed_json(stdout: str, nonce: str) -> Any:
 
 
 # A numeral in a statement is a chain of `S` as deep as its value (`3000` is 6000 JSON
-# levels), deeper than Python's default recursion limit, which json's C parser obeys. Such a
-# dump is parsed again in a thread of its own with a large stack and a raised limit (one at
-# a time: the limit is the interpreter's).
+# levels), deeper than Python's default recursion limit, which json's C parser and encoder
+# obey. Such a dump is parsed (or written) again in a thread of its own with a large stack
+# and a raised limit (one at a time: the limit is the interpreter's).
 DEEP_LIMIT = 400_000
 _DEEP_STACK = 512 << 20
 _deep_lock = threading.Lock()
 
 
-def _loads_deep(text: str) -> Any:
+def loads_dump(text: str) -> Any:
+    """`json.loads` for a dump of any depth (a `RecursionError` is retried deep)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        return _deep(json.loads, text)
+
+
+def dumps_dump(data: Any) -> str:
+    """`json.dumps` for a dump of any depth: the verifier caches the task's dump as a file."""
+    try:
+        return json.dumps(data)
+    except RecursionError:
+        return str(_deep(json.dumps, data))
+
+
+def _deep(work: Any, arg: Any) -> Any:
     box: dict[str, Any] = {}
 
-    def parse() -> None:
+    def run() -> None:
         try:
-            box["value"] = json.loads(text)
+            box["value"] = work(arg)
         except BaseException as exc:  # handed to the caller's thread as is
             box["error"] = exc
 
@@ -528,7 +541,7 @@ def _loads_deep(text: str) -> Any:
         old_stack = threading.stack_size(_DEEP_STACK)
         try:
             sys.setrecursionlimit(max(old_limit, DEEP_LIMIT))
-            worker = threading.Thread(target=parse, name="kdump-deep-json")
+            worker = threading.Thread(target=run, name="kdump-deep-json")
             worker.start()
         finally:
             threading.stack_size(old_stack)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import json
 import os
 import re
 import shutil
@@ -34,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_dumps import LIBRARY, Dumper, DumpFailed
+from formalbench.backends.coq_kernel_dump_format import dumps_dump, loads_dump
 from formalbench.backends.coq_output import parse_messages
 from formalbench.backends.coq_session import pool_for, preload_sentences
 from formalbench.backends.sandbox import work_dir
@@ -112,7 +112,7 @@ class KernelCheck:
             lock = self._locks.setdefault(key, threading.Lock())
         with lock:
             if dump_file.is_file():
-                return TaskBuild(json.loads(dump_file.read_text(encoding="utf-8")))
+                return TaskBuild(loads_dump(dump_file.read_text(encoding="utf-8")))
             if (folder / "failed").is_file():
                 return TaskBuild(None, (folder / "failed").read_text(encoding="utf-8"), False)
             started = time.monotonic()
@@ -133,7 +133,7 @@ class KernelCheck:
             except DumpFailed as why:
                 return TaskBuild(None, f"the task's library cannot be dumped: {why}")
             tmp = dump_file.with_suffix(".tmp")
-            tmp.write_text(json.dumps(found), encoding="utf-8")
+            tmp.write_text(dumps_dump(found), encoding="utf-8")
             os.replace(tmp, dump_file)
             return TaskBuild(found)
 

@@ -87,6 +87,7 @@ LAZY_COMMANDS = {
     "construct": "construct",
     "library": "library",
     "toolchain": "toolchain",
+    "serve": "serve",
 }
 
 
