@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from formalbench.backends import coq_assumptions_plugin as plugin
+from formalbench.backends import coq_kernel_dump as kd
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_queries import UnreadableOutput, read_assumptions
 from formalbench.checking.verifier import StrictVerifier
@@ -311,6 +313,42 @@ def test_functor_attacks_are_refused_by_the_comparison(verifier: StrictVerifier,
     assert not verdict.passed, name
     assert reason in verdict.reasons, (name, verdict.findings)
     assert Reason.undecided not in verdict.reasons, (name, verdict.findings)
+
+
+TWO_X = (
+    SIG + "Module Type Sig3.\nInclude Sig.\nParameter extra : nat.\nEnd Sig3.\n"
+    "Module F (X : Sig).\nLemma a : forall v : X.t, X.f v = v.\nProof. apply X.f_id. Qed.\nEnd F.\n"
+    "Module G (X : Sig3).\nLemma b : forall v : X.t, X.f v = v.\nProof. apply X.f_id. Qed.\nEnd G.\n"
+)
+
+
+@pytest.mark.parametrize("toolchain", TOOLCHAINS)
+def test_parameters_of_the_same_name_get_distinct_deterministic_names(
+    toolchain: str, tmp_path: Path
+) -> None:
+    """Coq prints both functors' `X` as `Candidate.X`; the dump names each by its functor
+    and position, the same on two compiles of the same source, and lists each signature
+    whole (G's has the extra field, F's not), every field in the closure."""
+    backend = CoqBackend(toolchain=toolchain)
+    if plugin.plugin_folder(backend.toolchain) is None:
+        pytest.skip(f"the Coq plugin cannot be built for {toolchain}")
+    dumps = []
+    for side in ("one", "two"):
+        folder = tmp_path / side
+        folder.mkdir()
+        (folder / "Candidate.v").write_text(TWO_X, encoding="utf-8")
+        done = backend.toolchain.run([backend.coqc, "-q", "Candidate.v"], cwd=folder, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        dumps.append(kd.dump_targets(backend, folder, ["Candidate.F.a", "Candidate.G.b"]))
+    a, b = dumps[0].targets["Candidate.F.a"], dumps[0].targets["Candidate.G.b"]
+    assert a.where == b.where == "functor" and a.kind == "opaque" and a.assumptions == []
+    assert [x.name for x in a.binders or []] == ["Candidate.F.(1:X)"]
+    assert [x.name for x in b.binders or []] == ["Candidate.G.(1:X)"]
+    assert "Candidate.G.(1:X).extra" in (b.binders or [])[0].fields
+    assert not any("extra" in f for f in (a.binders or [])[0].fields)
+    fields = [f for x in [*(a.binders or []), *(b.binders or [])] for f in x.fields]
+    assert set(fields) <= set(dumps[0].closure.constants) | set(dumps[0].closure.inductives)
+    assert dumps[0] == dumps[1]
 
 
 def test_a_long_assumption_printed_on_two_lines_is_read() -> None:

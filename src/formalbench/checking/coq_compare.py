@@ -19,6 +19,9 @@ What must hold (each failure is one finding, named):
   every universe constraint the candidate's graph entails between renamed levels (and `Set`)
   is entailed by the task's too: the candidate's constraints are no stronger;
 - the task's postulates are pinned: present in the candidate with the same type;
+- a target inside a functor body or a module type (`where`) is in the same kind of place in
+  the candidate, bound by the same parameters, each with the same objects in its signature
+  (`_same_place`; their contents are closure objects): no hypothesis added or changed;
 - no object of the candidate bypasses a kernel check (`unsafe`);
 - each target's assumptions pass the allow-list (`coq_axioms.axiom_findings`): the task's
   postulates declared before it, the names of `allowed` (the kernel-verified presets and
@@ -26,8 +29,9 @@ What must hold (each failure is one finding, named):
   target of the task, anything else of the library, a section variable and every bypassed
   kernel check are refused.
 
-Anything a dump cannot express (a target inside a functor or module type, a term the plugin
-marks `Unknown`) is `undecided`, with the case named.
+Anything a dump cannot express (a term the plugin marks `Unknown`, an object it could not
+find or follow: `undumpable`, a `why` that says "cannot be dumped") is `undecided`, with the
+case named.
 """
 
 from __future__ import annotations

@@ -7,7 +7,11 @@
      assumptions by the kernel's constructors), the closure of the library-local constants
      and inductives its type reaches (transitively through transparent bodies and every
      field of an inductive), the library's postulates, the objects whose typing flags are
-     not Coq's defaults, and the universe graph restricted to the library's levels seen;
+     not Coq's defaults, and the universe graph restricted to the library's levels seen; a
+     name that is a field of a functor body or a module type (no constant of the
+     environment) is found in an index of the library's structure and dumped the same way,
+     with the parameters that bind it and their whole signatures (see "objects outside the
+     environment" below);
    - `library`: every object of the library, in modules, functor bodies, functor
      parameters and module types alike: kind, type, typing flags, and where it is in the
      environment its assumptions (objects of functor bodies and module types are not in
