@@ -132,6 +132,19 @@ GENUINE["a functor including a module type with lemmas"] = (
     INCLUDED,
     INCLUDED.replace("Proof.\nAdmitted.", "Proof. intros; rewrite f_f; apply f_id. Qed."),
 )
+# a section lemma admitted in the task abstracts every section variable, the candidate's
+# `Qed` only those it uses; the functor defined by an application after it (MSets'
+# `Module WEqProperties (M : WSets) := WEqPropertiesOn M.E M.`) copies the field: no
+# postulate of the task (its origin is the target)
+COPIED = (
+    SIG + "Module F (Import X : Sig).\nSection S.\nVariable n : nat.\n"
+    "Lemma l : forall x, f (f x) = x.\nProof.\nAdmitted.\nEnd S.\nEnd F.\n"
+    "Module G (X : Sig) := F X.\nModule H := G.\n"
+)
+GENUINE["a section lemma of a functor copied by an applied functor after it"] = (
+    COPIED,
+    COPIED.replace("Proof.\nAdmitted.", "Proof. intros; rewrite !f_id; reflexivity. Qed."),
+)
 
 STRONG = SIG.replace("End Sig.\n", "Parameter bad : False.\nEnd Sig.\n", 1)
 SWAP = (

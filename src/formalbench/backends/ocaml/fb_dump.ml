@@ -417,10 +417,16 @@ let rules_entry kn = unsafe_entry (KerName.to_string kn) "rules" [ "rewrite_rule
 
 (* the postulates (Undef constants of modules in the environment, implementations resolved;
    and those of functor bodies and module types, named as the index names them: a target
-   there may rest on the task's own only) and the objects with non-default typing flags
-   (everywhere) *)
+   there may rest on the task's own only; not those of a copy made by an algebraic
+   expression there, `Module WEqProperties (M : WSets) := WEqPropertiesOn M.E M.`, whose
+   origin is listed and whose admitted fields are the task's holes) and the objects with
+   non-default typing flags (everywhere) *)
 let postulates_and_unsafe st h items =
   let postulates = ref [] and unsafe = ref [] and names = ref SSet.empty in
+  let copies = ref SSet.empty in
+  let rec copied mp =
+    SSet.mem (K.modpath_name mp) !copies || match mp with MPdot (p, _) -> copied p | _ -> false
+  in
   List.iter
     (function
       | Fb_memo.IConst (where, kn, cb) ->
@@ -431,7 +437,9 @@ let postulates_and_unsafe st h items =
         let assumed = K.constant_kind cb = "undef" || K.constant_kind cb = "symbol" in
         let listed =
           where = Module
-          || ((where = Functor || where = Module_type) && root_bound (KerName.modpath kn) = None)
+          || (where = Functor || where = Module_type)
+             && root_bound (KerName.modpath kn) = None
+             && not (copied (KerName.modpath kn))
         in
         if listed && assumed && not (SSet.mem name !names) then begin
           names := SSet.add name !names;
@@ -443,6 +451,7 @@ let postulates_and_unsafe st h items =
         let name = if where = Module then K.mind_name (mind_of kn) else K.kn_name kn in
         unsafe := List.rev_append (unsafe_entry name "inductive" (K.unsafe_words (K.mind_flags mib))) !unsafe
       | Fb_memo.IRules (_, kn) -> unsafe := List.rev_append (rules_entry kn) !unsafe
+      | Fb_memo.ICopy (_, mp) -> copies := SSet.add (K.modpath_name mp) !copies
       | Fb_memo.IBound _ -> ())
     items;
   (List.sort (fun (a, _) (b, _) -> String.compare a b) !postulates, List.rev !unsafe)
@@ -580,7 +589,7 @@ let dump_library nonce library =
           (K.unsafe_words (K.mind_flags mib)) (K.mind_flags mib) assumptions J.Null
       end
     | Fb_memo.IRules (_, kn) -> unsafe := List.rev_append (rules_entry kn) !unsafe
-    | Fb_memo.IBound _ -> ());
+    | Fb_memo.IBound _ | Fb_memo.ICopy _ -> ());
   let json =
     J.Obj
       (header "library" lib

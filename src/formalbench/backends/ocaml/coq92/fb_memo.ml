@@ -442,6 +442,10 @@ type item =
   | IConst of where * KerName.t * constant_body
   | IMind of where * KerName.t * mutual_inductive_body
   | IRules of where * KerName.t  (* a block of rewrite rules *)
+  | ICopy of where * ModPath.t
+      (* a module or functor defined by an algebraic expression (`Module M := F X.`), met
+         before its objects: they are copies of another structure's (fb_dump lists no
+         postulate of such a copy inside a functor or module type: its origin is listed) *)
   | IBound of where * ModPath.t * int * MBId.t
       (* the [int]-th parameter (from 1) of the functor or module type at [ModPath.t], met
          before the objects of its signature; [where]: where that functor or module type is *)
@@ -473,6 +477,9 @@ let walk_library lib (f : item -> unit) =
   and signature where mp sg = fields where mp (strip (params where mp) 1 sg)
   and sub_module where mp (mb : Mod_declarations.module_body) =
     let ty = Mod_declarations.mod_type mb in
+    (match Mod_declarations.mod_expr mb with
+     | Mod_declarations.Algebraic _ -> f (ICopy (where, mp))
+     | _ -> ());
     match (where, ty) with
     | Module, NoFunctor _ -> fields Module mp (fields_in_impl mp)
     | _, MoreFunctor _ -> (
