@@ -378,13 +378,20 @@ def test_postulates_before_reads_the_tasks_order() -> None:
         "Module M.\nParameters (a b : nat) (c : bool).\nTheorem t1 : True.\nAdmitted.\nEnd M.\n"
         "Section S.\nVariable w : nat.\nTheorem t2 : True.\nAdmitted.\nEnd S.\n"
         "Parameter p : 1 = 2.\nDeclare Module D : T.\n"
-        "Module Type MT.\nParameter q : nat.\nEnd MT.\nTheorem t3 : True.\nAdmitted.\n"
+        "Module Type MT.\nParameter q : nat.\nLemma in_mt : q = q.\nAdmitted.\nParameter r : nat.\n"
+        "End MT.\nTheorem t3 : True.\nAdmitted.\n"
     )
     found = postulates_before(text)
     abc = {"Candidate.M.a", "Candidate.M.b", "Candidate.M.c"}
     assert found["M.t1"] == (frozenset(abc), ())
     assert found["t2"] == (frozenset(abc), ())  # a section variable is no postulate
-    assert found["t3"] == (frozenset(abc | {"Candidate.p"}), ("Candidate.D.",))
+    # a module type's own `Parameter`, by the name the dump gives it, before its lemma only
+    assert found["MT.in_mt"] == (
+        frozenset(abc | {"Candidate.p", "Candidate.MT.q"}),
+        ("Candidate.D.",),
+    )
+    mt = {"Candidate.MT.q", "Candidate.MT.r"}
+    assert found["t3"] == (frozenset(abc | mt | {"Candidate.p"}), ("Candidate.D.",))
 
 
 def test_deep_terms_are_compared_without_recursion() -> None:
@@ -433,3 +440,90 @@ def test_a_target_under_its_canonical_name_is_no_postulate() -> None:
     found = compare(task, cand, ["t", "M.u"], VerifierPolicy()).findings
     assert [(f.reason, f.subject) for f in found] == [(Reason.disallowed_axiom, "Candidate.N.u")]
     assert "left unproved" in found[0].message
+
+
+# --- targets inside functors and module types (where / binders) -----------------------------
+X = "Candidate.F.(1:X)"
+XT = ["Const", f"{X}.t", []]
+
+
+def _field(kind: str = "undef", ty: Any = None) -> dict[str, Any]:
+    return {"kind": kind, "type": ty or ["Sort", ["Type", [["Candidate.1", 0]]]], "body": None,
+            "univs": MONO, "flags": FLAGS}  # fmt: skip
+
+
+def _in_functor(
+    fields: list[str] | None = None, assumptions: list[Any] | None = None
+) -> dict[str, Any]:
+    """A task with `F.foo : forall a : X.t, a = a` in `Module F (X : Sig)`, Sig's fields in
+    the closure as the plugin puts them."""
+    fields = [f"{X}.t"] if fields is None else fields
+    t = target(["Prod", "R", XT, eq(["Rel", 1], ["Rel", 1], XT)], "opaque", assumptions)
+    t.update(where="functor", binders=[{"name": X, "fields": fields}])
+    constants = {f: _field() for f in fields}
+    return dump({"F.foo": t}, closure={"constants": constants, "inductives": {}})
+
+
+def test_a_functor_target_with_the_tasks_signature_passes() -> None:
+    from formalbench.backends.coq_kernel_dump_format import KernelDump
+
+    task = _in_functor()
+    KernelDump.model_validate(task)
+    assert reasons(task, copy.deepcopy(task), ["F.foo"]) == []
+
+
+def test_a_functor_target_whose_parameter_gains_or_changes_a_field_is_refused() -> None:
+    task = _in_functor()
+    wider = _in_functor([f"{X}.t", f"{X}.bad"])  # `Parameter bad : False` added to Sig
+    assert reasons(task, wider, ["F.foo"]) == ["statement_changed"]
+    changed = copy.deepcopy(task)  # the field's type made another
+    changed["closure"]["constants"][f"{X}.t"]["type"] = ["Sort", "Prop"]
+    assert reasons(task, changed, ["F.foo"]) == ["statement_changed"]
+    more = copy.deepcopy(task)  # one more parameter
+    more["targets"]["Candidate.F.foo"]["binders"].append(
+        {"name": "Candidate.F.(2:Y)", "fields": []}
+    )
+    assert reasons(task, more, ["F.foo"]) == ["statement_changed"]
+
+
+def test_a_functor_target_moved_to_a_module_type_or_the_environment_is_refused() -> None:
+    task = _in_functor()
+    moved = copy.deepcopy(task)
+    moved["targets"]["Candidate.F.foo"]["where"] = "module_type"
+    assert reasons(task, moved, ["F.foo"]) == ["statement_changed"]
+    plain = copy.deepcopy(task)
+    plain["targets"]["Candidate.F.foo"].update(where=None, binders=None)
+    assert reasons(task, plain, ["F.foo"]) == ["statement_changed"]
+
+
+def test_a_functor_bodys_own_axiom_is_refused_unless_the_task_pins_it_before() -> None:
+    helper = {"kind": "axiom", "name": "Candidate.F.helper", "type": NAT}
+    task = _in_functor()
+    cand = _in_functor(assumptions=[helper])
+    assert reasons(task, cand, ["F.foo"]) == ["disallowed_axiom"]
+    pinned = copy.deepcopy(task)  # the task's own `Parameter helper` in F, before `foo`
+    pinned["postulates"]["Candidate.F.helper"] = {"type": NAT, "univs": MONO}
+    cand["targets"]["Candidate.F.helper"] = target(NAT)
+    before = {"F.foo": (frozenset({"Candidate.F.helper"}), ())}
+    assert reasons(pinned, cand, ["F.foo"], before=before) == []
+    after = {"F.foo": (frozenset(), ())}  # declared after the target: not usable
+    assert reasons(pinned, cand, ["F.foo"], before=after) == ["disallowed_axiom"]
+
+
+def test_an_object_a_dump_could_not_express_is_undecided_never_a_pass() -> None:
+    task = _in_functor()
+    cand = copy.deepcopy(task)
+    cand["undumpable"] = [{"name": f"{X}.u", "why": "not found"}]  # a closure object missing
+    assert reasons(task, cand, ["F.foo"]) == ["undecided"]
+    lost = copy.deepcopy(task)
+    lost["targets"]["Candidate.F.foo"] = {
+        "found": False,
+        "why": "cannot be dumped: the proof of `x` cannot be read",
+    }
+    assert reasons(task, lost, ["F.foo"]) == ["undecided"]
+    gone = copy.deepcopy(task)
+    gone["targets"]["Candidate.F.foo"] = {
+        "found": False,
+        "why": "the name does not resolve to a global object",
+    }
+    assert reasons(task, gone, ["F.foo"]) == ["missing_target"]

@@ -278,6 +278,14 @@ class Assumption(_Strict):
 Kind = Literal["def", "opaque", "undef", "primitive", "symbol"]
 
 
+class Binder(_Strict):
+    """A functor or module-type parameter that binds a target outside the environment: its
+    canonical name (`Candidate.F.(1:X)`) and every object of its signature, by full name."""
+
+    name: str
+    fields: list[str]
+
+
 class Target(_Strict):
     found: bool
     why: str | None = None
@@ -288,6 +296,10 @@ class Target(_Strict):
     univs: Univs | None = None
     assumptions: list[Assumption] | None = None
     section_vars: None = None
+    # a field of a functor body or of a module type (not in the environment): where it is,
+    # and the parameters that bind it, outermost first (absent for an environment constant)
+    where: Literal["functor", "module_type"] | None = None
+    binders: list[Binder] | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> Target:
@@ -296,6 +308,8 @@ class Target(_Strict):
             raise ValueError("a found target has every field and no `why`")
         if not self.found and (self.why is None or any(v is not None for v in given)):
             raise ValueError("a target not found has only `why`")
+        if (self.where is None) != (self.binders is None) or (self.where and not self.found):
+            raise ValueError("a target outside the environment has `where` and `binders`")
         return self
 
 

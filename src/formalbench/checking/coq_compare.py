@@ -19,6 +19,9 @@ What must hold (each failure is one finding, named):
   every universe constraint the candidate's graph entails between renamed levels (and `Set`)
   is entailed by the task's too: the candidate's constraints are no stronger;
 - the task's postulates are pinned: present in the candidate with the same type;
+- a target inside a functor body or a module type (`where`) is in the same kind of place in
+  the candidate, bound by the same parameters, each with the same objects in its signature
+  (`_same_place`; their contents are closure objects): no hypothesis added or changed;
 - no object of the candidate bypasses a kernel check (`unsafe`);
 - each target's assumptions pass the allow-list (`coq_axioms.axiom_findings`): the task's
   postulates declared before it, the names of `allowed` (the kernel-verified presets and
@@ -26,8 +29,9 @@ What must hold (each failure is one finding, named):
   target of the task, anything else of the library, a section variable and every bypassed
   kernel check are refused.
 
-Anything a dump cannot express (a target inside a functor or module type, a term the plugin
-marks `Unknown`) is `undecided`, with the case named.
+Anything a dump cannot express (a term the plugin marks `Unknown`, an object it could not
+find or follow: `undumpable`, a `why` that says "cannot be dumped") is `undecided`, with the
+case named.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from formalbench.core.records import Finding, Reason
 
 LIBRARY = "Candidate"
 FORMAT = 1
+UNDUMPABLE = "cannot be dumped"  # how a target's `why` starts where the plugin cannot express it
 PROVED = ("def", "opaque")
 Json = Any
 
@@ -478,16 +483,18 @@ def _compare(
         short = name[len(LIBRARY) + 1 :]
         if mine is None or not mine.get("found"):
             why = (mine or {}).get("why") or _undumpable(task, name) or "not in the dump"
-            add(_finding(
-                Reason.undecided, short,
-                f"undecided: the task's `{short}` has no kernel object to compare (a field "
-                f"of a functor or module type has none until applied): {why}",
-            ))  # fmt: skip
+            add(_finding(Reason.undecided, short,
+                         f"undecided: the task's `{short}` has no kernel object to compare: "
+                         f"{why}"))  # fmt: skip
             continue
         if theirs is None or not theirs.get("found"):
             why = (theirs or {}).get("why") or _undumpable(cand, name) or "not in the dump"
-            add(_finding(Reason.missing_target, short,
-                         f"target `{short}` is not a constant of the candidate: {why}"))  # fmt: skip
+            if why.startswith(UNDUMPABLE):  # the plugin could not express it: no refusal
+                add(_finding(Reason.undecided, short,
+                             f"undecided: the candidate's `{short}` {why}"))  # fmt: skip
+            else:
+                add(_finding(Reason.missing_target, short,
+                             f"target `{short}` is not a constant of the candidate: {why}"))  # fmt: skip
             continue
         if not _proved(name, theirs):
             add(_finding(
@@ -495,12 +502,20 @@ def _compare(
                 f"`{short}` is not proved: the kernel holds it as `{theirs['kind']}` "
                 "(an assumption: Admitted, Parameter, Axiom)",
             ))  # fmt: skip
-        problem = _same_target(cmp, mine, theirs, droppable=short in in_section)
+        problem = _same_place(mine, theirs) or _same_target(
+            cmp, mine, theirs, droppable=short in in_section
+        )
         if problem == "strengthened":
             strengthened.add(name)
         elif problem is not None:
             add(_finding(Reason.statement_changed, short,
                          f"`{short}` does not state the task's statement: {problem}"))  # fmt: skip
+    for side, dump in (("task", task), ("candidate", cand)):
+        for u in dump.get("undumpable", []):
+            if u.get("name") not in dump["targets"]:  # an object of a closure: not compared
+                add(_finding(Reason.undecided, None,
+                             f"undecided: the {side}'s dump lacks `{u.get('name')}`, which its "
+                             f"statements use: {u.get('why')}"))  # fmt: skip
     closure = task["closure"]
     theirs_closure = cand["closure"]
     for kind in ("constants", "inductives"):
@@ -577,6 +592,33 @@ def _proved(name: str, target: Mapping[str, Any]) -> bool:
         return True
     own = any(a.get("kind") == "axiom" and a.get("name") == name for a in target["assumptions"])
     return target["kind"] == "undef" and not own
+
+
+def _same_place(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> str | None:
+    """None where both targets are in the same kind of place (the environment, a functor
+    body, a module type) under the same parameters, each with the same objects in its
+    signature (their contents are compared as closure objects: the plugin puts every field
+    of a binding parameter's signature in the closure); else the difference. A candidate
+    can so neither add a hypothesis to a parameter's module type nor swap parameters."""
+    places = (mine.get("where"), theirs.get("where"))
+    if places[0] != places[1]:
+        task_place, cand_place = (
+            f"a field of a {str(w).replace('_', ' ')}" if w else "a constant" for w in places
+        )
+        return f"it is {task_place} in the task, {cand_place} in the candidate"
+    ours, other = mine.get("binders") or [], theirs.get("binders") or []
+    names = ([b["name"] for b in ours], [b["name"] for b in other])
+    if names[0] != names[1]:
+        return f"it is bound by the parameters {names[0]} in the task, {names[1]} in the candidate"
+    for a, b in zip(ours, other, strict=True):
+        if a["fields"] != b["fields"]:
+            extra = sorted(set(b["fields"]) - set(a["fields"]))
+            lost = sorted(set(a["fields"]) - set(b["fields"]))
+            parts = [f"fields added: {extra}"] if extra else []
+            parts += [f"fields removed: {lost}"] if lost else []
+            detail = "; ".join(parts) or "its fields are in another order"
+            return f"the signature of its parameter `{a['name']}` differs ({detail})"
+    return None
 
 
 def _undumpable(dump: Mapping[str, Any], name: str) -> str | None:

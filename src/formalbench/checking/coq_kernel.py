@@ -264,24 +264,26 @@ def postulates_before(original: str) -> dict[str, tuple[frozenset[str], tuple[st
     decls, holes = hole_decls(original, Language.coq)
     names: set[str] = set()
     prefixes: list[str] = []
-    scopes: list[str | None] = []  # module name, or None for a section / module type
+    scopes: list[str | None] = []  # module or module type name, or None for a section
     out: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {}
     for d in decls:
         texts = [t.text for t in d.tokens[d.head :]]
         path = [m for m in scopes if m]
-        in_module_type = "" in scopes
         if d.index in holes and d.name:
             out[d.name] = (frozenset(names), tuple(prefixes))
-        if d.kind in _POSTULATING and None not in scopes and not in_module_type:
+        # a `Parameter` of a functor body or a module type too: the dump names it by its
+        # path (`Candidate.F.p`, `Candidate.P.p`), and a target there may rest on it
+        if d.kind in _POSTULATING and None not in scopes:
             for name in _declared(texts[1:]):
                 names.add(".".join([LIBRARY, *path, name]))
         if d.kind == "Declare" and texts[1:2] == ["Module"] and len(texts) > 2:
             prefixes.append(".".join([LIBRARY, *path, texts[2]]) + ".")
         if d.kind == "Module" and len(texts) > 1:
-            at = 2 if texts[1] in ("Import", "Export") else 1
+            at = 2 if texts[1] in ("Import", "Export", "Type") else 1
             name = texts[at] if at < len(texts) else ""
             if texts[1] == "Type":
-                scopes.append("")  # a module type: its fields are no objects
+                if _module_opens(d):
+                    scopes.append(name)
             elif _module_opens(d):
                 scopes.append(name)
             else:

@@ -30,9 +30,23 @@ type hooks = {
 
 let no_hooks = { const = ignore; mind = ignore; level = ignore }
 
-let const_name c = KerName.to_string (Constant.canonical c)
-let user_const_name c = KerName.to_string (Constant.user c)
-let mind_name m = KerName.to_string (MutInd.canonical m)
+(* A functor parameter (an MBId) prints as `<dirpath>.<X>`, with no counter: two parameters
+   named X print alike. While it dumps the objects of functors and module types, fb_dump
+   gives each parameter a canonical, unique spelling here (None: Coq's own). *)
+let bound_name : (MBId.t -> string option) ref = ref (fun _ -> None)
+
+let rec modpath_name = function
+  | MPfile dp -> DirPath.to_string dp
+  | MPbound id -> (match !bound_name id with Some s -> s | None -> MBId.to_string id)
+  | MPdot (mp, l) -> modpath_name mp ^ "." ^ Id.to_string l
+
+let kn_name kn =
+  let mp, l = KerName.repr kn in
+  modpath_name mp ^ "." ^ Id.to_string l
+
+let const_name c = kn_name (Constant.canonical c)
+let user_const_name c = kn_name (Constant.user c)
+let mind_name m = kn_name (MutInd.canonical m)
 let level_name l = Univ.Level.to_string l
 
 let level h l = h.level l; J.Str (level_name l)

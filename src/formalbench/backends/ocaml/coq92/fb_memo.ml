@@ -356,7 +356,7 @@ let block_of = function
 
 let new_local () : uses GlobRef.Map_env.t ref = ref GlobRef.Map_env.empty
 
-let assumptions ?(local = new_local ()) root =
+let assumptions_of_roots ?(local = new_local ()) roots =
   (* the implementations read by an earlier command may be of another library now *)
   let () = impl_fields := ModPath.Map.empty in
   validate ();
@@ -379,7 +379,7 @@ let assumptions ?(local = new_local ()) root =
         u.events
     end
   in
-  visit root;
+  List.iter visit roots;
   let ax2ty = !ax2ty in
   let used obj = Option.default [] (GlobRef.Map_env.find_opt obj ax2ty) in
   let open Printer in
@@ -419,6 +419,9 @@ let assumptions ?(local = new_local ()) root =
   in
   GlobRef.Map_env.fold judge !seen ContextObjectMap.empty
 
+(* Print Assumptions of one object *)
+let assumptions ?local root = assumptions_of_roots ?local [ root ]
+
 
 let frozen_any () = not (Libs.is_empty !frozen)
 
@@ -439,12 +442,19 @@ type item =
   | IConst of where * KerName.t * constant_body
   | IMind of where * KerName.t * mutual_inductive_body
   | IRules of where * KerName.t  (* a block of rewrite rules *)
+  | ICopy of where * ModPath.t
+      (* a module or functor defined by an algebraic expression (`Module M := F X.`), met
+         before its objects: they are copies of another structure's (fb_dump lists no
+         postulate of such a copy inside a functor or module type: its origin is listed) *)
+  | IBound of where * ModPath.t * int * MBId.t
+      (* the [int]-th parameter (from 1) of the functor or module type at [ModPath.t], met
+         before the objects of its signature; [where]: where that functor or module type is *)
 
-let rec strip visit_param = function
+let rec strip visit_param i = function
   | NoFunctor s -> s
   | MoreFunctor (mbid, (mtb : Mod_declarations.module_type_body), rest) ->
-    visit_param mbid mtb;
-    strip visit_param rest
+    visit_param i mbid mtb;
+    strip visit_param (i + 1) rest
 
 (* Every object of the library, once: modules of the environment through their
    implementation (as Print Assumptions sees them), functors through their bodies and
@@ -461,11 +471,15 @@ let walk_library lib (f : item -> unit) =
         | SFBmodule mb -> sub_module where (MPdot (mp, lab)) mb
         | SFBmodtype mtb -> signature Module_type (MPdot (mp, lab)) (Mod_declarations.mod_type mtb))
       structure
-  and params mbid (mtb : Mod_declarations.module_type_body) =
+  and params where mp i mbid (mtb : Mod_declarations.module_type_body) =
+    f (IBound (where, mp, i, mbid));
     signature Functor_parameter (MPbound mbid) (Mod_declarations.mod_type mtb)
-  and signature where mp sg = fields where mp (strip params sg)
+  and signature where mp sg = fields where mp (strip (params where mp) 1 sg)
   and sub_module where mp (mb : Mod_declarations.module_body) =
     let ty = Mod_declarations.mod_type mb in
+    (match Mod_declarations.mod_expr mb with
+     | Mod_declarations.Algebraic _ -> f (ICopy (where, mp))
+     | _ -> ());
     match (where, ty) with
     | Module, NoFunctor _ -> fields Module mp (fields_in_impl mp)
     | _, MoreFunctor _ -> (
