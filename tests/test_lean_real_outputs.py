@@ -73,7 +73,8 @@ def test_axioms_that_must_refuse_are_seen() -> None:
 
 # --- identity: canonical form --------------------------------------------------------------
 _BINDER_NAMES = re.compile(
-    r"(?:[∀∃Π⋃⋂⨆⨅λ]|\bfun)\s+((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)(?=\s*(?:[,>≥<≤∈∉⊆⊂⊇⊃]|=>|↦))"
+    r"(?:[∀∃Π⋃⋂⨆⨅λ∑∏]|∃!|\bfun)\s+((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)"
+    r"(?=\s*(?:[,>≥<≤∈∉⊆⊂⊇⊃]|:(?!=)|=>|↦))"
     r"|(?<!\.)[({\[⦃]\s*((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)\s*(?::(?!=)|[}⦄])"
 )
 
@@ -188,7 +189,7 @@ def _term_and_type(output: str) -> tuple[str, str]:
 @pytest.mark.parametrize("pair", TERMS, ids=lambda p: f"{p.fixture}:{p.command[:40]}")
 def test_the_grammar_reads_pp_all_output_and_refuses_the_rest_clearly(pair: Pair) -> None:
     term, typ = _term_and_type(pair.output)
-    if pair.pp_all or pair.options.get("pp.explicit") == "true":
+    if pair.pp_all:
         lean_elab_term(term)
         lean_elab_term(typ)
         return
@@ -231,3 +232,44 @@ def test_recorded_repl_replies_are_read_by_the_identity_readers() -> None:
     assert answer_form_problem("demo", "#check", demo[0]) is None
     assert canonical(rename(demo[0], {"P": "A", "Q": "B"})) == canonical(demo[0])
     assert canonical(demo[0].replace("(P Q R : Prop)", "(P R Q : Prop)")) != canonical(demo[0])
+
+
+# --- forms added for issue 31: big operators, match, structure instances, numeric universes -----
+def test_real_match_alternatives_bind_their_pattern_variables() -> None:
+    pair = one("#check fun (a, b) => (a:Nat) + b")
+    assert canonical(pair.output) == canonical(rename(pair.output, {"a": "p", "b": "q"}))
+    assert canonical(pair.output) != canonical(pair.output.replace("a + b", "b + a"))
+    opt = [p for p in PAIRS if p.output.startswith("fun x x_1 =>")][0].output
+    # `| x, x_2 => none` binds a new `x`; renaming the pattern's alone changes nothing
+    assert canonical(opt) == canonical(opt.replace("| x, x_2", "| y, x_2"))
+    assert canonical(opt) != canonical(opt.replace("some (a + b)", "some (b + a)"))
+    over = [p for p in PAIRS if "(motive := Nat → Nat → Nat)" in p.output][0].output
+    assert canonical(over) == canonical(over.replace("| x.succ", "| y.succ"))
+    matcher = one("#check g.match_1").output
+    assert canonical(matcher) == canonical(rename(matcher, {"u_1": "v", "u_2": "w", "x": "y"}))
+
+
+def test_real_big_operators_bind_and_name_no_bound_variable() -> None:
+    sums = [p.output for p in PAIRS if p.fixture == "mathlib_BigOps.lean"]
+    assert len(sums) == 12
+    for text in sums:
+        assert canonical(text) == canonical(rename(text, {"i": "k"}))
+        assert "i" not in lean_printed.constants(text)
+    with_p = one("#check Finset.sum {j ∈ s | p j} fun i ↦ f i").output  # `∑ i ∈ s with p i, f i`
+    assert canonical(with_p) != canonical(with_p.replace("f i", "f s"))
+    assert lean_printed.constants(with_p) == ["s", "p", "f", "M"]
+
+
+def test_real_structure_instances_and_numeric_universe_lists() -> None:
+    flat = one("#check {toA := {x := 1}, y := 2 : B'}").output  # `{ toA := { x := 1 }, y := 2 }`
+    assert lean_printed.constants(flat) == ["B'"]  # field labels are not constants
+    (with_univ,) = [p.output for p in PAIRS if p.options.get("pp.universes") == "true"
+                    and p.command == "#check { x := 1 : U Nat }"]  # fmt: skip
+    assert with_univ == "U.mk.{0} 1 : U.{0} Nat"
+    # an instantiated universe is no parameter: another level is another term
+    assert canonical(with_univ) != canonical("U.mk.{1} 1 : U.{1} Nat")
+    pp_all = [p for p in PAIRS if p.fixture == "lean4_delabStructInst.lean" and p.pp_all][0]
+    term, _ = _term_and_type(pp_all.output)
+    assert lean_elab_term(term).show() == "(A.mk 1)"
+    assert lean_printed.constants(pp_all.output) == [
+        "A.mk", "OfNat.ofNat", "Nat", "instOfNatNat", "A"]  # fmt: skip

@@ -120,6 +120,9 @@ def _scope_end(toks: list[Tok], start: int) -> int:
             if arrow is not None:  # `| a, b =>`: the pattern's commas separate patterns
                 m = arrow
                 continue
+        if depth == 0 and t.text == "match" and t.kind == "name":
+            m = _match_with(toks, m)  # `match a, b with`: the commas separate discriminants
+            continue
         if depth == 0 and t.text in BINDER_WORDS and t.kind in ("name", "sym"):
             owed_sep += 1
         elif depth == 0 and t.text in ("let", "have") and t.kind == "name":
@@ -272,6 +275,22 @@ def _keyword_binder(toks: list[Tok], k: int) -> list[Binding]:
     body = j + 1 if j < len(toks) and toks[j].text in _BODY_START else j
     end = _scope_end(toks, body)
     return [Binding(tuple(names), start, end) for names, start in groups if names]
+
+
+def _match_with(toks: list[Tok], k: int) -> int:
+    """The index of the `with` of the `match` at k (or of the `match` itself if none)."""
+    depth = 0
+    for m in range(k + 1, len(toks)):
+        t = toks[m]
+        if t.kind == "sym" and t.text in OPEN:
+            depth += 1
+        elif t.kind == "sym" and t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                return k
+        elif depth == 0 and t.kind == "name" and t.text == "with":
+            return m
+    return k
 
 
 def _alternative_arrow(toks: list[Tok], k: int) -> int | None:
