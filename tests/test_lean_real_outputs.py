@@ -273,3 +273,15 @@ def test_real_structure_instances_and_numeric_universe_lists() -> None:
     assert lean_elab_term(term).show() == "(A.mk 1)"
     assert lean_printed.constants(pp_all.output) == [
         "A.mk", "OfNat.ofNat", "Nat", "instOfNatNat", "A"]  # fmt: skip
+
+
+def test_real_literals_and_subtypes() -> None:
+    char = one("#check 'a'").output  # `'a' : Char`: a char literal names no constant `a'`
+    assert lean_printed.constants(char) == ["Char"]
+    assert canonical(char) != canonical("'b' : Char")
+    assert lean_printed.constants(one('#check "Hello"').output) == ["String"]
+    assert lean_elab_term('"Hello"').show() == '"Hello"'
+    sub = one("#check { x : Int // x > 0 }").output  # `{ x // x > 0 } : Type`
+    assert canonical(sub) == canonical(rename(sub, {"x": "n"}))
+    assert canonical(sub) != canonical(sub.replace("x > 0", "x > x"))
+    assert lean_printed.constants(sub) == []

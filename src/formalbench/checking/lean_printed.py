@@ -31,9 +31,10 @@ from dataclasses import dataclass
 _NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?]*✝?)"
 _TOKEN = re.compile(
     r"(?P<univ>\.\{[^{}]*\})"
+    r"|(?P<str>'(?:[^'\\\n]|\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.))')"  # a char literal
     r"|(?P<name>" + _NAME_PART + r"(?:\.(?:" + _NAME_PART + r"|\d+))*✝?)"
     r"|(?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-    r"|(?P<str>\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<str2>\"(?:[^\"\\]|\\.)*\")"
     r"|(?P<sym>:=|=>|->|<-|<->|\.\.|//|@\[|∃!|[^\s\w])"
 )
 
@@ -84,7 +85,7 @@ def tokens(text: str) -> list[Tok]:
     for m in _TOKEN.finditer(text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
-        kind = m.lastgroup or "sym"
+        kind = {"str2": "str"}.get(m.lastgroup or "sym", m.lastgroup or "sym")
         col = m.start() - text.rfind("\n", 0, m.start()) - 1
         out.append(Tok(m.group(), kind, line, None, col))
     return out

@@ -37,6 +37,7 @@ lambda: "fun" binders FUNARROW term     -> fun
 ?atom: NAME                             -> name
      | "@" NAME                         -> name
      | NUMBER                           -> name
+     | STRING                           -> name
      | "(" term ")"
 binders: group+
        | bname+                         -> untyped
@@ -53,6 +54,7 @@ bname: NAME
 ARROW: "→" | "->"
 FUNARROW: "=>" | "↦"
 NUMBER: /\d+(\.\d+)?/
+STRING: /"(?:[^"\\]|\\.)*"/
 NAME: /[^\W\d](?:[\w'!?✝]|\.(?!\{))*(?:\.\{[^}]*\})?/
     | /«[^»]*»/
 %ignore /\s+/
