@@ -116,7 +116,7 @@ def test_changing_a_binder_of_a_real_answer_changes_the_form() -> None:
     # the instance binder's name is bound: renaming it is harmless, using another is not
     assert canonical(rename(g, {"inst": "i", "u": "w"})) == canonical(g)
     assert canonical(g.replace("α inst →", "α instBEqNat →")) != canonical(g)
-    prod = one("#print Prod").output
+    prod = one("#print Prod", "lean4_printStructure").output
     assert canonical(prod.replace("(fst : α)", "{fst : α}")) != canonical(prod)
     assert canonical(prod.replace("(α : Type u) (β : Type v)", "(β : Type v) (α : Type u)")) != (
         canonical(prod)
@@ -182,8 +182,9 @@ def _term_and_type(output: str) -> tuple[str, str]:
     if output.startswith(("def ", "theorem ", "@[")):
         head = output.split(" : ", 1)[1]
         return head.split(":=", 1)[1], head.split(":=", 1)[0]
-    term, typ = output.rsplit(" : ", 1)
-    return term, typ
+    m = re.match(r"(.*)\s:\s(.*)$", output, re.S)  # the last ` : ` (or one before a line break)
+    assert m, output
+    return m[1], m[2]
 
 
 @pytest.mark.parametrize("pair", TERMS, ids=lambda p: f"{p.fixture}:{p.command[:40]}")
@@ -285,3 +286,15 @@ def test_real_literals_and_subtypes() -> None:
     assert canonical(sub) == canonical(rename(sub, {"x": "n"}))
     assert canonical(sub) != canonical(sub.replace("x > 0", "x > x"))
     assert lean_printed.constants(sub) == []
+
+
+def test_real_inaccessible_names_equations_and_quotient_primitives() -> None:
+    eq_def = one("#check f_exp_wfrec.eq_def").output  # `(x✝ x✝¹ : Nat)`: two names, not one
+    assert canonical(eq_def) != canonical(eq_def.replace("match x✝, x✝¹", "match x✝¹, x✝"))
+    assert canonical(eq_def) == canonical(rename(eq_def, {"n": "k", "acc": "a"}))
+    assert "acc" not in lean_printed.constants(eq_def) and "n" not in lean_printed.constants(eq_def)
+    cases = one("#print Nat.casesOn").output  # `fun {motive} t zero succ => Nat.rec zero …`
+    assert lean_printed.constants(cases) == ["Nat.casesOn", "Nat", "Nat.zero", "Nat.rec"]
+    quot = one("#print Quot.ind").output
+    assert answer_form_problem("Quot.ind", "#print", quot) is None
+    assert lean_printed.constants(quot)[:2] == ["Quot.ind", "Quot"]

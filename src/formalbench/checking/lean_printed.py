@@ -28,11 +28,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?]*✝?)"
+_INACCESSIBLE = r"(?:✝[⁰¹²³⁴⁵⁶⁷⁸⁹]*)?"  # `x✝`, and `x✝¹` for a second inaccessible `x`
+_NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?]*" + _INACCESSIBLE + ")"
 _TOKEN = re.compile(
     r"(?P<univ>\.\{[^{}]*\})"
     r"|(?P<str>'(?:[^'\\\n]|\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.))')"  # a char literal
-    r"|(?P<name>" + _NAME_PART + r"(?:\.(?:" + _NAME_PART + r"|\d+))*✝?)"
+    r"|(?P<name>" + _NAME_PART + r"(?:\.(?:" + _NAME_PART + r"|\d+))*" + _INACCESSIBLE + ")"
     r"|(?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
     r"|(?P<str2>\"(?:[^\"\\]|\\.)*\")"
     r"|(?P<sym>:=|=>|->|<-|<->|\.\.|//|@\[|∃!|[^\s\w])"
@@ -588,7 +589,7 @@ _KEYWORDS = (
     | BINDER_WORDS
     | _words(
         "let have show from by do if then else match with at fun Type Sort Prop nat_lit "
-        "number of parameters fields parents constructors field notation resolution order "
+        "number of parameters fields parents constructors field notation resolution order primitive "
         "private_decl"
     )
 )
@@ -610,7 +611,9 @@ def constants(text: str) -> list[str]:
             continue  # a field label or a named argument
         if prev == "." and toks[m - 1].kind == "sym":
             continue  # a field of a term: `(n + m).succ`
-        name = t.text.removeprefix("_root_.").rstrip("✝")
+        if t.text == "Quotient" and nxt == "primitive" and m == 0:
+            continue  # the declaration kind of a `#print` of `Quot.mk`: `Quotient primitive`
+        name = t.text.removeprefix("_root_.").rstrip("✝⁰¹²³⁴⁵⁶⁷⁸⁹")
         if name and name not in found:
             found.append(name)
     return found
