@@ -181,6 +181,8 @@ def test_constants_of_real_definitions() -> None:
 def _term_and_type(output: str) -> tuple[str, str]:
     if output.startswith(("def ", "theorem ", "@[")):
         head = output.split(" : ", 1)[1]
+        if ":=" not in head:  # `#print sig`: a signature without a value
+            return head, head
         return head.split(":=", 1)[1], head.split(":=", 1)[0]
     m = re.match(r"(.*)\s:\s(.*)$", output, re.S)  # the last ` : ` (or one before a line break)
     assert m, output
@@ -298,3 +300,16 @@ def test_real_inaccessible_names_equations_and_quotient_primitives() -> None:
     quot = one("#print Quot.ind").output
     assert answer_form_problem("Quot.ind", "#print", quot) is None
     assert lean_printed.constants(quot)[:2] == ["Quot.ind", "Quot"]
+
+
+def test_real_if_then_else_and_a_pattern_variable_shadowing_a_bound_name() -> None:
+    """`theorem g.eq_def : ∀ (i : Nat) (j : N), g i j = if i < 5 then N.zero else match j with
+    … | j.succ => g i j`: the pattern's `j` is a new name (issue 31's own example)."""
+    eq_def = one("#print sig g.eq_def").output
+    assert canonical(eq_def) == canonical(eq_def.replace("| j.succ => g i j", "| k.succ => g i k"))
+    assert canonical(eq_def) != canonical(eq_def.replace("| j.succ => g i j", "| k.succ => g i j"))
+    assert canonical(eq_def) != canonical(eq_def.replace("if i < 5", "if i < 6"))
+    assert lean_printed.constants(eq_def) == ["g.eq_def", "Nat", "N", "g", "N.zero", "N.zero.succ"]
+    foo = one("#check foo.eq_def").output  # `let x := n - 1; let_fun this := foo._proof_4; foo x`
+    assert canonical(foo) == canonical(rename(foo, {"x": "y", "this": "h", "n": "m"}))
+    assert "this" not in lean_printed.constants(foo)

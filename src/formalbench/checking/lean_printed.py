@@ -57,12 +57,14 @@ HEADER_WORDS = _words(
 )
 MODIFIERS = _words("private protected noncomputable unsafe partial nonrec")
 CUT = ("⋯", "[...]")
+_LET_WORDS = _words("let have let_fun")  # `let x := v; b`, `let_fun this := v; b`
 # words after which a term starts afresh (not an argument of what precedes)
 _LEAD_WORDS = (
     HEADER_WORDS
     | MODIFIERS
     | BINDER_WORDS
-    | _words("let have show from by do if then else match with at return fun")
+    | _LET_WORDS
+    | _words("show from by do if then else match with at return fun")
 )
 
 
@@ -127,7 +129,7 @@ def _scope_end(toks: list[Tok], start: int) -> int:
             continue
         if depth == 0 and t.text in BINDER_WORDS and t.kind in ("name", "sym"):
             owed_sep += 1
-        elif depth == 0 and t.text in ("let", "have") and t.kind == "name":
+        elif depth == 0 and t.text in _LET_WORDS and t.kind == "name":
             owed_def += 1
         if t.kind != "sym":
             continue
@@ -196,9 +198,9 @@ def bindings(toks: list[Tok]) -> list[Binding]:
     for k, t in enumerate(toks):
         if t.text in BINDER_WORDS and t.kind in ("name", "sym"):
             found += _keyword_binder(toks, k)
-        elif t.text in ("let", "have") and t.kind == "name":
+        elif t.text in _LET_WORDS and t.kind == "name":
             if k + 1 < len(toks) and toks[k + 1].kind == "name":
-                found.append(Binding((k + 1,), k + 2, _scope_end(toks, k + 2)))
+                found.append(_let(toks, k))
         elif t.kind == "sym" and t.text == "|" and k not in bars:
             alt = _alternative(toks, k)
             if alt is not None:
@@ -220,6 +222,40 @@ def bindings(toks: list[Tok]) -> list[Binding]:
         elif t.kind == "name" and _signature_head(toks, k):
             found += _signature(toks, k)
     return found
+
+
+def _let(toks: list[Tok], k: int) -> Binding:
+    """`let x := v; b`, `have h : P := v; b`, `let_fun this := v; b`: the name is visible in
+    the body after the `;` (a `let` is not recursive: `v` and `P` are outside its scope), to
+    the end of the enclosing term."""
+    depth = 0
+    value = None
+    for m in range(k + 2, len(toks)):
+        t = toks[m]
+        if t.kind != "sym":
+            continue
+        if t.text in OPEN:
+            depth += 1
+        elif t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                break
+        elif depth == 0 and t.text == ":=":
+            value = m + 1
+            break
+    if value is None:
+        return Binding((k + 1,), k + 2, _scope_end(toks, k + 2))
+    end = _scope_end(toks, value)
+    depth = 0
+    for m in range(value, end):  # the body starts after the value's `;`
+        t = toks[m]
+        if t.kind == "sym" and t.text in OPEN:
+            depth += 1
+        elif t.kind == "sym" and t.text in CLOSE:
+            depth -= 1
+        elif depth == 0 and t.kind == "sym" and t.text == ";":
+            return Binding((k + 1,), m + 1, end)
+    return Binding((k + 1,), value, end)
 
 
 def _after_binder_word(toks: list[Tok], k: int) -> bool:
@@ -588,7 +624,7 @@ _KEYWORDS = (
     | MODIFIERS
     | BINDER_WORDS
     | _words(
-        "let have show from by do if then else match with at fun Type Sort Prop nat_lit "
+        "let have let_fun show from by do if then else match with at fun Type Sort Prop nat_lit "
         "number of parameters fields parents constructors field notation resolution order primitive "
         "private_decl"
     )
