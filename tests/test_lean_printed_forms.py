@@ -105,3 +105,14 @@ def test_a_numeric_universe_list_is_an_instance_not_parameters() -> None:
     # names are still parameters: renaming them is the same statement
     assert canonical("@t.{u, v} : Sort (max u v)") == canonical("@t.{a, b} : Sort (max a b)")
     assert canonical("@t.{u, v} : Sort (max u v)") != canonical("@t.{u, v} : Sort (max v u)")
+
+
+def test_dotted_constructors_in_patterns_are_constants() -> None:
+    """Under `pp.fullNames` (pinned by the verifier) every constructor is dotted, so a pattern
+    that matches a constructor never compares equal to one that binds a variable."""
+    none = "fun o => match o with | Option.none => 0 | Option.some v => v"
+    assert canonical(none) != canonical("fun o => match o with | x => 0 | Option.some v => v")
+    assert canonical(none) == canonical(
+        "fun p => match p with | Option.none => 0 | Option.some w => w"
+    )
+    assert constants(none) == ["Option.none", "Option.some"]

@@ -16,8 +16,14 @@ Binder forms read (as Lean prints them, with or without `pp.all`):
 * dependent arrows `(x : A) → B`, `{x : A} → B`, `[inst : C] → B`, `⦃x : A⦄ → B`;
 * signature binders of a printed header (`def g.{u} {α : Type u} (x : α) : …`, the lines of a
   `#print` of a structure, `#print sig`), scoping over the rest of the answer;
-* set-builder and subtype braces `{x | p x}`, `{x : A // p x}`;
-* `let x := v; b` and `have h : P := v; b`.
+* set-builder and subtype braces `{x | p x}`, `{x : A // p x}`, `{x ∈ s | p x}`;
+* `let x := v; b`, `have h : P := v; b`, `let_fun x := v; b`;
+* match alternatives `| pat, pat => rhs` (of `match … with`, `fun`, printed equations) and
+  `fun` with a pattern (`fun (x, y) => …`, `fun ⟨a, h⟩ => …`).
+
+Universe levels are what `.{…}` holds and the level of a `Type`/`Sort` that starts a term;
+`Type`/`Sort`/`Prop` in argument position (`@id.{2} Type (@Classical.choice.{2} Type i)`) are
+terms like any other, and what follows them is the next argument.
 
 Text this reader cannot follow (unbalanced brackets, a cut `⋯`) is reported by `answer_problem`
 so that the caller refuses instead of guessing.
