@@ -18,7 +18,9 @@ from pathlib import Path
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "lean_real"
 _SOURCE = re.compile(r"^-- source: (?P<repo>\S+) (?P<path>\S+)(?: @ (?P<commit>[0-9a-f]{40}))?")
 _OPTION = re.compile(r"set_option\s+(?P<name>[\w.]+)\s+(?P<value>\S+)")
-_GUARD = re.compile(r"^#(?:guard|check)_msgs(?:\s*\([^)]*\))?\s+in\b\s*(?P<rest>.*)$")
+_GUARD = re.compile(
+    r"^#(?:guard|check)_msgs(?:\s*\([^)]*\))?\s+in\b\s*(?P<rest>.*?)\s*(?:--.*)?$"
+)  # a trailing comment (lean-by-example's `--#` display marker) is not the command
 
 
 @dataclass(frozen=True)

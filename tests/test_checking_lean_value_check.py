@@ -64,3 +64,13 @@ def test_a_library_infimum_and_the_statement_are_refused(lean) -> None:
         + SPEC
     )
     assert _subjects(lean, candidate, original) == ["bound"]
+
+
+def test_a_choice_behind_an_explicit_type_argument_is_refused(lean) -> None:
+    """Under `pp.all` Lean prints `@id.{2} Type (@Classical.choice.{2} Type inst)`: the `Type`
+    there is an argument, not a universe, so what follows it is read (issue 31 item 1)."""
+    hidden = "@id.{2} Type (@Classical.choice.{2} Type instNonempty)"
+    candidate = HEAD + f"noncomputable def answer : ℝ := {hidden}\n\n" + SPEC
+    assert _subjects(lean, candidate) == ["Classical.choice"]
+    sort = HEAD + "noncomputable def answer : ℝ := @id.{1} Prop (@Exists.choose.{1} Sort h)\n\n"
+    assert _subjects(lean, sort + SPEC) == ["Exists.choose"]

@@ -1,6 +1,7 @@
 """α-equivalence of Lean's printed terms, as properties over generated terms (hypothesis): for
 every binder form Lean prints (`∀`, `fun`, `λ`, `↦`, `(x : A) →`, `{x : A} →`, `[x : A] →`,
-`⦃x : A⦄ →`, `∃`, set-builder, subtype, binder predicates, signature binders of a `#print`),
+`⦃x : A⦄ →`, `∃`, `∃!`, set-builder with a type or a membership, subtype, binder predicates,
+`match` alternatives, `fun` with a pattern, `let`, signature binders of a `#print`),
 renaming bound variables never changes the identity check's verdict, while changing a binder's
 type or kind, or capturing a free name, always does."""
 
@@ -16,7 +17,7 @@ NAMES = ("x", "y", "z", "h", "n", "m", "a", "b", "inst", "α")
 FRESH = ("p1", "q2", "r3", "s4", "t5", "w6", "k7", "j8", "i9", "e0")
 # binder kinds, each printed its own way; `fun`, `λ` and `↦` are one kind spelt three ways
 KINDS = ("forall", "fun", "pi", "implicit", "inst", "strict", "exists", "setof", "subtype",
-         "pred", "sig")  # fmt: skip
+         "pred", "unique", "memset", "match", "funpat", "let", "sig")  # fmt: skip
 SPELLINGS = {"fun": ("fun", "lambda", "maps")}
 
 
@@ -64,6 +65,11 @@ def render(t: tuple, names: dict[int, str]) -> str:
         "setof": f"{{{x} : {a} | {b}}}",
         "subtype": f"{{{x} : {a} // {b}}}",
         "pred": f"(∀ {x} ∈ {a}, {b})",
+        "unique": f"(∃! ({x} : {a}), {b})",
+        "memset": f"{{{x} ∈ {a} | {b}}}",
+        "match": f"(match {a} with | L.cons {x} _ => {b} | _ => c)",
+        "funpat": f"((fun ({x}, _) => {b}) {a})",
+        "let": f"(let {x} := {a};\n {b})",
         "sig": f"def d.{{u}} ({x} : {a}) : {b} :=\nc",
     }[kind]
 

@@ -73,7 +73,8 @@ def test_axioms_that_must_refuse_are_seen() -> None:
 
 # --- identity: canonical form --------------------------------------------------------------
 _BINDER_NAMES = re.compile(
-    r"(?:[∀∃Π⋃⋂⨆⨅λ]|\bfun)\s+((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)(?=\s*(?:[,>≥<≤∈∉⊆⊂⊇⊃]|=>|↦))"
+    r"(?:[∀∃Π⋃⋂⨆⨅λ∑∏]|∃!|\bfun)\s+((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)"
+    r"(?=\s*(?:[,>≥<≤∈∉⊆⊂⊇⊃]|:(?!=)|=>|↦))"
     r"|(?<!\.)[({\[⦃]\s*((?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*)\s*(?::(?!=)|[}⦄])"
 )
 
@@ -115,7 +116,7 @@ def test_changing_a_binder_of_a_real_answer_changes_the_form() -> None:
     # the instance binder's name is bound: renaming it is harmless, using another is not
     assert canonical(rename(g, {"inst": "i", "u": "w"})) == canonical(g)
     assert canonical(g.replace("α inst →", "α instBEqNat →")) != canonical(g)
-    prod = one("#print Prod").output
+    prod = one("#print Prod", "lean4_printStructure").output
     assert canonical(prod.replace("(fst : α)", "{fst : α}")) != canonical(prod)
     assert canonical(prod.replace("(α : Type u) (β : Type v)", "(β : Type v) (α : Type u)")) != (
         canonical(prod)
@@ -180,15 +181,18 @@ def test_constants_of_real_definitions() -> None:
 def _term_and_type(output: str) -> tuple[str, str]:
     if output.startswith(("def ", "theorem ", "@[")):
         head = output.split(" : ", 1)[1]
+        if ":=" not in head:  # `#print sig`: a signature without a value
+            return head, head
         return head.split(":=", 1)[1], head.split(":=", 1)[0]
-    term, typ = output.rsplit(" : ", 1)
-    return term, typ
+    m = re.match(r"(.*)\s:\s(.*)$", output, re.S)  # the last ` : ` (or one before a line break)
+    assert m, output
+    return m[1], m[2]
 
 
 @pytest.mark.parametrize("pair", TERMS, ids=lambda p: f"{p.fixture}:{p.command[:40]}")
 def test_the_grammar_reads_pp_all_output_and_refuses_the_rest_clearly(pair: Pair) -> None:
     term, typ = _term_and_type(pair.output)
-    if pair.pp_all or pair.options.get("pp.explicit") == "true":
+    if pair.pp_all:
         lean_elab_term(term)
         lean_elab_term(typ)
         return
@@ -231,3 +235,81 @@ def test_recorded_repl_replies_are_read_by_the_identity_readers() -> None:
     assert answer_form_problem("demo", "#check", demo[0]) is None
     assert canonical(rename(demo[0], {"P": "A", "Q": "B"})) == canonical(demo[0])
     assert canonical(demo[0].replace("(P Q R : Prop)", "(P R Q : Prop)")) != canonical(demo[0])
+
+
+# --- forms added for issue 31: big operators, match, structure instances, numeric universes -----
+def test_real_match_alternatives_bind_their_pattern_variables() -> None:
+    pair = one("#check fun (a, b) => (a:Nat) + b")
+    assert canonical(pair.output) == canonical(rename(pair.output, {"a": "p", "b": "q"}))
+    assert canonical(pair.output) != canonical(pair.output.replace("a + b", "b + a"))
+    opt = [p for p in PAIRS if p.output.startswith("fun x x_1 =>")][0].output
+    # `| x, x_2 => none` binds a new `x`; renaming the pattern's alone changes nothing
+    assert canonical(opt) == canonical(opt.replace("| x, x_2", "| y, x_2"))
+    assert canonical(opt) != canonical(opt.replace("some (a + b)", "some (b + a)"))
+    over = [p for p in PAIRS if "(motive := Nat → Nat → Nat)" in p.output][0].output
+    assert canonical(over) == canonical(over.replace("| x.succ", "| y.succ"))
+    matcher = one("#check g.match_1").output
+    assert canonical(matcher) == canonical(rename(matcher, {"u_1": "v", "u_2": "w", "x": "y"}))
+
+
+def test_real_big_operators_bind_and_name_no_bound_variable() -> None:
+    sums = [p.output for p in PAIRS if p.fixture == "mathlib_BigOps.lean"]
+    assert len(sums) == 12
+    for text in sums:
+        assert canonical(text) == canonical(rename(text, {"i": "k"}))
+        assert "i" not in lean_printed.constants(text)
+    with_p = one("#check Finset.sum {j ∈ s | p j} fun i ↦ f i").output  # `∑ i ∈ s with p i, f i`
+    assert canonical(with_p) != canonical(with_p.replace("f i", "f s"))
+    assert lean_printed.constants(with_p) == ["s", "p", "f", "M"]
+
+
+def test_real_structure_instances_and_numeric_universe_lists() -> None:
+    flat = one("#check {toA := {x := 1}, y := 2 : B'}").output  # `{ toA := { x := 1 }, y := 2 }`
+    assert lean_printed.constants(flat) == ["B'"]  # field labels are not constants
+    (with_univ,) = [p.output for p in PAIRS if p.options.get("pp.universes") == "true"
+                    and p.command == "#check { x := 1 : U Nat }"]  # fmt: skip
+    assert with_univ == "U.mk.{0} 1 : U.{0} Nat"
+    # an instantiated universe is no parameter: another level is another term
+    assert canonical(with_univ) != canonical("U.mk.{1} 1 : U.{1} Nat")
+    pp_all = [p for p in PAIRS if p.fixture == "lean4_delabStructInst.lean" and p.pp_all][0]
+    term, _ = _term_and_type(pp_all.output)
+    assert lean_elab_term(term).show() == "(A.mk 1)"
+    assert lean_printed.constants(pp_all.output) == [
+        "A.mk", "OfNat.ofNat", "Nat", "instOfNatNat", "A"]  # fmt: skip
+
+
+def test_real_literals_and_subtypes() -> None:
+    char = one("#check 'a'").output  # `'a' : Char`: a char literal names no constant `a'`
+    assert lean_printed.constants(char) == ["Char"]
+    assert canonical(char) != canonical("'b' : Char")
+    assert lean_printed.constants(one('#check "Hello"').output) == ["String"]
+    assert lean_elab_term('"Hello"').show() == '"Hello"'
+    sub = one("#check { x : Int // x > 0 }").output  # `{ x // x > 0 } : Type`
+    assert canonical(sub) == canonical(rename(sub, {"x": "n"}))
+    assert canonical(sub) != canonical(sub.replace("x > 0", "x > x"))
+    assert lean_printed.constants(sub) == []
+
+
+def test_real_inaccessible_names_equations_and_quotient_primitives() -> None:
+    eq_def = one("#check f_exp_wfrec.eq_def").output  # `(x✝ x✝¹ : Nat)`: two names, not one
+    assert canonical(eq_def) != canonical(eq_def.replace("match x✝, x✝¹", "match x✝¹, x✝"))
+    assert canonical(eq_def) == canonical(rename(eq_def, {"n": "k", "acc": "a"}))
+    assert "acc" not in lean_printed.constants(eq_def) and "n" not in lean_printed.constants(eq_def)
+    cases = one("#print Nat.casesOn").output  # `fun {motive} t zero succ => Nat.rec zero …`
+    assert lean_printed.constants(cases) == ["Nat.casesOn", "Nat", "Nat.zero", "Nat.rec"]
+    quot = one("#print Quot.ind").output
+    assert answer_form_problem("Quot.ind", "#print", quot) is None
+    assert lean_printed.constants(quot)[:2] == ["Quot.ind", "Quot"]
+
+
+def test_real_if_then_else_and_a_pattern_variable_shadowing_a_bound_name() -> None:
+    """`theorem g.eq_def : ∀ (i : Nat) (j : N), g i j = if i < 5 then N.zero else match j with
+    … | j.succ => g i j`: the pattern's `j` is a new name (issue 31's own example)."""
+    eq_def = one("#print sig g.eq_def").output
+    assert canonical(eq_def) == canonical(eq_def.replace("| j.succ => g i j", "| k.succ => g i k"))
+    assert canonical(eq_def) != canonical(eq_def.replace("| j.succ => g i j", "| k.succ => g i j"))
+    assert canonical(eq_def) != canonical(eq_def.replace("if i < 5", "if i < 6"))
+    assert lean_printed.constants(eq_def) == ["g.eq_def", "Nat", "N", "g", "N.zero", "N.zero.succ"]
+    foo = one("#check foo.eq_def").output  # `let x := n - 1; let_fun this := foo._proof_4; foo x`
+    assert canonical(foo) == canonical(rename(foo, {"x": "y", "this": "h", "n": "m"}))
+    assert "this" not in lean_printed.constants(foo)

@@ -162,7 +162,7 @@ def canonical(text: str) -> str:
 _ANSWER_HEAD = re.compile(
     r"^\s*(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|unsafe|partial|nonrec)\s+)*"
     r"(?:(?P<kind>def|theorem|axiom|opaque|abbrev|instance|structure|class|inductive|constructor|"
-    r"recursor|quot)\s+)?@?(?P<name>\S+?)(?:\.\{[^}]*\})?\s*(?:[:({\[⦃]|$)"
+    r"recursor|quot|Quotient\s+primitive)\s+)?@?(?P<name>\S+?)(?:\.\{[^}]*\})?\s*(?:[:({\[⦃]|$)"
 )
 
 

@@ -16,8 +16,14 @@ Binder forms read (as Lean prints them, with or without `pp.all`):
 * dependent arrows `(x : A) → B`, `{x : A} → B`, `[inst : C] → B`, `⦃x : A⦄ → B`;
 * signature binders of a printed header (`def g.{u} {α : Type u} (x : α) : …`, the lines of a
   `#print` of a structure, `#print sig`), scoping over the rest of the answer;
-* set-builder and subtype braces `{x | p x}`, `{x : A // p x}`;
-* `let x := v; b` and `have h : P := v; b`.
+* set-builder and subtype braces `{x | p x}`, `{x : A // p x}`, `{x ∈ s | p x}`;
+* `let x := v; b`, `have h : P := v; b`, `let_fun x := v; b`;
+* match alternatives `| pat, pat => rhs` (of `match … with`, `fun`, printed equations) and
+  `fun` with a pattern (`fun (x, y) => …`, `fun ⟨a, h⟩ => …`).
+
+Universe levels are what `.{…}` holds and the level of a `Type`/`Sort` that starts a term;
+`Type`/`Sort`/`Prop` in argument position (`@id.{2} Type (@Classical.choice.{2} Type i)`) are
+terms like any other, and what follows them is the next argument.
 
 Text this reader cannot follow (unbalanced brackets, a cut `⋯`) is reported by `answer_problem`
 so that the caller refuses instead of guessing.
@@ -28,13 +34,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?]*✝?)"
+_INACCESSIBLE = r"(?:✝[⁰¹²³⁴⁵⁶⁷⁸⁹]*)?"  # `x✝`, and `x✝¹` for a second inaccessible `x`
+_NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?]*" + _INACCESSIBLE + ")"
 _TOKEN = re.compile(
     r"(?P<univ>\.\{[^{}]*\})"
-    r"|(?P<name>" + _NAME_PART + r"(?:\.(?:" + _NAME_PART + r"|\d+))*✝?)"
+    r"|(?P<str>'(?:[^'\\\n]|\\(?:u\{[0-9a-fA-F]+\}|x[0-9a-fA-F]{2}|.))')"  # a char literal
+    r"|(?P<name>" + _NAME_PART + r"(?:\.(?:" + _NAME_PART + r"|\d+))*" + _INACCESSIBLE + ")"
     r"|(?P<num>\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)"
-    r"|(?P<str>\"(?:[^\"\\]|\\.)*\")"
-    r"|(?P<sym>:=|=>|->|<-|<->|\.\.|//|@\[|[^\s\w])"
+    r"|(?P<str2>\"(?:[^\"\\]|\\.)*\")"
+    r"|(?P<sym>:=|=>|->|<-|<->|\.\.|//|@\[|∃!|[^\s\w])"
 )
 
 
@@ -55,6 +63,15 @@ HEADER_WORDS = _words(
 )
 MODIFIERS = _words("private protected noncomputable unsafe partial nonrec")
 CUT = ("⋯", "[...]")
+_LET_WORDS = _words("let have let_fun")  # `let x := v; b`, `let_fun this := v; b`
+# words after which a term starts afresh (not an argument of what precedes)
+_LEAD_WORDS = (
+    HEADER_WORDS
+    | MODIFIERS
+    | BINDER_WORDS
+    | _LET_WORDS
+    | _words("show from by do if then else match with at return fun")
+)
 
 
 @dataclass
@@ -66,6 +83,7 @@ class Tok:
     kind: str  # name, univ, num, str, sym
     line: int
     binder: int | None = None
+    col: int = 0
 
 
 def tokens(text: str) -> list[Tok]:
@@ -76,8 +94,9 @@ def tokens(text: str) -> list[Tok]:
     for m in _TOKEN.finditer(text):
         line += text.count("\n", pos, m.start())
         pos = m.start()
-        kind = m.lastgroup or "sym"
-        out.append(Tok(m.group(), kind, line))
+        kind = {"str2": "str"}.get(m.lastgroup or "sym", m.lastgroup or "sym")
+        col = m.start() - text.rfind("\n", 0, m.start()) - 1
+        out.append(Tok(m.group(), kind, line, None, col))
     return out
 
 
@@ -102,11 +121,21 @@ def _scope_end(toks: list[Tok], start: int) -> int:
     depth = 0
     owed_sep = 0  # separators owed to nested keyword binders
     owed_def = 0  # `:=` owed to nested let/have
-    for m in range(start, len(toks)):
+    m = start - 1
+    while m + 1 < len(toks):
+        m += 1
         t = toks[m]
+        if depth == 0 and t.text == "|" and t.kind == "sym":
+            arrow = _alternative_arrow(toks, m)
+            if arrow is not None:  # `| a, b =>`: the pattern's commas separate patterns
+                m = arrow
+                continue
+        if depth == 0 and t.text == "match" and t.kind == "name":
+            m = _match_with(toks, m)  # `match a, b with`: the commas separate discriminants
+            continue
         if depth == 0 and t.text in BINDER_WORDS and t.kind in ("name", "sym"):
             owed_sep += 1
-        elif depth == 0 and t.text in ("let", "have") and t.kind == "name":
+        elif depth == 0 and t.text in _LET_WORDS and t.kind == "name":
             owed_def += 1
         if t.kind != "sym":
             continue
@@ -171,17 +200,23 @@ class Binding:
 def bindings(toks: list[Tok]) -> list[Binding]:
     """Every binder of the printed text, in the order it appears."""
     found: list[Binding] = []
+    bars: set[int] = set()  # the bars of set-builders, which start no match alternative
     for k, t in enumerate(toks):
         if t.text in BINDER_WORDS and t.kind in ("name", "sym"):
             found += _keyword_binder(toks, k)
-        elif t.text in ("let", "have") and t.kind == "name":
+        elif t.text in _LET_WORDS and t.kind == "name":
             if k + 1 < len(toks) and toks[k + 1].kind == "name":
-                found.append(Binding((k + 1,), k + 2, _scope_end(toks, k + 2)))
+                found.append(_let(toks, k))
+        elif t.kind == "sym" and t.text == "|" and k not in bars:
+            alt = _alternative(toks, k)
+            if alt is not None:
+                found.append(alt)
         elif t.kind == "sym" and t.text in _GROUP_OPEN:
             if t.text == "{":
                 sb = _set_builder(toks, k)
                 if sb is not None:
                     found.append(sb)
+                    bars.add(sb.start - 1)
                     continue
             group = _is_group(toks, k)
             if group is None:
@@ -193,6 +228,40 @@ def bindings(toks: list[Tok]) -> list[Binding]:
         elif t.kind == "name" and _signature_head(toks, k):
             found += _signature(toks, k)
     return found
+
+
+def _let(toks: list[Tok], k: int) -> Binding:
+    """`let x := v; b`, `have h : P := v; b`, `let_fun this := v; b`: the name is visible in
+    the body after the `;` (a `let` is not recursive: `v` and `P` are outside its scope), to
+    the end of the enclosing term."""
+    depth = 0
+    value = None
+    for m in range(k + 2, len(toks)):
+        t = toks[m]
+        if t.kind != "sym":
+            continue
+        if t.text in OPEN:
+            depth += 1
+        elif t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                break
+        elif depth == 0 and t.text == ":=":
+            value = m + 1
+            break
+    if value is None:
+        return Binding((k + 1,), k + 2, _scope_end(toks, k + 2))
+    end = _scope_end(toks, value)
+    depth = 0
+    for m in range(value, end):  # the body starts after the value's `;`
+        t = toks[m]
+        if t.kind == "sym" and t.text in OPEN:
+            depth += 1
+        elif t.kind == "sym" and t.text in CLOSE:
+            depth -= 1
+        elif depth == 0 and t.kind == "sym" and t.text == ";":
+            return Binding((k + 1,), m + 1, end)
+    return Binding((k + 1,), value, end)
 
 
 def _after_binder_word(toks: list[Tok], k: int) -> bool:
@@ -234,6 +303,10 @@ def _keyword_binder(toks: list[Tok], k: int) -> list[Binding]:
         if group is not None:
             groups.append((group[1], group[0] + 1))
             j = group[0] + 1
+        elif t.kind == "sym" and t.text in ("(", "⟨") and toks[k].text in ("fun", "λ"):
+            close = _close_of(toks, j)  # a pattern: `fun (x, y) => …`, `fun ⟨a, h⟩ => …`
+            groups.append((_pattern_vars(toks, j, close + 1), close + 1))
+            j = close + 1
         elif t.kind == "name" and t.text not in BINDER_WORDS:
             groups.append(([j] if t.text != "_" else [], j + 1))
             j += 1
@@ -246,6 +319,115 @@ def _keyword_binder(toks: list[Tok], k: int) -> list[Binding]:
     body = j + 1 if j < len(toks) and toks[j].text in _BODY_START else j
     end = _scope_end(toks, body)
     return [Binding(tuple(names), start, end) for names, start in groups if names]
+
+
+def _match_with(toks: list[Tok], k: int) -> int:
+    """The index of the `with` of the `match` at k (or of the `match` itself if none)."""
+    depth = 0
+    for m in range(k + 1, len(toks)):
+        t = toks[m]
+        if t.kind == "sym" and t.text in OPEN:
+            depth += 1
+        elif t.kind == "sym" and t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                return k
+        elif depth == 0 and t.kind == "name" and t.text == "with":
+            return m
+    return k
+
+
+def _alternative_arrow(toks: list[Tok], k: int) -> int | None:
+    """The `=>` of a match alternative whose bar is at k (`| pat, pat => rhs`), or None when
+    the bar starts none (an absolute value `|x|`, a set-builder's bar)."""
+    depth = 0
+    for m in range(k + 1, len(toks)):
+        t = toks[m]
+        if t.kind != "sym":
+            continue
+        if t.text in OPEN:
+            depth += 1
+        elif t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and t.text in ("=>", "↦"):
+            return m
+        elif depth == 0 and t.text in ("|", ":=", "//"):
+            return None
+    return None
+
+
+def _alternative(toks: list[Tok], k: int) -> Binding | None:
+    """A match alternative `| pat, pat => rhs` (of `match … with`, `fun | …`, or the equations
+    of a printed definition): the pattern's variables are bound in its right-hand side, which
+    ends at the enclosing bracket or at the next alternative of the same match. A bar after a
+    nested `match` in the right-hand side belongs to it (Lean's parser is greedy), unless it
+    stands on a later line at or left of this bar's column (Lean's layout of the outer match)."""
+    arrow = _alternative_arrow(toks, k)
+    if arrow is None:
+        return None
+    names = _pattern_vars(toks, k + 1, arrow)
+    depth = 0
+    nested = False
+    end = len(toks)
+    for m in range(arrow + 1, len(toks)):
+        t = toks[m]
+        if depth == 0 and t.kind == "name" and t.text == "match":
+            nested = True
+        if t.kind != "sym":
+            continue
+        if t.text in OPEN:
+            depth += 1
+        elif t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                end = m
+                break
+        elif depth == 0 and t.text == "|" and _alternative_arrow(toks, m) is not None:
+            if t.line > toks[k].line and t.col <= toks[k].col:
+                end = m
+                break
+            if not nested:
+                end = m
+                break
+        elif depth == 0 and t.text == "fun" and m + 1 < len(toks) and toks[m + 1].text == "|":
+            nested = True
+    return Binding(tuple(names), arrow + 1, end)
+
+
+def _pattern_vars(toks: list[Tok], start: int, stop: int) -> list[int]:
+    """Indices of the variables a pattern binds (tokens [start, stop)): its names that are
+    not the head of an application (`L.cons x xs` binds `x`, `xs`), not a dotted constant, and
+    not after `.` (`.inl h`); a dotted name with a lower-case first part is a variable with
+    field notation (`j.succ`, printed for `Nat.succ j`). Constructors are always dotted
+    (`Option.none`) under `pp.fullNames`, which the verifier's queries pin; without it a bare
+    nullary constructor (`none`) is read as a variable."""
+    out: list[int] = []
+    for m in range(start, stop):
+        t = toks[m]
+        if t.kind != "name" or t.text == "_" or t.text in _LEAD_WORDS or t.text in _KEYWORDS:
+            continue
+        prev = toks[m - 1] if m > start else None
+        if prev is not None and prev.kind == "sym" and prev.text in (".", "@"):
+            continue
+        nxt = toks[m + 1] if m + 1 < stop else None
+        starts_arg = nxt is not None and (
+            nxt.kind in ("name", "num", "str") or nxt.text in ("(", "⟨", "[", "{", "@")
+        )
+        if starts_arg and not (prev is not None and ends_term(prev)):
+            continue  # the head of an application: a constructor
+        head = _head_name(t.text)
+        if head != t.text and not head[:1].islower():
+            continue  # a dotted constant `L.nil`
+        out.append(m)
+    return out
+
+
+def _head_name(text: str) -> str:
+    """The first part of a dotted name (`j` of `j.succ`), the whole name if undotted."""
+    m = re.match(_NAME_PART, text)
+    return m.group() if m else text
 
 
 def _skip_to_body(toks: list[Tok], j: int) -> int:
@@ -265,10 +447,13 @@ def _skip_to_body(toks: list[Tok], j: int) -> int:
 
 
 def _set_builder(toks: list[Tok], k: int) -> Binding | None:
-    """`{x | p x}`, `{x : A | p x}`, `{x // p x}`, `{x : A // p x}`."""
+    """`{x | p x}`, `{x : A | p x}`, `{x // p x}`, `{x : A // p x}` and a binder predicate
+    before the bar (`{x ∈ s | p x}`, `{n ≤ 5 | p n}`): the name is visible after the bar only
+    (`s` and `A` are outside its scope)."""
     close = _close_of(toks, k)
     if k + 2 >= close or toks[k + 1].kind != "name":
         return None
+    typed = toks[k + 2].text == ":" or toks[k + 2].text in _PREDICATE_OPS
     depth = 0
     for m in range(k + 2, close):
         t = toks[m].text
@@ -277,7 +462,7 @@ def _set_builder(toks: list[Tok], k: int) -> Binding | None:
         elif t in CLOSE:
             depth -= 1
         elif depth == 0 and t in ("|", "//"):
-            if m == k + 2 or toks[k + 2].text == ":":
+            if m == k + 2 or typed:
                 return Binding((k + 1,), m + 1, close)
             return None
         elif depth == 0 and t in (",", ":="):
@@ -322,7 +507,7 @@ def resolve(toks: list[Tok]) -> list[Tok]:
     binder wins: later binders are applied after, so they override inside their scope)."""
     for b in bindings(toks):
         for at in b.names:
-            name = toks[at].text
+            name = _head_name(toks[at].text)
             toks[at].binder = at
             for m in range(b.start, b.end):
                 t = toks[m]
@@ -355,15 +540,17 @@ def canonical(text: str) -> str:
             out.append(_SPELLING.get(t.text, t.text) if t.kind in ("sym", "name") else t.text)
             continue
         new = order.setdefault(t.binder, len(order))
-        name = toks[t.binder].text
+        name = _head_name(toks[t.binder].text)
         out.append(f"⟪{new}⟫" + t.text[len(name) :])
     return " ".join(out)
 
 
 def _level_params(toks: list[Tok]) -> dict[str, str]:
     """The universe parameters of the declaration an answer is about (`def g.{u, v}`,
-    `@t.{u_1} : …`): its first universe list right after its name. They are bound like
-    variables: a renamed universe is the same statement."""
+    `@t.{u_1} : …`): its first universe list right after its name, when that list is made of
+    level names only. They are bound like variables: a renamed universe is the same statement.
+    A list with a numeral or an expression (`Foo.{2}`, `List.map.{0, u}`) instantiates the
+    constant, it does not declare parameters: its levels are compared as printed."""
     skip: set[int] = set()
     for m, t in enumerate(toks[:-1]):
         if t.text == "@[" and t.kind == "sym":
@@ -373,9 +560,13 @@ def _level_params(toks: list[Tok]) -> dict[str, str]:
         if t.kind == "name" and t.text not in HEADER_WORDS and t.text not in MODIFIERS:
             if toks[m + 1].kind == "univ":
                 names = [x.strip() for x in toks[m + 1].text[2:-1].split(",")]
-                return {n: f"⟪u{i}⟫" for i, n in enumerate(names) if n}
+                if all(_LEVEL_NAME.fullmatch(n) for n in names):
+                    return {n: f"⟪u{i}⟫" for i, n in enumerate(names)}
             return {}
     return {}
+
+
+_LEVEL_NAME = re.compile(r"(?!(?:max|imax)$)[^\W\d][\w']*")
 
 
 def _level(expr: str, levels: dict[str, str]) -> str:
@@ -383,18 +574,36 @@ def _level(expr: str, levels: dict[str, str]) -> str:
 
 
 def _level_positions(toks: list[Tok]) -> set[int]:
-    """Indices of the names that are universe levels: after `Type`/`Sort` (`Type u`,
-    `Sort (max 1 u)`)."""
+    """Indices of the names that are universe levels outside `.{…}`: the level argument of a
+    `Type`/`Sort` that starts a term (`Type u`, `Sort (max 1 u)`, after `:`, `→`, `(`, a binder
+    word). Lean parses that level at leading precedence only, so a `Type`/`Sort` in argument
+    position (`@id.{2} Type (@Classical.choice.{2} Type inst)`, `@Eq.{2} Type Nat Int`) takes no
+    level: what follows it is the next argument, a term like any other."""
     found: set[int] = set()
     for k, t in enumerate(toks[:-1]):
         if t.text not in ("Type", "Sort") or t.kind != "name":
             continue
+        if k > 0 and ends_term(toks[k - 1]):
+            continue  # an argument: `f Type x` is `f` applied to `Type` and `x`
         nxt = toks[k + 1]
-        if nxt.kind == "name":
+        if nxt.line != t.line:
+            continue  # `Foo.x : Type` ends a line of a `#print`; the next line is not its level
+        if nxt.kind == "name" and nxt.text not in _LEAD_WORDS:
             found.add(k + 1)
-        elif nxt.text == "(":
+        elif nxt.text == "(" and nxt.kind == "sym":
             found.update(range(k + 1, _close_of(toks, k + 1) + 1))
     return found
+
+
+def ends_term(t: Tok) -> bool:
+    """Whether a term can end with this token, so that a term right after it is an argument of
+    an application (a name that is not a keyword, a literal, a universe list, a closing
+    bracket)."""
+    if t.kind in ("num", "str", "univ"):
+        return True
+    if t.kind == "name":
+        return t.text not in _LEAD_WORDS
+    return t.text in CLOSE
 
 
 def answer_problem(text: str) -> str | None:
@@ -421,8 +630,8 @@ _KEYWORDS = (
     | MODIFIERS
     | BINDER_WORDS
     | _words(
-        "let have show from by do if then else match with at fun Type Sort Prop nat_lit "
-        "number of parameters fields parents constructors field notation resolution order "
+        "let have let_fun show from by do if then else match with at fun Type Sort Prop nat_lit "
+        "number of parameters fields parents constructors field notation resolution order primitive "
         "private_decl"
     )
 )
@@ -444,7 +653,9 @@ def constants(text: str) -> list[str]:
             continue  # a field label or a named argument
         if prev == "." and toks[m - 1].kind == "sym":
             continue  # a field of a term: `(n + m).succ`
-        name = t.text.removeprefix("_root_.").rstrip("✝")
+        if t.text == "Quotient" and nxt == "primitive" and m == 0:
+            continue  # the declaration kind of a `#print` of `Quot.mk`: `Quotient primitive`
+        name = t.text.removeprefix("_root_.").rstrip("✝⁰¹²³⁴⁵⁶⁷⁸⁹")
         if name and name not in found:
             found.append(name)
     return found

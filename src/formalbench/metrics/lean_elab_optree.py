@@ -37,6 +37,7 @@ lambda: "fun" binders FUNARROW term     -> fun
 ?atom: NAME                             -> name
      | "@" NAME                         -> name
      | NUMBER                           -> name
+     | STRING                           -> name
      | "(" term ")"
 binders: group+
        | bname+                         -> untyped
@@ -53,6 +54,7 @@ bname: NAME
 ARROW: "→" | "->"
 FUNARROW: "=>" | "↦"
 NUMBER: /\d+(\.\d+)?/
+STRING: /"(?:[^"\\]|\\.)*"/
 NAME: /[^\W\d](?:[\w'!?✝]|\.(?!\{))*(?:\.\{[^}]*\})?/
     | /«[^»]*»/
 %ignore /\s+/
@@ -189,13 +191,48 @@ _LEVEL = re.compile(r"\b(Type|Sort)\s+(?:\((?:[^()]|\([^()]*\))*\)|[\w.]+(?:\s*\
 _BINDER_PAREN = re.compile(r"\(\s*(?:[^\W\d][\w'!?✝]*\s+)*[^\W\d][\w'!?✝]*\s*:(?!=)")
 
 
+_TERM_END = re.compile(r"(?:(?P<word>[^\W\d][\w'!?✝.]*)|\d|[)}\]⟩⦄⟯»]|\.\{[^{}]*\})\s*$")
+_LEAD_WORDS = frozenset(
+    [
+        "fun",
+        "let",
+        "have",
+        "show",
+        "from",
+        "by",
+        "do",
+        "if",
+        "then",
+        "else",
+        "match",
+        "with",
+        "at",
+        "return",
+    ]
+)
+
+
+def _drop_levels(text: str) -> str:
+    """`Type u`/`Sort (max 1 u)` lose their level where they start a term. In argument position
+    (`@id.{2} Type (@Classical.choice.{2} Type inst)`, `@Eq.{2} Type Nat Int`) Lean reads no
+    level after `Type`/`Sort`: what follows is the next argument and is kept."""
+    pos = 0
+    while m := _LEVEL.search(text, pos):
+        before = _TERM_END.search(text, max(0, m.start() - 400), m.start())
+        if before is not None and before.group("word") not in _LEAD_WORDS:
+            pos = m.end(1)  # an argument; its neighbour is a term
+            continue
+        text = text[: m.end(1)] + text[m.end() :]
+        pos = m.end(1)
+    return text
+
+
 def _prepare(printed: str) -> str:
     """Lean's printed term made LR-friendly: raw literals `nat_lit 2` are numerals, universe
-    levels after `Type`/`Sort` are dropped (as `.{u}` after names is), and a binder group
+    levels after a leading `Type`/`Sort` are dropped (as `.{u}` after names is), and a binder group
     `(x y : A)` gets its own brackets `⟮x y : A⟯` (a parenthesised term never starts with
     names and a `:` in `pp.all` output, which prints no type ascriptions)."""
-    text = _NAT_LIT.sub(r"\1", printed)
-    text = _LEVEL.sub(r"\1", text)
+    text = _drop_levels(_NAT_LIT.sub(r"\1", printed))
     if "⋯" in text:
         raise LeanParseError("the printed term was cut short (⋯)")
     chars = list(text)
