@@ -80,6 +80,15 @@ UNIVERSES = (
     "Definition Lo := Type.\nDefinition Hi := Type.\nTheorem t : Lo -> Hi.\nProof.\nAdmitted.\n"
 )
 
+# stdpp's fin_map_dom.v `dom_alt {A} ...` shape: the statement's own `Type` (fresh, free
+# while admitted) is bounded by the proof, through a class field over `A : Type@{u}`, by `u`
+CLASS_FIELD = (
+    "Class C := { f : forall A : Type, A -> A; g : nat }.\n"
+    "Theorem t `{C} : forall B : Type, B -> B.\nProof.\nAdmitted.\n"
+)
+# the same task with a later definition that forces the class's level below the statement's
+CLASS_FIELD_LATER = CLASS_FIELD + "Definition later (c : C) := @t c C.\n"
+
 DEFINED = "Definition double (n : nat) := n + n.\nTheorem t : double 2 = 4.\nProof.\nAdmitted.\n"
 POSTULATE = "Parameter p : nat.\nAxiom p_pos : p > 0.\nTheorem t : p <> 0.\nProof.\nAdmitted.\n"
 
@@ -99,6 +108,10 @@ GENUINE = {
         solved(POSTULATE, "intro E. pose proof p_pos as P. rewrite E in P. inversion P."),
     ),
 }
+GENUINE["a statement's own level bounded by a class field's"] = (
+    CLASS_FIELD,
+    solved(CLASS_FIELD, "exact (fun B => f B)."),
+)
 GENUINE["a definition of the context used by the proof"] = (
     DEFINED,
     solved(DEFINED, "reflexivity."),
@@ -163,6 +176,13 @@ ATTACKS = {
         UNIVERSES.replace("Theorem t", "Definition fb_force : Hi := Lo.\nTheorem t").replace(
             "Admitted.", "exact (fun A => A). Qed."
         ),
+        Reason.statement_changed,
+    ),
+    # the bound of a statement's own level that the task's later definition contradicts:
+    # the candidate drops the definition to compile
+    "an own level bounded against the task's constraints": (
+        CLASS_FIELD_LATER,
+        solved(CLASS_FIELD, "exact (fun B => f B)."),
         Reason.statement_changed,
     ),
     "a changed definition in the closure": (
