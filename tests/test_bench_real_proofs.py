@@ -142,3 +142,23 @@ def test_a_refusal_is_counted_by_its_rule_not_its_names(bench: ModuleType) -> No
     assert bench.refusal_class("`" + changed) != one
     env = "undecided: environment: the original does not compile here: FbContext.v: The module"
     assert bench.refusal_class(env) == "the original does not compile here"
+
+
+def test_a_toolchains_libraries_are_found_in_its_own_root(bench: ModuleType) -> None:
+    # `--toolchain rocq-9.2`: the sources and the load path are the root's (mathcomp 2.x's
+    # `boot` and `finite_group` folders), never the host's user-contrib
+    from formalbench.core.errors import ToolchainMissingError
+    from formalbench.toolchains.toolchain import resolve
+
+    try:
+        toolchain = resolve("rocq-9.2")
+    except ToolchainMissingError:
+        pytest.skip("rocq-9.2 is not installed")
+    lib = bench.coqlib(toolchain)
+    assert toolchain.root is not None and lib.is_relative_to(toolchain.root)
+    contrib = lib / "user-contrib"
+    assert (contrib / "Stdlib").is_dir()
+    for name, library in bench.ROCQ9_LIBRARIES.items():
+        if (contrib / library.root).is_dir():
+            assert any((contrib / library.sources).glob("*.v")), name
+    assert "mathclasses" not in bench.ROCQ9_LIBRARIES

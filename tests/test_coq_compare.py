@@ -291,6 +291,46 @@ def test_a_candidate_whose_constraints_are_stronger_is_refused() -> None:
     assert reasons(task_more, fewer, ["t", "u"]) == []
 
 
+def _own_level_task() -> dict[str, Any]:
+    """`t : forall A : Type@{1}, A = A`, level 1 its own (in no other object), beside a
+    definition `K := Type@{5}` of the closure (stdpp's `dom_alt` and its class field)."""
+    k = {"kind": "def", "type": ["Sort", ["Type", [["Candidate.5", 1]]]],
+         "body": ["Sort", ["Type", [["Candidate.5", 0]]]], "univs": MONO, "flags": FLAGS}  # fmt: skip
+    levels = {"levels": ["Candidate.1", "Candidate.5"], "le": [["Set", "Candidate.1"], ["Set", "Candidate.5"]], "lt": []}  # fmt: skip
+    return dump({"t": target(_sorted_type("Candidate.1"))}, universes=levels,
+                closure={"constants": {"Candidate.K": k}, "inductives": {}})  # fmt: skip
+
+
+def test_a_proof_may_bound_its_statements_own_level_by_a_level_of_the_closure() -> None:
+    task = _own_level_task()
+    bounded = proved(task)
+    bounded["universes"]["le"].append(["Candidate.1", "Candidate.5"])
+    assert reasons(task, bounded, ["t"]) == []
+    strict = proved(task)
+    strict["universes"]["lt"].append(["Candidate.5", "Candidate.1"])
+    assert reasons(task, strict, ["t"]) == []
+    # never by `Set` (the statement would speak of small types only)
+    to_set = proved(task)
+    to_set["universes"]["le"].append(["Candidate.1", "Set"])
+    assert reasons(task, to_set, ["t"]) == [Reason.statement_changed.value]
+    # nor where the task's own graph says the opposite (a candidate that dropped the later
+    # declaration forcing `5 < 1`): a cycle through a strict constraint
+    task_later = copy.deepcopy(task)
+    task_later["universes"]["lt"].append(["Candidate.5", "Candidate.1"])
+    task_later["universes"]["le"].append(["Candidate.5", "Candidate.1"])
+    found = compare(task_later, bounded, ["t"], VerifierPolicy()).findings
+    assert [f.reason for f in found] == [Reason.statement_changed]
+    assert "contradict" in found[0].message
+    # a level of the closure on both sides is never the statement's own: refused as before
+    both_closure = proved(task)
+    both_closure["closure"]["constants"]["Candidate.K"]["body"] = ["Sort", ["Type", [["Candidate.1", 0]]]]  # fmt: skip
+    task_k = copy.deepcopy(both_closure)
+    for t in task_k["targets"].values():
+        t["kind"] = "undef"
+    both_closure["universes"]["le"].append(["Candidate.1", "Candidate.5"])
+    assert reasons(task_k, both_closure, ["t"]) == [Reason.statement_changed.value]
+
+
 SECTION = [  # forall (A : Type) (n : nat) (H : n = 0) (x : A), x = x
     "Prod", "R", ["Sort", ["Type", [["Candidate.1", 0]]]],
     ["Prod", "R", NAT, ["Prod", "R", eq(["Rel", 1], ["Construct", "Coq.Init.Datatypes.nat", 0, 1, []]),

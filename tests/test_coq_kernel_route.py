@@ -80,6 +80,26 @@ UNIVERSES = (
     "Definition Lo := Type.\nDefinition Hi := Type.\nTheorem t : Lo -> Hi.\nProof.\nAdmitted.\n"
 )
 
+# stdpp's fin_map_dom.v `dom_alt {A} ...` shape: the statement's own `Type` (fresh, free
+# while admitted) is bounded by the proof, through a class field over `A : Type@{u}`, by `u`
+CLASS_FIELD = (
+    "Class C := { f : forall A : Type, A -> A; g : nat }.\n"
+    "Theorem t `{C} : forall B : Type, B -> B.\nProof.\nAdmitted.\n"
+)
+# the same task with a later definition that forces the class's level below the statement's
+CLASS_FIELD_LATER = CLASS_FIELD + "Definition later (c : C) := @t c C.\n"
+
+# stdlib's FSetPositive.v shape: a module checked against a signature with a `with Module`
+# constraint (`<: ST with Module E := NatS`), whose `:=` is the constraint's: the module opens
+# a scope, its lemmas are `P.u_pos`
+WITH_MODULE = (
+    "Module Type S.\nParameter t : Type.\nParameter z : t.\nEnd S.\n"
+    "Module Type ST.\nDeclare Module E : S.\nParameter u : E.t.\nEnd ST.\n"
+    "Module NatS <: S.\nDefinition t := nat.\nDefinition z := 0.\nEnd NatS.\n"
+    "Module P <: ST with Module E := NatS.\nModule E := NatS.\nDefinition u : E.t := 1.\n"
+    "Lemma u_pos : u = 1.\nProof.\nAdmitted.\nEnd P.\n"
+)
+
 DEFINED = "Definition double (n : nat) := n + n.\nTheorem t : double 2 = 4.\nProof.\nAdmitted.\n"
 POSTULATE = "Parameter p : nat.\nAxiom p_pos : p > 0.\nTheorem t : p <> 0.\nProof.\nAdmitted.\n"
 
@@ -99,6 +119,14 @@ GENUINE = {
         solved(POSTULATE, "intro E. pose proof p_pos as P. rewrite E in P. inversion P."),
     ),
 }
+GENUINE["a statement's own level bounded by a class field's"] = (
+    CLASS_FIELD,
+    solved(CLASS_FIELD, "exact (fun B => f B)."),
+)
+GENUINE["a module with a `with Module` signature constraint"] = (
+    WITH_MODULE,
+    solved(WITH_MODULE, "reflexivity."),
+)
 GENUINE["a definition of the context used by the proof"] = (
     DEFINED,
     solved(DEFINED, "reflexivity."),
@@ -162,6 +190,20 @@ ATTACKS = {
         UNIVERSES,
         UNIVERSES.replace("Theorem t", "Definition fb_force : Hi := Lo.\nTheorem t").replace(
             "Admitted.", "exact (fun A => A). Qed."
+        ),
+        Reason.statement_changed,
+    ),
+    # the bound of a statement's own level that the task's later definition contradicts:
+    # the candidate drops the definition to compile
+    "an own level bounded against the task's constraints": (
+        CLASS_FIELD_LATER,
+        solved(CLASS_FIELD, "exact (fun B => f B)."),
+        Reason.statement_changed,
+    ),
+    "a definition of a `with Module` constrained module changed": (
+        WITH_MODULE,
+        WITH_MODULE.replace("E.t := 1.", "E.t := 2.").replace(
+            "u = 1.\nProof.\nAdmitted.", "u = 2.\nProof. reflexivity. Qed."
         ),
         Reason.statement_changed,
     ),

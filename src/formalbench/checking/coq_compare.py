@@ -559,7 +559,8 @@ def _compare(
         except Differs as why:
             add(_finding(Reason.statement_changed, short,
                          f"the task's postulate `{short}` has another type: {why}"))  # fmt: skip
-    for finding in _stronger(task, cand, stated):
+    own, shared = _own_levels(task, names, postulates)
+    for finding in _stronger(task, cand, stated, own, shared):
         add(finding)
     for name in names:
         theirs = cand["targets"].get(name) or {}
@@ -770,18 +771,92 @@ def _same_template(cmp: Comparer, a: Json, b: Json) -> None:
         raise Differs("the template's universe constraints differ")
 
 
+def _levels_in(obj: Json, found: set[str]) -> set[str]:
+    """Every library-local universe level (`Candidate.<n>`) named anywhere in `obj`."""
+    stack = [obj]
+    while stack:  # a worklist: terms nest thousands deep
+        x = stack.pop()
+        if isinstance(x, str):
+            if x.startswith(f"{LIBRARY}.") and x[len(LIBRARY) + 1 :].isdigit():
+                found.add(x)
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    return found
+
+
+def _own_levels(
+    task: Mapping[str, Any], names: Sequence[str], postulates: Mapping[str, Any]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """(the task's levels that only one target's statement has, its fresh `Type`s: in no
+    object of the closure, no postulate's type and no other target's statement; the levels
+    of the closure's objects). Coq fixes an own level from the statement's proof (`Qed` adds
+    the proof's constraints on it; an `Admitted` statement leaves it free), so a genuine
+    proof may bound it by a level of an object the statements use (`_stronger`)."""
+    per_target = [
+        _levels_in([t.get("type"), t.get("univs")], set())
+        for n in names
+        if (t := task["targets"].get(n)) and t.get("found")
+    ]
+    closure = _levels_in(task["closure"], set())
+    shared = _levels_in([p.get("type") for p in postulates.values()], set(closure))
+    own: set[str] = set()
+    for i, levels in enumerate(per_target):
+        others = set().union(*(ls for j, ls in enumerate(per_target) if j != i))
+        own |= levels - shared - others
+    return frozenset(own), frozenset(closure)
+
+
+def _inconsistent(
+    edges: Collection[tuple[str, str, bool]], new: Collection[tuple[str, str, bool]]
+) -> tuple[str, str] | None:
+    """A new edge (lower, upper, strict) on a cycle of `edges` + `new` through a strict edge
+    (a universe inconsistency), or None. `edges` (the task's) are consistent, so such a
+    cycle has a new edge: a search from each, remembering whether a strict edge was met."""
+    succ: dict[str, set[tuple[str, bool]]] = {}
+    for a, b, strict in [*edges, *new]:
+        succ.setdefault(a, set()).add((b, strict))
+    for a, b, strict in new:
+        seen, todo = {(b, strict)}, [(b, strict)]
+        while todo:
+            x, hard = todo.pop()
+            if x == a and hard:
+                return (a, b)
+            for y, s in succ.get(x, ()):
+                if (y, hard or s) not in seen:
+                    seen.add((y, hard or s))
+                    todo.append((y, hard or s))
+    return None
+
+
 def _stronger(
-    task: Mapping[str, Any], cand: Mapping[str, Any], stated: Mapping[str, str]
+    task: Mapping[str, Any],
+    cand: Mapping[str, Any],
+    stated: Mapping[str, str],
+    own: frozenset[str] = frozenset(),
+    closure: frozenset[str] = frozenset(),
 ) -> list[Finding]:
     """Every constraint the candidate's graph entails between the statements' renamed levels
     (`stated`: candidate level -> task level; or `Set`) that the task's does not: the
-    candidate's statement would hold only under it."""
+    candidate's statement would hold only under it. Except a bound on a target's own fresh
+    level (`own`, `_own_levels`) by a level of the closure's objects (`closure`; never
+    `Set`, another target's level or a postulate's), as every proof in Coq
+    fixes such a level (stdpp's `dom_alt {A : Type}` is proved through a class field over
+    `A : Type@{u}` and its proof adds `A's level <= u`); those bounds are refused all the
+    same where, with the task's own constraints, they are inconsistent (a candidate that
+    dropped a later lemma forcing the opposite)."""
     findings = []
     back = {**stated, "Set": "Set"}
+    new: list[tuple[str, str, bool]] = []
     for rel in ("le", "lt"):
         ours = {tuple(p) for p in task["universes"][rel]}
         for x, y in cand["universes"][rel]:
             if x in back and y in back and (back[x], back[y]) not in ours:
+                pair = {back[x], back[y]}
+                if len(pair & own) == 1 and len(pair & closure) == 1:
+                    new.append((back[x], back[y], rel == "lt"))
+                    continue
                 op = "<=" if rel == "le" else "<"
                 findings.append(_finding(
                     Reason.statement_changed, "universes",
@@ -789,4 +864,13 @@ def _stronger(
                     f"{y}), which the task's does not: its statements hold under stronger "
                     "universe constraints",
                 ))  # fmt: skip
+    edges = [(a, b, rel == "lt") for rel in ("le", "lt") for a, b in task["universes"][rel]]
+    cycle = _inconsistent(edges, new) if new else None
+    if cycle is not None:
+        findings.append(_finding(
+            Reason.statement_changed, "universes",
+            f"the candidate's library bounds a statement's own universe level by "
+            f"{cycle[0]} <= {cycle[1]}, which the task's constraints contradict (a cycle "
+            "through a strict constraint)",
+        ))  # fmt: skip
     return findings

@@ -39,7 +39,7 @@ from formalbench.backends.coq_session import pool_for, preload_sentences
 from formalbench.backends.sandbox import work_dir
 from formalbench.checking.coq_compare import compare, full
 from formalbench.checking.coq_presets import allowed_names
-from formalbench.checking.decls import COQ_CLOSERS
+from formalbench.checking.decls import COQ_CLOSERS, module_body_start
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Finding, Language, Reason, Severity
@@ -317,13 +317,9 @@ def _declared(words: Sequence[str]) -> list[str]:
 
 def _module_opens(d: Any) -> bool:
     """`Module M.` or `Module F (X : T) <: S.` opens a scope; `Module M := F X.` does not
-    (a `:=` inside a parameter's type does not count)."""
-    depth = 0
-    for t in d.tokens:
-        depth += {"(": 1, ")": -1}.get(t.text, 0)
-        if t.text == ":=" and depth == 0:
-            return False
-    return True
+    (a `:=` inside a parameter's type or of a signature's `with Module E := X` does not
+    count: `decls.module_body_start`)."""
+    return module_body_start(d.tokens) is None
 
 
 def closed(original: str) -> str:

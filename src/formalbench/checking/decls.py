@@ -271,6 +271,30 @@ def coq_body_start(sentence: list[Token]) -> int | None:
     return None
 
 
+def module_body_start(sentence: list[Token]) -> int | None:
+    """Index of the `:=` of `Module M := F X` (a module defined, which opens no scope), not
+    one of a signature's `with Module E := X` / `with Definition t := u` (stdlib's
+    FSetPositive.v: `Module PositiveSet <: S with Module E:=PositiveOrderedTypeBits.` opens
+    the module `PositiveSet`)."""
+    depth = 0
+    pending_with = 0
+    for i, tok in enumerate(sentence):
+        text = tok.text
+        if text in OPEN_BRACKETS:
+            depth += 1
+        elif text in CLOSE_BRACKETS:
+            depth = max(0, depth - 1)
+        elif depth:
+            continue
+        elif text == "with":
+            pending_with += 1
+        elif text == ":=":
+            if not pending_with:
+                return i
+            pending_with -= 1
+    return None
+
+
 # --- Coq ----------------------------------------------------------------------------------
 def sentences(tokens: list[Token]) -> list[list[Token]]:
     """Coq sentences: token runs each ended by an `end` token (the last may be unended)."""
@@ -317,7 +341,7 @@ def _split_coq(tokens: list[Token]) -> list[Decl]:
                     proof = None
                 continue
             proof = None
-        body_at = coq_body_start(sent)
+        body_at = module_body_start(sent) if kw == "Module" else coq_body_start(sent)
         has_body = body_at is not None
         name = None
         if (kw in COQ_THEOREMS or kw in COQ_DEFINITIONS) and h + 1 < len(sent):
