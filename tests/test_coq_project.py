@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from formalbench.datasets.loader import load_tasks
 from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig
 from formalbench.store.runs import RunStore
+from tests.suite_coq import coqc
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 HEADER = "From MyLib Require Import Double.\n"
@@ -50,9 +50,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     source = root / "theories" / "Double.v"
     source.write_text("Definition double (n : nat) : nat := n + n.\n", encoding="utf-8")
-    subprocess.run(
-        ["coqc", "-q", "-R", "theories", "MyLib", "theories/Double.v"], cwd=root, check=True
-    )
+    coqc(["-q", "-R", "theories", "MyLib", "theories/Double.v"], root)
     return root
 
 
