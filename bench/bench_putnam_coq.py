@@ -12,6 +12,10 @@ coqc wall time; `--out` writes one JSON line per task.
     python bench/bench_putnam_coq.py ../shared/data/putnambench-coq/src --jobs 2 --out host.jsonl
     python bench/bench_putnam_coq.py host.jsonl --summarize
     python bench/bench_putnam_coq.py DIR --toolchain rocq-9.2 --out rocq92.jsonl
+    python bench/bench_putnam_coq.py DIR --start 200 --limit 100 --out part3.jsonl   # a part
+
+Parts of one run (`--start`/`--limit`, in the folder's order) concatenate into the whole:
+`cat part*.jsonl > all.jsonl` then `--summarize all.jsonl`.
 
 `--toolchain` names the toolchain (`formalbench toolchain list`; default: host); its facts
 (version, packages, modules) are read as `formalbench eval` reads them.
@@ -126,6 +130,9 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument(
+        "--start", type=int, default=0, help="skip the first N tasks (split a long run in parts)"
+    )
+    parser.add_argument(
         "--memory-mb", type=int, default=4096, help="0: no address-space limit (OCaml 5's coqc)"
     )
     parser.add_argument("--out")
@@ -136,6 +143,7 @@ def main() -> int:
         summarize([json.loads(line) for line in lines if line.strip()])
         return 0
     tasks = load_tasks(args.dataset).tasks
+    tasks = tasks[args.start :]
     tasks = tasks[: args.limit] if args.limit else tasks
     memory = args.memory_mb or None
     backend = CoqBackend(

@@ -7,15 +7,24 @@ from pathlib import Path
 
 import pytest
 
+from formalbench.toolchains.toolchain import default_name
 from tests.shared_data import ENV_VAR, REQUIRE_VAR, SHARED, SKIP_REASON
 
-# The suite's Coq is the host's (the coqc on PATH), whatever a developer installed: a run on
-# a provisioned toolchain is asked for by name (tests marked `rocq`, `ROCQ` below), or for the
-# whole suite by setting FORMALBENCH_TOOLCHAIN before pytest starts.
-os.environ.setdefault("FORMALBENCH_TOOLCHAIN", "host")
-SUITE_TOOLCHAIN = os.environ["FORMALBENCH_TOOLCHAIN"]
+# The suite's Coq is the product's default toolchain (the newest installed: rocq-9.2 where
+# `scripts/install.sh` provisioned it, else the host's coqc), decided once here and exported,
+# so every test and every subprocess a test starts runs on the same one. Tests marked `host`
+# run on the host's coqc (8.16 here) whatever the suite's toolchain (the kernel bugs 8.16 gets
+# wrong, the plugin against 8.16's API, a few end-to-end verdicts); tests marked `rocq` name
+# rocq-9.2. FORMALBENCH_TOOLCHAIN set before pytest starts picks the suite's toolchain instead.
+# CI sets FORMALBENCH_REQUIRE_ROCQ=1: the suite must then run on rocq-9.2, never silently on
+# the host.
 ROCQ = "rocq-9.2"
+HOST = "host"
 REQUIRE_ROCQ_VAR = "FORMALBENCH_REQUIRE_ROCQ"  # CI: 1, a missing rocq-9.2 fails, never skips
+os.environ["FORMALBENCH_TOOLCHAIN"] = os.environ.get("FORMALBENCH_TOOLCHAIN", "").strip() or (
+    default_name()
+)
+SUITE_TOOLCHAIN = os.environ["FORMALBENCH_TOOLCHAIN"]
 
 # Export the data folder tests.shared_data found, so the subprocesses tests start see it too.
 if SHARED is not None and not os.environ.get(ENV_VAR):
@@ -25,6 +34,20 @@ if SHARED is not None and not os.environ.get(ENV_VAR):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "needs_shared: needs the public benchmark data folder")
     config.addinivalue_line("markers", f"rocq: runs on the provisioned {ROCQ} toolchain")
+    config.addinivalue_line(
+        "markers",
+        "host(reason): runs on the host's coqc (8.16 here) whatever the suite's toolchain; "
+        "the reason says why this test is about that Coq",
+    )
+    if os.environ.get(REQUIRE_ROCQ_VAR) == "1":
+        from formalbench.toolchains import provision
+
+        if provision.record_of(ROCQ) is None or SUITE_TOOLCHAIN == HOST:
+            raise pytest.UsageError(
+                f"{REQUIRE_ROCQ_VAR}=1: the suite must run on {ROCQ}, but it would run on "
+                f"{SUITE_TOOLCHAIN} ({ROCQ} installed: {provision.record_of(ROCQ) is not None}; "
+                f"`formalbench toolchain install {ROCQ}`)"
+            )
 
 
 def _missing() -> None:
@@ -64,9 +87,24 @@ def _sandbox_may_write_test_folders(
     monkeypatch.setenv("FORMALBENCH_SANDBOX_WRITABLE", str(tmp_path_factory.getbasetemp()))
 
 
+@pytest.fixture(params=sorted({SUITE_TOOLCHAIN, HOST}))
+def suite_and_host(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An end-to-end verdict that must hold on the host's Coq (8.16 here) too: the test runs
+    on the suite's toolchain and on the host's (once where they are the same); the name."""
+    monkeypatch.setenv("FORMALBENCH_TOOLCHAIN", request.param)
+    return str(request.param)
+
+
+def toolchain_of(item: pytest.Item) -> str:
+    """The toolchain a test runs on: the host's for a test marked `host`, else the suite's."""
+    return HOST if item.get_closest_marker("host") is not None else SUITE_TOOLCHAIN
+
+
 @pytest.fixture(autouse=True)
-def _suite_toolchain(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test starts on the suite's toolchain (SUITE_TOOLCHAIN, above): a command run in-process
-    with `--toolchain NAME` puts NAME in FORMALBENCH_TOOLCHAIN for the rest of the process,
-    and later tests would silently run on it; monkeypatch restores the value after each test."""
-    monkeypatch.setenv("FORMALBENCH_TOOLCHAIN", SUITE_TOOLCHAIN)
+def _suite_toolchain(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts on its toolchain (`toolchain_of`): a command run in-process with
+    `--toolchain NAME` puts NAME in FORMALBENCH_TOOLCHAIN for the rest of the process, and
+    later tests would silently run on it; monkeypatch restores the value after each test.
+    (A fixture of a wider scope is made before this one runs: a `host` test that shares a
+    module- or session-scoped backend names `toolchain="host"` there, or marks the module.)"""
+    monkeypatch.setenv("FORMALBENCH_TOOLCHAIN", toolchain_of(request.node))

@@ -6,14 +6,17 @@ from pathlib import Path
 
 import psutil
 
+from tests.suite_coq import COMPILE_PROCESSES
+
 
 def coqc_under(folder: Path, compiling: str | None = None) -> list[psutil.Process]:
-    """Live coqc processes whose working directory lies under `folder` (and, if given, whose
-    command line names the file `compiling`: the candidate, not the original built first)."""
+    """Live compiling Coq processes (`coqc`; Rocq 9's `rocqworker`) whose working directory
+    lies under `folder` (and, if given, whose command line names the file `compiling`: the
+    candidate, not the original built first)."""
     found = []
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
-            if proc.info["name"] != "coqc" or not proc.cwd().startswith(str(folder)):
+            if proc.info["name"] not in COMPILE_PROCESSES or not proc.cwd().startswith(str(folder)):
                 continue
             if compiling is None or compiling in (proc.info["cmdline"] or []):
                 found.append(proc)

@@ -46,7 +46,10 @@ def _tasks(name: str) -> list[Task]:
 def test_coq_library_compiles_into_the_cache_and_is_found_by_coqc(tmp_path, monkeypatch):
     from formalbench.backends import coq_library
     from formalbench.backends.coq import CoqBackend
+    from formalbench.core.config import cache_path
 
+    # a fresh cache for the library, the installed toolchains still in it (the suite's own)
+    (tmp_path / "toolchains").symlink_to(cache_path("toolchains"), target_is_directory=True)
     monkeypatch.setenv("FORMALBENCH_CACHE", str(tmp_path))
     monkeypatch.setattr(coq_library, "_known", {})
     folder = coq_library.compiled_library()

@@ -28,7 +28,10 @@ def test_silenced_variable_is_an_axiom_coq_reports() -> None:
     before = "Lemma foo : 1 = 1. Proof. reflexivity. Qed.\nLemma old : 2 = 2. Admitted.\n"
     base = read_view(backend, before, 60)
     assert base.problem is None and base.holes == ["old"]
-    silenced = 'Set Warnings "-all".\nVariable cheat : False.\n' + before
+    # the variable closes `old`'s hole; Coq names it among `old`'s assumptions (Rocq 9 makes a
+    # top-level Variable `#[local]`: not listed after `Require`, but named where it is used)
+    used = before.replace("2 = 2. Admitted.", "2 = 2. Proof. destruct cheat. Qed.")
+    silenced = 'Set Warnings "-all".\nVariable cheat : False.\n' + used
     verdict = judge_completeness(base, read_view(backend, silenced, 60))
     assert not verdict["complete"] and verdict["new_axioms"] == ["Candidate.cheat"]
     edited = before.replace("1 = 1", "2 = 2") + "Lemma extra : 3 = 3. Proof. reflexivity. Qed.\n"

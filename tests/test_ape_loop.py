@@ -26,6 +26,12 @@ BUNDLE = DATA / "git-histories" / "coq-topology.bundle"
 COMMIT, PATH = "40256857a47f", "theories/ZornsLemma/InverseImage.v"
 
 
+# the APE build and validation on the toolchain are tested on rocq-9.2 by test_ape_layout.py
+COQ8_HISTORY = pytest.mark.host(
+    "the shipped coq-topology history (written for Coq 8) does not build on Rocq 9.2: `Expected a single focused goal`"
+)
+
+
 @needs_shared
 def test_synthesis_drops_superficial_and_unreadable(tmp_path) -> None:
     task = _seed_run(tmp_path)
@@ -144,6 +150,7 @@ def _rule(task: ApeTask):
 @needs_shared
 @pytest.mark.coq
 @pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc not installed")
+@COQ8_HISTORY
 def test_full_loop_on_real_coqc(tmp_path, monkeypatch) -> None:
     """Through the CLI and real HTTP: the model is the OpenAI-compatible stand-in server."""
     task = _seed_run(tmp_path)

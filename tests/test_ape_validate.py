@@ -10,6 +10,7 @@ from formalbench.pipelines.ape.gitsource import GitRepo
 from formalbench.pipelines.ape.project import BuiltTrees, GitArchiveProvider, dependency_closure
 from formalbench.pipelines.ape.validate import validate_task
 from formalbench.store.snapshots import SnapshotStore
+from formalbench.toolchains.toolchain import resolve
 from tests.shared_data import DATA, needs_shared
 
 pytestmark = [
@@ -19,6 +20,12 @@ pytestmark = [
 ]
 COMMIT = "40256857a47f"  # "InverseImage.v": a file whose dependencies are few
 PATH = "theories/ZornsLemma/InverseImage.v"
+
+
+# the APE build and validation on the toolchain are tested on rocq-9.2 by test_ape_layout.py
+COQ8_HISTORY = pytest.mark.host(
+    "the shipped coq-topology history (written for Coq 8) does not build on Rocq 9.2: `Expected a single focused goal`"
+)
 
 
 def _task(repo: GitRepo) -> dict:
@@ -35,6 +42,7 @@ def _task(repo: GitRepo) -> dict:
     }
 
 
+@COQ8_HISTORY
 def test_validation_keeps_gold_and_drops_broken_after(tmp_path) -> None:
     repo = GitRepo.open(DATA / "git-histories" / "coq-topology.bundle", tmp_path)
     task = _task(repo)
@@ -43,7 +51,7 @@ def test_validation_keeps_gold_and_drops_broken_after(tmp_path) -> None:
     good = validate_task(trees, task)
     assert good["kept"], good
     assert good["after"]["complete"] and good["before"]["complete"]
-    assert good["after"]["version"].startswith("coq 8.")
+    assert good["after"]["version"].startswith(f"coq {resolve().version()}")
     broken = dict(
         task, content_after=task["content_after"] + "\nLemma bad : False.\nProof. exact I. Qed.\n"
     )
@@ -60,6 +68,7 @@ def test_validation_keeps_gold_and_drops_broken_after(tmp_path) -> None:
     repo.close()
 
 
+@COQ8_HISTORY
 def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
     from formalbench.pipelines.ape.validate import validate_run
     from formalbench.store.ape import ApeStore
@@ -91,6 +100,7 @@ def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
 
 
 @pytest.mark.ray
+@COQ8_HISTORY
 def test_validate_run_compiles_on_ray(tmp_path, monkeypatch) -> None:
     """`--executor ray`: the trees are built here, the compiles run as Ray tasks on a local
     Ray, and the verdicts are the same as with the thread pool."""

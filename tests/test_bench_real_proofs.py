@@ -112,6 +112,9 @@ def test_every_installed_library_gets_a_project_the_product_reads(
 
 
 @needs_coq
+@pytest.mark.host(
+    "reads the host's installed Coquelicot (/usr/lib/ocaml/coq), which a root toolchain does not show"
+)
 def test_a_coquelicot_file_compiles_only_under_its_own_load_path(
     bench: ModuleType, tmp_path: Path
 ) -> None:

@@ -24,6 +24,7 @@ from formalbench.core.records import (
     Severity,
     TaskKind,
 )
+from tests.suite_coq import std
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "formalbench" / "datasets" / "examples"
 
@@ -264,4 +265,4 @@ def test_real_coq_task_axioms_and_classical_logic() -> None:
         strict = StrictVerifier(backend, VerifierPolicy(axiom_presets=[]))
         verdict = strict.verify(original, candidate, kind=TaskKind.proof)
         assert verdict.reasons == [Reason.disallowed_axiom]
-        assert verdict.findings[0].subject == "Coq.Logic.Classical_Prop.classic"
+        assert verdict.findings[0].subject == std("Coq.Logic.Classical_Prop.classic")

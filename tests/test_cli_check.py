@@ -49,7 +49,7 @@ def test_failure_exit_code_and_findings(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
-def test_weakened_coq_example_is_refused_by_the_kernel() -> None:
+def test_weakened_coq_example_is_refused_by_the_kernel(suite_and_host: str) -> None:
     result = run(
         str(CHECK / "candidate_weakened.v"), "--against", str(CHECK / "original.v"), "--json"
     )
@@ -58,10 +58,11 @@ def test_weakened_coq_example_is_refused_by_the_kernel() -> None:
 
 
 @pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
-def test_coq_example_passes_for_real() -> None:
+def test_coq_example_passes_for_real(suite_and_host: str) -> None:
     result = run(str(CHECK / "candidate.v"), "--against", str(CHECK / "original.v"), "--json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
+    assert payload["toolchain"]["name"] == suite_and_host
     assert payload["backend"] == "coq" and payload["axioms"] == {"double_le_square_plus_one": []}
 
 
@@ -101,7 +102,7 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path: Path) -> None:
 
 def test_missing_toolchain_is_exit_2(tmp_path: Path) -> None:
     result = run(str(CHECK / "candidate.v"), "--against", str(CHECK / "original.v"),
-                 env={"PATH": str(tmp_path)})  # fmt: skip
+                 "--toolchain", "host", env={"PATH": str(tmp_path)})  # fmt: skip
     assert result.exit_code == 2 and "coqc" in result.stderr and "apt-get install" in result.stderr
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,7 @@ from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Reason, Task
 from formalbench.toolchains.toolchain import resolve
+from tests.suite_coq import coqc, rocq9, std
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
 CLASSIC = "Coq.Logic.Classical_Prop.classic"
@@ -216,8 +216,8 @@ def test_proof_admitted_of_the_standard_library_is_refused() -> None:
     original = "Require Coq.Compat.AdmitAxiom.\n" + STATEMENT
     verdict = _verdict(original, "exfalso. exact Coq.Compat.AdmitAxiom.proof_admitted.")
     assert verdict.reasons == [Reason.disallowed_axiom]
-    assert verdict.findings[0].subject == ADMIT
-    assert verdict.axioms == {"t": [ADMIT]}  # listed fully qualified
+    assert verdict.findings[0].subject == std(ADMIT)
+    assert verdict.axioms == {"t": [std(ADMIT)]}  # listed fully qualified
 
 
 @pytest.fixture(scope="module")
@@ -237,7 +237,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "Module M : T. Definition x := Coq.Compat.AdmitAxiom.proof_admitted. End M.\n",
         encoding="utf-8",
     )
-    subprocess.run(["coqc", "-q", "-Q", ".", "MyAx", "Cheat.v"], cwd=root, check=True)
+    coqc(["-q", "-Q", ".", "MyAx", "Cheat.v"], root)
     return root
 
 
@@ -257,7 +257,7 @@ def test_an_installed_librarys_admitted_lemma_goal_and_unguarded_fixpoint_are_re
     assert goal.findings[0].subject == "MyAx.Cheat.Unnamed_thm"
     sealed = _verdict(original, "exfalso. exact MyAx.Cheat.M.x.", **on_path)
     assert sealed.reasons == [Reason.disallowed_axiom]
-    assert sealed.findings[0].subject == ADMIT
+    assert sealed.findings[0].subject == std(ADMIT)
     # a switched-off guard check is refused even where its name is listed
     listed = VerifierPolicy(allowed_axioms=["MyAx.Cheat.loop"])
     loop = _verdict(original, "exact MyAx.Cheat.loop.", listed, **on_path)
@@ -277,9 +277,7 @@ def test_a_coq_projects_admitted_lemma_is_refused_unless_allowed(tmp_path: Path)
         "Definition double (n : nat) : nat := n + n.\n"
         "Lemma double_five : double 2 = 5.\nAdmitted.\n"
     )
-    subprocess.run(
-        ["coqc", "-q", "-R", "theories", "MyLib", "theories/Double.v"], cwd=root, check=True
-    )
+    coqc(["-q", "-R", "theories", "MyLib", "theories/Double.v"], root)
     header = "From MyLib Require Import Double.\nTheorem t : double 2 = 5.\nProof.\n"
     (tmp_path / "orig.v").write_text(header + "Admitted.\n")
     (tmp_path / "cand.v").write_text(header + "exact double_five.\nQed.\n")
@@ -331,7 +329,7 @@ def test_classical_logic_passes_under_its_preset_only() -> None:
     assert _verdict(original, proof, VerifierPolicy(axiom_presets=["classical"])).passed
     without = _verdict(original, proof, VerifierPolicy(axiom_presets=["reals", "choice"]))
     assert without.reasons == [Reason.disallowed_axiom]
-    assert without.findings[0].subject == CLASSIC
+    assert without.findings[0].subject == std(CLASSIC)
     by_name = VerifierPolicy(axiom_presets=[], allowed_axioms=[CLASSIC])
     assert _verdict(original, proof, by_name).passed
 
@@ -344,7 +342,7 @@ def test_a_reals_proof_passes_by_default_and_names_its_axioms() -> None:
     )
     verdict = _verdict(original, "intros x. ring.")
     assert verdict.passed, verdict.findings
-    assert "Coq.Reals.ClassicalDedekindReals.sig_forall_dec" in verdict.axioms["t"]
+    assert std("Coq.Reals.ClassicalDedekindReals.sig_forall_dec") in verdict.axioms["t"]
     strict = _verdict(original, "intros x. ring.", VerifierPolicy(axiom_presets=[]))
     assert strict.reasons == [Reason.disallowed_axiom]
 
@@ -393,15 +391,19 @@ def test_a_project_shadowing_the_standard_library_cannot_pass_as_its_axiom(
     fake = tmp_path / "Logic"
     fake.mkdir()
     (fake / "Classical_Prop.v").write_text("Axiom classic : False.\n")
-    subprocess.run(["coqc", "-q", "-Q", ".", "Coq.Logic", "Classical_Prop.v"], cwd=fake, check=True)
+    coqc(["-q", "-Q", ".", "Coq.Logic", "Classical_Prop.v"], fake)
     original = "Require Coq.Logic.Classical_Prop.\nTheorem t : 1 = 2.\nProof.\nAdmitted.\n"
     verdict = _verdict(
         original,
         "exfalso. exact Coq.Logic.Classical_Prop.classic.",
         args=["-Q", str(fake), "Coq.Logic"],
     )
+    if rocq9():  # Rocq 9 reads `Coq.Logic` as its alias of Stdlib's: the project's file is
+        # never loaded, `classic` is the real one and does not prove `1 = 2`
+        assert verdict.reasons == [Reason.compile_error]
+        return
     assert verdict.reasons == [Reason.disallowed_axiom]
-    assert verdict.findings[0].subject == CLASSIC
+    assert verdict.findings[0].subject == CLASSIC  # the project's file, by the name it binds
 
 
 @pytest.mark.rocq

@@ -18,6 +18,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import Reason
+from tests.suite_coq import std
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
@@ -269,7 +270,7 @@ def test_the_verdict_names_each_targets_axioms(verifier: StrictVerifier) -> None
     original = "Require Import Classical.\nTheorem t : forall P, P \\/ ~ P.\nProof.\nAdmitted.\n"
     verdict = verifier.verify(original, solved(original, "exact classic."))
     assert verdict.passed, verdict.findings
-    assert verdict.axioms == {"t": ["Coq.Logic.Classical_Prop.classic"]}
+    assert verdict.axioms == {"t": [std("Coq.Logic.Classical_Prop.classic")]}
 
 
 def test_a_proof_that_instantiates_a_task_axiom_at_the_statements_level_passes(

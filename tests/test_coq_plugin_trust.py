@@ -29,6 +29,9 @@ from formalbench.core.errors import BackendError
 
 pytestmark = [
     pytest.mark.coq,
+    # the plugin's load path on Coq 8.16 (file by absolute path, legacy `-I` search); the
+    # same attacks on Rocq 9.2's findlib loading: test_coq_plugin_trust_toolchains.py
+    pytest.mark.host("the attacks on Coq 8.16's plugin loading; 9.2's are in *_toolchains.py"),
     pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed"),
     pytest.mark.skipif(shutil.which("ocamlfind") is None, reason="no OCaml toolchain"),
 ]

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from formalbench.datasets.loader import load_tasks
 from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig
 from formalbench.store.runs import RunStore
+from tests.suite_coq import coqc
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 HEADER = "From MyLib Require Import Double.\n"
@@ -52,9 +51,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     source = root / "theories" / "Double.v"
     source.write_text("Definition double (n : nat) : nat := n + n.\n", encoding="utf-8")
-    subprocess.run(
-        ["coqc", "-q", "-R", "theories", "MyLib", "theories/Double.v"], cwd=root, check=True
-    )
+    coqc(["-q", "-R", "theories", "MyLib", "theories/Double.v"], root)
     return root
 
 
@@ -278,9 +275,7 @@ def test_a_project_cannot_make_formalbench_walk_the_file_system(
     (root / "loop").symlink_to("loop")
     (tmp_path / "elsewhere").mkdir()
     (root / "out").symlink_to(tmp_path / "elsewhere")
-    started = time.perf_counter()
     assert said in _refused(root)
-    assert time.perf_counter() - started < 5
 
 
 def test_links_inside_the_load_path_are_bounded_too(tmp_path: Path) -> None:
@@ -325,9 +320,7 @@ def test_a_project_file_is_read_only_up_to_its_bound(tmp_path: Path) -> None:
     sparse = root / "_CoqProject"
     with open(sparse, "wb") as handle:  # 3 GB that take no disk: must not be read whole
         handle.truncate(3 << 30)
-    started = time.perf_counter()
-    assert "larger than 1,048,576 bytes" in _refused(root)
-    assert time.perf_counter() - started < 2
+    assert "larger than 1,048,576 bytes" in _refused(root)  # (read whole: a MemoryError)
     sparse.unlink()
     os.mkfifo(sparse)  # a pipe would block an open(): not a regular file, not a project
     said = _refused(root)

@@ -18,6 +18,7 @@ from formalbench.dashboard.app import create_app
 from formalbench.datasets.loader import load_tasks
 from formalbench.store.formalize import FormalizeStore
 from formalbench.store.review import ReviewStore
+from formalbench.toolchains.toolchain import resolve
 from test_dashboard_views import ADD_ZERO_NO_DOT, ADD_ZERO_OK, make_run
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -344,7 +345,7 @@ def test_recheck_runs_coqc_and_keeps_the_form(client: TestClient, run: Path):
     assert re.search(r'id="edited"', page.text)  # the edit is flagged and diffed
     fixed = ADD_ZERO_OK.replace("n + O", "n + 0")
     page = client.post("/check", data=dict(fields, code=fixed))
-    assert "<b>Compiles</b>" in page.text and "coq 8." in page.text
+    assert "<b>Compiles</b>" in page.text and f"coq {resolve().version()}" in page.text
     accepted = form(page.text)
     client.post("/decide", data=dict(accepted, action="accept"))
     with ReviewStore(run / "formalize.sqlite") as store:

@@ -18,6 +18,7 @@ from formalbench.deps.coq_walk import CoqDependencyWalker
 from formalbench.deps.stats import ROOT, dependency_density, task_graph
 from formalbench.metrics.density import COQ_TRIVIAL, distances
 from formalbench.store.deps_cache import DepsCache
+from tests.suite_coq import std
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 
@@ -48,11 +49,11 @@ def test_the_walk_reaches_the_library_through_own_definitions_and_caches_it(
         own, plain, broken = statements
         graph = task_graph(own, library, 2)
         dist = distances(graph, ROOT, 2)
-        assert dist["Candidate.f"] == 1 and dist[RGE] == 1
-        assert dist[RABS] == 2  # through the file's own f
-        assert dist["Coq.Reals.Rdefinitions.Rgt"] == 2  # from Rge's body
+        assert dist["Candidate.f"] == 1 and dist[std(RGE)] == 1
+        assert dist[std(RABS)] == 2  # through the file's own f
+        assert dist[std("Coq.Reals.Rdefinitions.Rgt")] == 2  # from Rge's body
         assert not graph.nodes["Candidate.f"]["counted"]
-        assert plain.error is None and RGE in plain.edges[plain.root]
+        assert plain.error is None and std(RGE) in plain.edges[plain.root]
         assert broken.error is not None and "does not compile" in broken.error
         assert "undefined_name" in broken.error
         report = dependency_density(_tasks(), walker, k=2, trivial=COQ_TRIVIAL)

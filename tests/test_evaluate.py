@@ -31,6 +31,7 @@ from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.run_config import EvalConfig, Selection
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.store.runs import RunStore
+from formalbench.toolchains.toolchain import resolve
 from tests.shared_data import ROOT, needs_shared
 from tests.standins.openai_server import Reply, StandinServer
 
@@ -51,7 +52,9 @@ def write_dataset(path: Path, formals: dict[str, str]) -> Path:
     return path
 
 
-def test_portfolio_run_solves_the_easy_task_and_rerun_does_nothing(tmp_path: Path) -> None:
+def test_portfolio_run_solves_the_easy_task_and_rerun_does_nothing(
+    tmp_path: Path, suite_and_host: str
+) -> None:
     data = write_dataset(tmp_path / "d.jsonl", {"easy_add": EASY, "never": FALSE})
     config = EvalConfig(dataset=str(data), workers=2, timeout=30)
     first = run_evaluation(config, tmp_path / "run")
@@ -69,7 +72,7 @@ def test_portfolio_run_solves_the_easy_task_and_rerun_does_nothing(tmp_path: Pat
     assert (again.new_attempts, again.skipped_attempts) == (0, 2)
     log = json.loads((tmp_path / "run" / "run.json").read_text())
     assert log["status"] == "finished" and log["config"]["solver"] == "portfolio"
-    assert log["versions"]["backend"].startswith("coq 8.")
+    assert log["versions"]["backend"].startswith(f"coq {resolve().version()}")
 
 
 def test_changed_config_on_the_same_run_dir_is_refused(tmp_path: Path) -> None:
@@ -238,7 +241,7 @@ def test_ray_executor_runs_verification_on_a_local_ray(tmp_path: Path) -> None:
         verdicts = {a.task_id: a.verdict for a in store.attempts(store.runs()[0].id)}
     assert summary.solved == ["easy_add"], verdicts
     assert verdicts["easy_add"].backend == "ray:coq"
-    assert summary.run_info["versions"]["backend"].startswith("coq 8.")
+    assert summary.run_info["versions"]["backend"].startswith(f"coq {resolve().version()}")
 
 
 # ---- the harness under load: progress, overlap, crashes, retries ---------------------------

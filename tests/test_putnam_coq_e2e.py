@@ -1,4 +1,4 @@
-"""PutnamBench-Coq end to end on the host's coqc: a stdlib statement imported from the folder
+"""PutnamBench-Coq end to end on the suite's Coq: a stdlib statement imported from the folder
 compiles as a task, a real proof of it passes the strict verifier, the task text does not,
 and `formalbench eval` on it records the toolchain it was written for and prepares nothing
 on the toolchain the statements were checked on."""
@@ -12,7 +12,7 @@ import pytest
 
 from formalbench.backends.coq import CoqBackend
 from formalbench.checking.verifier import StrictVerifier
-from formalbench.core.records import Reason
+from formalbench.core.records import Language, Reason, Task
 from formalbench.datasets.loader import load_tasks
 from formalbench.pipelines.evaluate import run_evaluation
 from formalbench.pipelines.preflight import admitted_original
@@ -104,13 +104,18 @@ def _has_analysis() -> bool:
 def test_a_genuine_proof_over_a_task_variable_passes(tmp_path: Path) -> None:
     """The shape of 132 PutnamBench-Coq statements: `Variable R : realType.` then a theorem
     over R. A genuine proof rests on the task's own postulate R, which is allowed (the kernel
-    route compiles both sides as `Candidate`: `Candidate.R` is the task's, pinned)."""
-    original = (
-        "From mathcomp Require Import all_ssreflect all_algebra reals.\n"
-        "Variable R : realType.\nTheorem t (x : R) : x = x.\nProof. Admitted.\n"
+    route compiles both sides as `Candidate`: `Candidate.R` is the task's, pinned). The task
+    is prepared for the toolchain as `eval` prepares it (on Coq >= 8.20 a top-level `Variable`
+    needs its warning turned off), the prover's answer over the prepared text."""
+    task = Task(
+        id="t",
+        language=Language.coq,
+        header="From mathcomp Require Import all_ssreflect all_algebra reals.\n",
+        formal="Variable R : realType.\nTheorem t (x : R) : x = x.\nProof. Admitted.\n",
     )
-    candidate = original.replace("Proof. Admitted.", "Proof. reflexivity. Qed.")
     with CoqBackend(workers=1, timeout=300) as backend:
+        original = prepare_task(backend.toolchain, task).source_text
+        candidate = original.replace("Proof. Admitted.", "Proof. reflexivity. Qed.")
         verdict = StrictVerifier(backend).verify(original, candidate, timeout=300)
     assert verdict.passed, [f.message for f in verdict.findings]
 

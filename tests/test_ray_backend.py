@@ -15,6 +15,7 @@ import pytest
 
 from formalbench.backends.base import CheckRequest
 from formalbench.core.records import CheckResult, CheckStatus, Language
+from tests.suite_coq import COMPILE_PROCESSES
 
 pytestmark = [
     pytest.mark.ray,
@@ -56,11 +57,12 @@ def test_a_slow_check_does_not_block_the_checks_behind_it() -> None:
 
 
 def _coqc_compiling(marker: str) -> list[psutil.Process]:
-    """Live coqc processes whose working folder holds a .v file containing `marker`."""
+    """Live compiling Coq processes (`coqc`, Rocq 9's `rocqworker`) whose working folder
+    holds a .v file containing `marker`."""
     found = []
     for proc in psutil.process_iter(["name"]):
         try:
-            if proc.info["name"] == "coqc" and any(
+            if proc.info["name"] in COMPILE_PROCESSES and any(
                 marker in p.read_text(errors="replace") for p in Path(proc.cwd()).glob("*.v")
             ):
                 found.append(proc)

@@ -28,7 +28,7 @@ from formalbench.core.errors import InputError, ToolchainMissingError
 from formalbench.core.records import Language, Task
 from formalbench.toolchains import manifest, provision, rootfs
 from formalbench.toolchains.manifest import PinnedPackage
-from formalbench.toolchains.prepare import prepare_for
+from formalbench.toolchains.prepare import names_for, prepare_for
 from formalbench.toolchains.toolchain import resolve, tasks_toolchain
 from tests.conftest import ROCQ
 
@@ -50,6 +50,24 @@ COQ8, ROCQ9 = Version("8.16.1"), Version("9.2")
 
 
 # --- the one place a text is prepared for a toolchain ---------------------------------------
+
+
+def test_allow_list_names_are_read_as_the_toolchain_prints_them() -> None:
+    classic = "Coq.Logic.Classical_Prop.classic"
+    assert names_for(ROCQ9, [classic]) == {
+        classic,
+        "Stdlib.Logic.Classical_Prop.classic",
+        "Corelib.Logic.Classical_Prop.classic",
+    }
+    assert names_for(COQ8, ["Stdlib.Logic.Classical_Prop.classic"]) == {
+        "Stdlib.Logic.Classical_Prop.classic",
+        classic,
+    }
+    assert names_for(COQ8, [classic]) == {classic}  # nothing to map on its own Coq
+    mine = ["MyLib.Ax.cheat", "Coqx.A.b", "Stdlib"]  # no other root, no prefix match
+    assert names_for(ROCQ9, mine) == set(mine) == names_for(COQ8, mine)
+
+
 def test_rocq9_names_are_mapped_for_coq8_keeping_every_offset() -> None:
     text = (
         "From Stdlib Require Import Arith.\n"
@@ -263,7 +281,9 @@ def test_cli_list_install_remove_speak_in_one_line(cache: Path) -> None:
     assert (
         listed.exit_code == 0 and "rocq-9.2" in listed.stdout and "not installed" in listed.stdout
     )
-    assert "* host" in listed.stdout  # the suite's default (tests/conftest.py)
+    # `*` marks the default: here what FORMALBENCH_TOOLCHAIN names, the suite's own
+    # (tests/conftest.py), listed even where this empty cache does not hold it
+    assert f"* {os.environ['FORMALBENCH_TOOLCHAIN']} " in listed.stdout
     for argv, said in (
         (["toolchain", "install", "host"], "nothing to install"),
         (["toolchain", "remove", "rocq-9.2"], "is not installed"),

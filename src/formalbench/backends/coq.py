@@ -211,7 +211,12 @@ class CoqBackend(Backend):
         folders = [str(p) for p in self.project.read_only] if self.project else []
         if not self.toolchain.is_host and len(library) >= 2:
             folders.append(library[1])
-        return folders
+        if not self.toolchain.is_host:  # and the folders of the caller's own `-Q`/`-R`/`-I`
+            # (BEq's statement libraries): the root shows no host folder unless bound
+            for flag, value in zip(self.args, self.args[1:], strict=False):
+                if flag in ("-Q", "-R", "-I") and Path(value).is_dir():
+                    folders.append(str(Path(value).resolve()))
+        return list(dict.fromkeys(folders))
 
     def _read(
         self, outcome: ProcessOutcome, source_map: SourceMap, file_map: SourceMap

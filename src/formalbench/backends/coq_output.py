@@ -28,7 +28,12 @@ _LEVEL = re.compile(r"^(?P<level>Error|Warning|Fatal error|Anomaly)\s*:\s?(?P<re
 _TAG = re.compile(r"\s*\[(?P<name>[\w-]+),[\w,-]+\]\s*$")
 _TIME = re.compile(r"^Chars (\d+) - (\d+) \[.*\] [\d.]+ secs")
 
-_EXHAUSTED = re.compile(r"(?:not enough memory|out of memory|stack overflow)\.?", re.IGNORECASE)
+# OCaml 4's runtime (Coq 8.16) says `out of memory`; OCaml 5's (Rocq 9.2) says `allocation
+# failure during minor GC` when RLIMIT_AS refuses the heap more room.
+_EXHAUSTED = re.compile(
+    r"(?:not enough memory|out of memory|stack overflow|allocation failure during \w+ GC)\.?",
+    re.IGNORECASE,
+)
 
 
 def is_exhaustion(message: CoqMessage) -> bool:

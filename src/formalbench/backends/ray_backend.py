@@ -292,7 +292,14 @@ class RayBackend(Backend):
         self.name = f"ray:{name}"
         self.language = language
         actor = ray.remote(num_cpus=1)(_CheckWorker)
-        self._actors = [actor.remote(name, dict(options or {})) for _ in range(self.workers)]
+        options = dict(options or {})
+        if language == Language.coq and options.get("toolchain") is None:
+            # the driver's toolchain by name: a worker's own environment (a cluster started
+            # by another process, FORMALBENCH_TOOLCHAIN set otherwise) must not pick its Coq
+            from formalbench.toolchains.toolchain import default_name
+
+            options["toolchain"] = default_name()
+        self._actors = [actor.remote(name, dict(options)) for _ in range(self.workers)]
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         for handle in self._actors:
             self._idle.put(handle)

@@ -467,8 +467,13 @@ def allowed_names(
     """The allow-list of a verdict: the names of `presets` (None: the default) that the
     toolchain's Coq confirmed (`verify_presets`; none without a toolchain), less those a
     binding of `load_args` (the coqc arguments of the checks: a project's `-Q`/`-R`) could
-    provide instead of the library that was checked (`shadowed`), and `extra`."""
-    names = set(extra)
+    provide instead of the library that was checked (`shadowed`), and `extra` (by the names
+    the toolchain's kernel prints: `Coq.X` on Rocq 9 is `Stdlib.X`/`Corelib.X`, `Stdlib.X`
+    on Coq 8 is `Coq.X`; `toolchains.prepare.names_for`)."""
+    from formalbench.toolchains.prepare import names_for
+
+    explicit = set(extra) if toolchain is None else names_for(toolchain, extra)
+    names = set(explicit)
     chosen = expand(DEFAULT_PRESETS if presets is None else presets)
     if toolchain is None or not chosen:
         return frozenset(names)
@@ -476,7 +481,7 @@ def allowed_names(
     table = PRESETS.get(check.family or "", {})
     for name in chosen:
         names.update(a for a in table[name].axioms if a in check.confirmed)
-    return frozenset(n for n in names if n in extra or not shadowed(n, load_args))
+    return frozenset(n for n in names if n in explicit or not shadowed(n, load_args))
 
 
 def shadowed(name: str, load_args: Sequence[str]) -> bool:

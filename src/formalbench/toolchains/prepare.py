@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -90,6 +91,26 @@ def prepare_for(toolchain: HasVersion, text: str) -> tuple[str, list[str]]:
         out[start : end + 1] = b"Coq.".rjust(end + 1 - start)
         changes.append(f"line {_line(data, start)}: {match.group(1).decode()}. -> Coq.")
     return out.decode("utf-8"), changes
+
+
+def names_for(toolchain: HasVersion, names: Iterable[str]) -> set[str]:
+    """Fully qualified names (an explicit axiom allow-list: `--allow-axiom`, a task's
+    `allowed_axioms`) as the toolchain's kernel prints them, the names given kept: on Coq 8 a
+    `Stdlib.`/`Corelib.` root is `Coq.`; on Rocq 9 a `Coq.` name is what Rocq itself reads
+    it as, the same path under `Stdlib.` or `Corelib.` (its prelude; Rocq resolves the old
+    root to whichever holds the name, and a path is in one of them only). So a task written
+    for either names the same axiom on both, as its text does (`prepare_for`)."""
+    major = _major(toolchain.version())
+    out = set(names)
+    for name in names:
+        root, _, rest = name.partition(".")
+        if not rest:
+            continue
+        if major is not None and major < 9 and root in _NEW_ROOTS:
+            out.add(f"Coq.{rest}")
+        elif major is not None and major >= 9 and root == "Coq":
+            out.update(f"{new}.{rest}" for new in _NEW_ROOTS)
+    return out
 
 
 def prepare_task(toolchain: Toolchain, task: Task) -> Task:

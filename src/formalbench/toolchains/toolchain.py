@@ -9,8 +9,8 @@ package versions, and `known_unsound`, the kernel soundness bugs that version ha
 
 Which one is used (`resolve`): the name given (`--toolchain`, a task's `toolchain` field),
 else FORMALBENCH_TOOLCHAIN, else the newest installed toolchain (by Coq version), else
-`host`. The test suite sets FORMALBENCH_TOOLCHAIN=host (tests/conftest.py) so that it does
-not depend on what a developer installed; tests marked `rocq` run on rocq-9.2.
+`host`. The test suite runs on that same default (tests/conftest.py exports it once, so every
+test and subprocess agrees); tests marked `host` run on the host's coqc.
 """
 
 from __future__ import annotations

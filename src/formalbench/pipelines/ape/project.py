@@ -7,6 +7,10 @@ second run, restores it instead of rebuilding. Flags (`-R`/`-Q` and extra option
 the project's own build file at that revision, whichever convention it uses (`coqlayout`:
 `_CoqProject`, `Make`, dune, Makefile); dependencies from `coqdep` over the library's files
 with those flags; each dependency is built with `coqc` in dependency order.
+
+Both run on the toolchain the trees are for (`BuiltTrees(toolchain=...)`, by default the
+default toolchain, the one the validating `CoqBackend` uses): a `.vo` built by another Coq
+cannot be loaded ("Error when parsing .vo"), so the snapshot id names the toolchain too.
 """
 
 from __future__ import annotations
@@ -16,13 +20,22 @@ import subprocess
 import threading
 from collections import defaultdict
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from formalbench.backends.sandbox import run_limited, scrubbed_env
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.gate import refusal
 from formalbench.core.records import CheckStatus, Language
 from formalbench.pipelines.ape.coqlayout import CoqLayout, tree_layout
+
+if TYPE_CHECKING:
+    from formalbench.toolchains.toolchain import Toolchain
+
+
+def _toolchain(toolchain: Toolchain | None) -> Toolchain:
+    from formalbench.toolchains.toolchain import resolve
+
+    return toolchain if toolchain is not None else resolve()
 
 
 class TreeProvider(Protocol):
@@ -84,17 +97,17 @@ def library_files(tree: Path, layout: CoqLayout) -> list[str]:
     return sorted(f for f in found if layout.contains(f))
 
 
-def dependency_closure(tree: Path, target: str) -> list[str]:
-    """The `.v` files `target` needs, transitively, in build order (target excluded)."""
+def dependency_closure(tree: Path, target: str, toolchain: Toolchain | None = None) -> list[str]:
+    """The `.v` files `target` needs, transitively, in build order (target excluded), as the
+    toolchain's `coqdep` finds them (None: the default toolchain)."""
     layout = project_layout(tree)
     files = library_files(tree, layout)
     if target not in files:
         files.append(target)
-    run = subprocess.run(
-        ["coqdep", *layout.flags(tree, options=False), *files],
+    chain = _toolchain(toolchain)
+    run = chain.run(
+        [chain.program("coqdep"), *layout.flags(tree, options=False), *files],
         cwd=tree,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     if run.returncode != 0 and not run.stdout.strip():
@@ -136,8 +149,16 @@ def _relative(tree: Path, path: str) -> str:
 class BuiltTrees:
     """Project trees at revisions with a file's dependencies compiled, cached as snapshots."""
 
-    def __init__(self, provider: TreeProvider, work: Path, store=None, timeout: float = 600.0):
+    def __init__(
+        self,
+        provider: TreeProvider,
+        work: Path,
+        store=None,
+        timeout: float = 600.0,
+        toolchain: Toolchain | None = None,
+    ):
         self.provider = provider
+        self._toolchain = toolchain  # None: the default toolchain, resolved on first build
         self.work = Path(work).resolve()  # trees are handed to coqc, coqdep and bwrap
         self.store = store  # a formalbench.store.snapshots.SnapshotStore, or None
         self.timeout = timeout
@@ -153,11 +174,13 @@ class BuiltTrees:
         two tasks of one commit wait for one build instead of racing."""
         with self._lock(f"src:{rev}"):
             src = self._source(rev)
-        closure = dependency_closure(src, target)
-        key = hashlib.sha256("\n".join(closure).encode()).hexdigest()[:12]
+        chain = self._toolchain = _toolchain(self._toolchain)
+        closure = dependency_closure(src, target, chain)
+        built_by = f"{chain.name} {chain.version()}"  # a .vo loads only in the Coq that built it
+        key = hashlib.sha256("\n".join([built_by, *closure]).encode()).hexdigest()[:12]
         snap_id = f"coq-{rev}-{key}"
         with self._lock(snap_id):
-            return self._built(rev, src, closure, snap_id)
+            return self._built(rev, src, closure, snap_id, chain)
 
     def _source(self, rev: str) -> Path:
         src = self.work / "src" / rev
@@ -170,7 +193,9 @@ class BuiltTrees:
             tmp.rename(src)
         return src
 
-    def _built(self, rev: str, src: Path, closure: list[str], snap_id: str) -> Path:
+    def _built(
+        self, rev: str, src: Path, closure: list[str], snap_id: str, chain: Toolchain
+    ) -> Path:
         dest = self.work / "built" / snap_id
         if dest.is_dir():
             return dest
@@ -194,10 +219,16 @@ class BuiltTrees:
                     "a dependency is refused by the gate", f"{rev[:12]}: {dep}: {said}"
                 )
             run = run_limited(
-                ["coqc", "-q", *rel, dep], cwd=part, timeout=self.timeout, env=scrubbed_env()
+                [chain.program("coqc"), "-q", *rel, dep],
+                cwd=part,
+                timeout=self.timeout,
+                env=chain.env(scrubbed_env()),
+                root=chain.sandbox_root,
             )
             if run.status != CheckStatus.ok or run.returncode != 0:
-                why = run.stderr.strip()[:300] or run.status.value
+                said = run.stderr.strip()
+                at = said.find("Error")  # past the warnings (Rocq 9 prints deprecations first)
+                why = said[max(at, 0) :][:300] or run.status.value
                 raise ProjectError("a dependency does not build", f"{rev[:12]}: {dep}: {why}")
         part.rename(dest)
         if self.store is not None:
