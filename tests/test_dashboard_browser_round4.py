@@ -12,7 +12,6 @@ import signal
 import stat
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,26 +131,32 @@ def test_a_cross_origin_page_cannot_prefill_or_store_a_decision(
     assert "PLANTED" not in page.content()
 
 
-def test_refused_posts_do_not_slow_the_reviewers_pages(hostile_run, browser) -> None:
-    """Four refused POSTs of 949,000 characters at once while the browser loads the list."""
+def test_refused_posts_do_not_stop_the_reviewers_pages(hostile_run, browser) -> None:
+    """Four refused POSTs of 949,000 characters at once while the browser loads the list:
+    every load is the list page and every POST a refusal. (How long the loads take is
+    `python bench/bench_security29.py loop`'s; that the body is never read is
+    test_dashboard_round4's.)"""
     url, _, _ = hostile_run
     big = "".join(f"(* {i:06d} {'ℕ' * 59} *)\n" for i in range(13_000))
     page = browser.new_page()
     page.goto(url + "/")
+    answers: list[int] = []
 
     def attack() -> None:
         with httpx.Client(timeout=60) as web:
-            web.post(url + "/decide", data={"problem_id": "alg-find", "code": big})
+            answers.append(
+                web.post(url + "/decide", data={"problem_id": "alg-find", "code": big}).status_code
+            )
 
     attackers = [threading.Thread(target=attack) for _ in range(4)]
     for t in attackers:
         t.start()
-    timings = []
-    while any(t.is_alive() for t in attackers) or len(timings) < 3:
-        started = time.perf_counter()
-        page.goto(url + "/")
-        timings.append(time.perf_counter() - started)
+    loads = 0
+    while any(t.is_alive() for t in attackers) or loads < 3:
+        response = page.goto(url + "/")
+        assert response is not None and response.ok
+        assert "alg-find" in page.content()
+        loads += 1
     for t in attackers:
         t.join()
-    print("page loads under refused POSTs (s):", [round(t, 3) for t in timings])
-    assert max(timings) < 2.0, timings  # under load
+    assert answers == [403] * 4
