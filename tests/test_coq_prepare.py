@@ -100,6 +100,19 @@ def test_rocq_92_stdlib_header_gets_the_arith_prelude_first() -> None:
     assert rules("From Coq Require Import ZArith.\n", STDLIB_STATEMENT, ROCQ) == []
 
 
+def test_a_renamed_module_that_ends_its_sentence_is_renamed() -> None:
+    """PutnamBench 1974_b5: `... normedtype signed.` (the `.` right after the name) was
+    recorded as renamed and left as it was, so the task did not compile on rocq-9.2."""
+    header = "From mathcomp Require Import reals signed.\n"
+    prepared = prepare(header, "", ROCQ)
+    assert prepared.header == "From mathcomp Require Import reals interval_inference.\n"
+    assert [c.rule for c in prepared.changes] == ["module-renamed"]
+    # a name part after it is another module: left alone, and nothing recorded
+    kept = "From mathcomp Require Import signed.x.\n"
+    assert prepare(kept, "", ROCQ).header == kept
+    assert "module-renamed" not in rules(kept, "", ROCQ)
+
+
 def test_each_rule_needs_its_condition() -> None:
     # already in the right order; a section's variable; no module index: nothing to do
     assert rules("From mathcomp Require Import all_ssreflect all_algebra.\n", "", ROCQ) == []

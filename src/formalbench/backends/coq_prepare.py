@@ -226,7 +226,12 @@ def _renamed(prefix: str, rest: str, facts: ToolchainFacts, changes: list[Change
             continue
         if facts.has_module(root, old) or not facts.has_module(root, new):
             continue
-        rest = re.sub(rf"(?<![\w.']){re.escape(old)}(?![\w.'])", new, rest, count=1)
+        # the name as a whole word of the sentence: a `.` after it ends the sentence
+        # (`... normedtype signed.`) unless a name part follows (`signed.x`)
+        word = rf"(?<![\w.']){re.escape(old)}(?![\w'])(?!\.[\w'])"
+        rest, count = re.subn(word, new, rest, count=1)
+        if not count:
+            continue
         changes.append(
             Change("module-renamed", f"From {prefix} Require: {old} -> {new} ({facts.name})")
         )
