@@ -15,14 +15,13 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
-    TOOLCHAIN_HELP,
+    ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
     existing_path,
     fraction,
 )
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -86,9 +85,7 @@ def apply_command(
         bool, typer.Option("--no-repair", help="Apply only hunks that match exactly.")
     ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the outcome as JSON.")] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Apply a model's edit to FILE with DiffRepair; exit 0 applied, 1 not applied.
 
@@ -187,9 +184,7 @@ def mine_command(
     ] = "local",
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the funnel as JSON.")] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
     from rich.console import Console
@@ -318,9 +313,7 @@ def synthesize_command(
         bool,
         typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
     ] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
@@ -354,9 +347,7 @@ def eval_command(
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
     from formalbench.pipelines.ape.evaluate import evaluate_run

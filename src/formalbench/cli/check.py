@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
@@ -25,14 +25,13 @@ from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
-    ALLOW_AXIOM_HELP,
-    ALLOW_AXIOMS_HELP,
-    TOOLCHAIN_HELP,
+    AllowAxiomOption,
+    AllowAxiomsOption,
+    ToolchainOption,
     at_least,
     axiom_policy,
     seconds,
 )
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.verdict_cache import open_cache
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
@@ -213,15 +212,9 @@ def check(
         help="A verdict cache (SQLite file, created if absent): a pair already judged under "
         "the same assistant and rules is not checked again.",
     ),
-    allow_axiom: Annotated[
-        list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)
-    ] = None,
-    allow_axioms: Annotated[
-        list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
-    ] = None,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    allow_axiom: AllowAxiomOption = None,
+    allow_axioms: AllowAxiomsOption = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
     task_kind = _parse_kind(kind)

@@ -14,14 +14,13 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
-    TOOLCHAIN_HELP,
+    ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
     read_text,
     seconds,
 )
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.core.errors import InputError
 
 
@@ -62,9 +61,7 @@ def compare_command(
         float, typer.Option(callback=seconds, help="Seconds for the proof assistant.")
     ] = 120.0,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """BEq and GTED of a candidate statement against a reference."""
     from formalbench.comparison.compare import compare

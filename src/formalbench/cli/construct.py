@@ -22,8 +22,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import TOOLCHAIN_HELP, at_least, seconds
-from formalbench.cli.options import toolchain as toolchain_check
+from formalbench.cli.options import ToolchainOption, at_least, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
@@ -185,9 +184,7 @@ def construct_command(
         float, typer.Option(callback=seconds, help="Seconds for one compile.")
     ] = 120.0,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Build a benchmark from a textbook: extract, clean, naturalize, review, formalize."""
     if stop_after is not None and stop_after not in PHASES:

@@ -11,16 +11,15 @@ from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
-    ALLOW_AXIOM_HELP,
-    ALLOW_AXIOMS_HELP,
-    TOOLCHAIN_HELP,
+    AllowAxiomOption,
+    AllowAxiomsOption,
+    ToolchainOption,
     at_least,
     axiom_policy,
     existing_file,
     existing_folder,
     seconds,
 )
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
@@ -228,12 +227,8 @@ def eval_command(
     allow_version_mismatch: Annotated[
         bool, typer.Option(help="Run Lean tasks made for another toolchain or Mathlib.")
     ] = False,
-    allow_axiom: Annotated[
-        list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)
-    ] = None,
-    allow_axioms: Annotated[
-        list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
-    ] = None,
+    allow_axiom: AllowAxiomOption = None,
+    allow_axioms: AllowAxiomsOption = None,
     replay: Annotated[
         bool,
         typer.Option(
@@ -245,9 +240,7 @@ def eval_command(
     quiet: Annotated[
         bool, typer.Option(help="No progress bar or tables (skipped lines still on stderr).")
     ] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Run a prover over a benchmark, verify every attempt strictly, report pass@k."""
     if executor not in ("local", "ray"):

@@ -12,13 +12,12 @@ from rich.table import Table
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
-    TOOLCHAIN_HELP,
+    ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
     seconds,
 )
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
@@ -224,9 +223,7 @@ def formalize_command(
     ] = None,
     run_token_budget: Annotated[int | None, typer.Option(min=1)] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
     options: dict[str, object] = {}

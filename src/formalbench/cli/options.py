@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+import typer
 
 from formalbench.core.errors import InputError
 
@@ -200,3 +202,11 @@ TOOLCHAIN_HELP = (
     "`host` (the coqc on PATH). Default: the tasks' own `toolchain` field where all name "
     "one, else FORMALBENCH_TOOLCHAIN, else the newest installed, else host."
 )
+
+
+# The options every Coq command spells alike (one declaration, so the wording stays one).
+AllowAxiomOption = Annotated[list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)]
+AllowAxiomsOption = Annotated[
+    list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
+]
+ToolchainOption = Annotated[str | None, typer.Option(callback=toolchain, help=TOOLCHAIN_HELP)]

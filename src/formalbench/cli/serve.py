@@ -8,21 +8,19 @@ opened, a missing toolchain) is one line on stderr and exit code 2. See
 from __future__ import annotations
 
 import sqlite3
-from typing import Annotated
 
 import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
-    ALLOW_AXIOM_HELP,
-    ALLOW_AXIOMS_HELP,
-    TOOLCHAIN_HELP,
+    AllowAxiomOption,
+    AllowAxiomsOption,
+    ToolchainOption,
     at_least,
     axiom_policy,
     seconds,
 )
 from formalbench.cli.options import port as check_port
-from formalbench.cli.options import toolchain as toolchain_check
 from formalbench.core.errors import InputError
 
 MEMORY = ":memory:"
@@ -82,15 +80,9 @@ def serve(
         "--replay/--no-replay",
         help="Confirm a pass with coqchk of the same Coq (default on), as `check` does.",
     ),
-    allow_axiom: Annotated[
-        list[str] | None, typer.Option("--allow-axiom", help=ALLOW_AXIOM_HELP)
-    ] = None,
-    allow_axioms: Annotated[
-        list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
-    ] = None,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    allow_axiom: AllowAxiomOption = None,
+    allow_axioms: AllowAxiomsOption = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq): /verify,
     /check, /tasks, /health, /metrics."""

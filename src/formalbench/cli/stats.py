@@ -13,8 +13,12 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import TOOLCHAIN_HELP, at_least, existing_folder, seconds
-from formalbench.cli.options import toolchain as toolchain_check
+from formalbench.cli.options import (
+    ToolchainOption,
+    at_least,
+    existing_folder,
+    seconds,
+)
 from formalbench.core.config import cache_path
 from formalbench.core.errors import InputError
 
@@ -70,9 +74,7 @@ def stats_command(
     timeout: Annotated[
         float, typer.Option(callback=seconds, help="Seconds per assistant run.")
     ] = 120.0,
-    toolchain: Annotated[
-        str | None, typer.Option(callback=toolchain_check, help=TOOLCHAIN_HELP)
-    ] = None,
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Dependency density (AMBER's rho_k): distinct non-trivial library declarations within
     1..k hops of each statement's type, as the proof assistant elaborates it."""
