@@ -14,6 +14,7 @@ import sys
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import ToolchainOption
 from formalbench.cli.options import port as check_port
 
 
@@ -47,9 +48,7 @@ def review(
         help="Re-checks run in this project: a Coq project (its _CoqProject) or a Lean "
         "project. Never read from the run folder.",
     ),
-    toolchain: str | None = typer.Option(
-        None, "--toolchain", help="Coq toolchain of re-checks (default: FORMALBENCH_TOOLCHAIN)."
-    ),
+    toolchain: ToolchainOption = None,
 ) -> None:
     """Review formalize candidates or construct exercises in the browser: edit, re-check,
     accept or reject."""
