@@ -10,6 +10,7 @@ by the comparison itself (the text pre-filter is off: `forbidden=[]`)."""
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -326,3 +327,27 @@ def test_a_target_in_a_module_sealed_by_its_signature(verifier: StrictVerifier) 
     )
     refused = verifier.verify(SEALED, sneaky)
     assert refused.reasons == [Reason.disallowed_axiom], refused.findings
+
+
+# a task whose original is slow to compile: a `Goal` whose `Qed` costs seconds before the hole
+SLOW = (
+    "Require Import PArith.\n"
+    "Goal Pos.iter (fun x : nat => x) 0 1500000 = 0.\nProof. reflexivity. Qed.\n"
+    "Theorem t : 1 + 1 = 2.\nProof.\nAdmitted.\n"
+)
+
+
+def test_a_slow_original_does_not_shorten_the_candidates_limit() -> None:
+    # rocq-9.2 tensor.v `const_tK` timed out: the first check of a task paid for the
+    # original's compile out of the candidate's limit. The limit is set to 1.7x the
+    # candidate's compile alone (measured here, as the machine runs now): enough for the
+    # candidate, not for the original and the candidate together
+    genuine = solved(SLOW, "reflexivity.")
+    with CoqBackend(workers=1, timeout=300) as probe:
+        started = time.monotonic()
+        alone = probe.check(genuine)
+        took = time.monotonic() - started
+    assert alone.compiled, alone
+    with CoqBackend(workers=1, timeout=1.7 * took) as backend:
+        verdict = StrictVerifier(backend, VerifierPolicy(forbidden=[])).verify(SLOW, genuine)
+    assert verdict.passed, (took, verdict.findings)

@@ -49,6 +49,28 @@ Theorem t : True. Proof. Admitted.
     ]
 
 
+def test_a_signature_constraint_is_no_module_body() -> None:
+    """`with Module E := X` (stdlib FSetPositive.v's shape) constrains the signature: the
+    module still opens its scope, so its parameters are `P.p` and `Q.q` (read as top-level
+    `p` and `q` before); `Module R := P.` still opens nothing."""
+    text = """
+Module Type S. Definition t := nat. End S.
+Module X. Definition t := nat. End X.
+Module Type T. Declare Module E : S. End T.
+Module P <: T with Module E := X.
+Module E := X.
+Parameter p : nat.
+End P.
+Module Q <: T with Module E:=X.
+Module E := X.
+Parameter q : nat.
+End Q.
+Module R := P.
+Parameter r : nat.
+"""
+    assert top_level_postulates(text) == ["P.p", "Q.q", "r"]
+
+
 def test_a_file_with_no_assumption_postulates_nothing() -> None:
     assert top_level_postulates("Theorem t (x : nat) : x = x.\nProof. Admitted.\n") == []
 

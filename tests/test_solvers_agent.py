@@ -16,7 +16,7 @@ from formalbench.core.records import Language, Task
 from formalbench.llm.replay import ScriptedModel
 from formalbench.solvers import SolverConfig, make_solver
 from formalbench.solvers.agent import AgentSolver
-from formalbench.solvers.search import DeclarationIndex
+from formalbench.solvers.search import DeclarationIndex, scan
 from formalbench.solvers.tools import AgentTools, task_context, task_declarations
 
 pytestmark = [
@@ -139,3 +139,14 @@ def test_agent_loop_offers_check_and_answers_it() -> None:
     assert "```check" in system and "`Check Nat.add_comm.`" in system
     observed = model.calls[1].messages[-1].content
     assert "Result of `check`" in observed and "Nat.lt_le_incl\n     : forall" in observed
+
+
+def test_search_qualifies_a_module_with_a_signature_constraint() -> None:
+    # `with Module E := X` constrains the signature: `P` still opens a scope (stdlib's
+    # FSetPositive.v shape); `Module R := P.` opens none
+    text = (
+        "Module X.\nDefinition t := nat.\nEnd X.\n"
+        "Module P <: T with Module E := X.\nLemma a : True. Proof. exact I. Qed.\nEnd P.\n"
+        "Module R := P.\nLemma b : True. Proof. exact I. Qed.\n"
+    )
+    assert [d.name for d in scan(text, Language.coq)] == ["X.t", "P.a", "b"]

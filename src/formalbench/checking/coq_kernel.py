@@ -167,7 +167,12 @@ class KernelCheck:
         statements, refused axioms and bypasses, or why nothing can be decided).
         `kept`: once the candidate compiled, its `Candidate.vo` is copied out of the
         throw-away work folder (`kept.library`: the coqchk replay's input, `coq_replay`),
-        the very file this check compiled from the candidate's source and dumped."""
+        the very file this check compiled from the candidate's source and dumped.
+
+        `timeout` twice over, apart: once for the trusted original's build and dump (the
+        first check of a task only; later ones find it cached), once for the candidate's
+        compile and dump, so that a slow original never shortens the candidate's limit
+        (rocq-9.2 tensor.v `const_tK` timed out with 58 s of its 120 s left to it)."""
         started = time.monotonic()
         limit = float(timeout if timeout is not None else self.backend.timeout)
         original = closed(original)
@@ -180,7 +185,8 @@ class KernelCheck:
             # section lemma admitted takes every section variable: `Check (t 1 eq_refl)`
             # after the section fails), the task through its last target
             original = cut
-            build = self.task(original, every, max(limit - (time.monotonic() - started), 1.0))
+            build = self.task(original, every, _left(limit, started))
+        started = time.monotonic()  # the candidate's own limit starts here
         with work_dir("coq") as tmp:
             work = Path(tmp)
             left = limit - (time.monotonic() - started)

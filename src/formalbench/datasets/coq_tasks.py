@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 from formalbench.backends.coq_prepare import required_modules
-from formalbench.checking.decls import split_decls
+from formalbench.checking.decls import module_body_start, split_decls
 from formalbench.core.lexer import Token, words
 from formalbench.core.records import Language
 
@@ -44,8 +44,10 @@ def top_level_postulates(text: str) -> list[str]:
         head = toks[decl.head].text
         if head in ("Section", "Module") and len(toks) > decl.head + 1:
             rest = [t.text for t in toks[decl.head + 1 :]]
-            if head == "Module" and ":=" in rest:
-                continue  # `Module M := F X.` defines, it opens nothing
+            # `Module M := F X.` defines, it opens nothing; the `:=` of a signature's `with
+            # Module E := X` is not a body (`Module P <: S with Module E := X.` opens `P`)
+            if head == "Module" and module_body_start(toks[decl.head + 1 :]) is not None:
+                continue
             name = rest[1] if rest[0] in ("Type", "Import", "Export") else rest[0]
             scopes.append((head, name))
         elif head == "End" and scopes:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from formalbench.checking.decls import module_body_start
+from formalbench.core.lexer import tokenize
 from formalbench.core.records import Language
 from formalbench.solvers.proofs import mask
 
@@ -172,9 +174,15 @@ def scan(text: str, language: Language, path: str = "") -> Iterable[Declaration]
         )
 
 
+def _defines(rest: str) -> bool:
+    """A Coq `Module` line's text after its name defines the module (`Module M := F X.`,
+    which opens nothing), not a signature's `with Module E := X` (which still opens it)."""
+    return module_body_start(tokenize(rest, Language.coq)) is not None
+
+
 def _enter_or_leave(stack: list[tuple[bool, str]], m: re.Match[str], language: Language) -> None:
     opens_module, opens_section, closes, name = m.group(1), m.group(2), m.group(3), m.group(4)
-    if language == Language.coq and opens_module and ":=" in (m.group(5) or ""):
+    if language == Language.coq and opens_module and _defines(m.group(5) or ""):
         return
     if closes:
         names = [n for _, n in stack]
