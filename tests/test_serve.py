@@ -194,7 +194,8 @@ def test_red_team_candidates_get_the_verdicts_of_check(server: Server, tmp_path:
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "PYTHONPATH": str(SRC)},
+            # the toolchain the test service runs on (serve_helpers): the same Coq decides
+            env={**os.environ, "PYTHONPATH": str(SRC), "FORMALBENCH_TOOLCHAIN": "host"},
         )
         expected[name] = json.loads(out.stdout)
         codes.append({"custom_id": name, "proof": candidate, "original": original})

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is no
 
 AUTH = {"Authorization": f"Bearer {KEY}"}
 SLOW_TASK = "Lemma slow : True.\nProof.\nAdmitted.\n"
-SLOW = "Lemma slow : True.\nProof. do 20000000 idtac. exact I. Qed.\n"  # ~10 s of coqc, idle
+SLOW = "Lemma slow : True.\nProof. do 100000000 idtac. exact I. Qed.\n"  # ~20 s of coqc, idle
 TASK = "Theorem t : 2 + 3 = 5.\nProof.\nAdmitted.\n"
 PROOF = "Theorem t : 2 + 3 = 5.\nProof. reflexivity. Qed.\n"
 REQUEST_TIMEOUT = 6
@@ -99,7 +99,8 @@ def test_request_timeout_answers_and_the_check_keeps_its_slot(server: Server) ->
     t0 = time.monotonic()
     answer = httpx.post(
         server.url + "/verify",
-        json={"codes": [{"custom_id": "s", "proof": SLOW, "original": SLOW_TASK}], "timeout": 60},
+        # the item's own limit (12 s) outlasts the request's (6 s) and bounds the test's cost
+        json={"codes": [{"custom_id": "s", "proof": SLOW, "original": SLOW_TASK}], "timeout": 12},
         headers=AUTH,
         timeout=300,
     ).json()["results"][0]
