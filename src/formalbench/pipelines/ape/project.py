@@ -172,10 +172,13 @@ class BuiltTrees:
     def tree_for(self, rev: str, target: str) -> Path:
         """A folder holding the project at `rev` with `target`'s closure built. Thread-safe:
         two tasks of one commit wait for one build instead of racing."""
+        chain = self._toolchain = _toolchain(self._toolchain)
+        # coqdep runs in the source tree, where the sandbox makes and removes its HOME and
+        # TMPDIR folders: one run or copy of a tree at a time (two workers racing there made
+        # the other's `cp -a` of the tree fail, CalledProcessError)
         with self._lock(f"src:{rev}"):
             src = self._source(rev)
-        chain = self._toolchain = _toolchain(self._toolchain)
-        closure = dependency_closure(src, target, chain)
+            closure = dependency_closure(src, target, chain)
         built_by = f"{chain.name} {chain.version()}"  # a .vo loads only in the Coq that built it
         key = hashlib.sha256("\n".join([built_by, *closure]).encode()).hexdigest()[:12]
         snap_id = f"coq-{rev}-{key}"
@@ -206,7 +209,8 @@ class BuiltTrees:
         part.parent.mkdir(parents=True, exist_ok=True)
         if part.exists():
             subprocess.run(["rm", "-rf", str(part)], check=True)
-        subprocess.run(["cp", "-a", str(src), str(part)], check=True)
+        with self._lock(f"src:{rev}"):  # not while a coqdep runs in it (`tree_for`)
+            subprocess.run(["cp", "-a", str(src), str(part)], check=True)
         for dep in closure:
             rel, _ = coq_project_args(part, dep)
             # A library file is text from a repository: it passes the same gate as any
