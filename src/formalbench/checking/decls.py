@@ -250,10 +250,11 @@ def _match_arm(toks: list[Token], j: int) -> bool:
     return any(t.text == "=>" for t in toks[j + 1 :] if t.line == line)
 
 
-def coq_body_start(sentence: list[Token]) -> int | None:
-    """Index of the `:=` that starts a Coq definition's body (not one of a `let ... :=`)."""
+def _top_assign(sentence: list[Token], opener: str) -> int | None:
+    """Index of the first `:=` at bracket depth 0 not taken by an earlier `opener` (each
+    `opener` keyword consumes the next `:=` of its own)."""
     depth = 0
-    pending_let = 0
+    pending = 0
     for i, tok in enumerate(sentence):
         text = tok.text
         if text in OPEN_BRACKETS:
@@ -262,13 +263,18 @@ def coq_body_start(sentence: list[Token]) -> int | None:
             depth = max(0, depth - 1)
         elif depth:
             continue
-        elif text == "let":
-            pending_let += 1
+        elif text == opener:
+            pending += 1
         elif text == ":=":
-            if not pending_let:
+            if not pending:
                 return i
-            pending_let -= 1
+            pending -= 1
     return None
+
+
+def coq_body_start(sentence: list[Token]) -> int | None:
+    """Index of the `:=` that starts a Coq definition's body (not one of a `let ... :=`)."""
+    return _top_assign(sentence, "let")
 
 
 def module_body_start(sentence: list[Token]) -> int | None:
@@ -276,23 +282,7 @@ def module_body_start(sentence: list[Token]) -> int | None:
     one of a signature's `with Module E := X` / `with Definition t := u` (stdlib's
     FSetPositive.v: `Module PositiveSet <: S with Module E:=PositiveOrderedTypeBits.` opens
     the module `PositiveSet`)."""
-    depth = 0
-    pending_with = 0
-    for i, tok in enumerate(sentence):
-        text = tok.text
-        if text in OPEN_BRACKETS:
-            depth += 1
-        elif text in CLOSE_BRACKETS:
-            depth = max(0, depth - 1)
-        elif depth:
-            continue
-        elif text == "with":
-            pending_with += 1
-        elif text == ":=":
-            if not pending_with:
-                return i
-            pending_with -= 1
-    return None
+    return _top_assign(sentence, "with")
 
 
 # --- Coq ----------------------------------------------------------------------------------
