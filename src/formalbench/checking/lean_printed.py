@@ -32,6 +32,7 @@ so that the caller refuses instead of guessing.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 _INACCESSIBLE = r"(?:✝[⁰¹²³⁴⁵⁶⁷⁸⁹]*)?"  # `x✝`, and `x✝¹` for a second inaccessible `x`
@@ -230,25 +231,39 @@ def bindings(toks: list[Tok]) -> list[Binding]:
     return found
 
 
+def _top_level(
+    toks: list[Tok],
+    start: int,
+    wanted: Collection[str],
+    *,
+    kind: str = "sym",
+    stops: Collection[str] = (),
+) -> int | None:
+    """The first index from `start` at bracket depth 0 whose token is of `kind` with a text in
+    `wanted`; None where a bracket closes below `start`, a symbol of `stops` comes first at
+    depth 0, or there is none."""
+    depth = 0
+    for m in range(start, len(toks)):
+        t = toks[m]
+        if t.kind == "sym" and t.text in OPEN:
+            depth += 1
+        elif t.kind == "sym" and t.text in CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and t.kind == kind and t.text in wanted:
+            return m
+        elif depth == 0 and t.kind == "sym" and t.text in stops:
+            return None
+    return None
+
+
 def _let(toks: list[Tok], k: int) -> Binding:
     """`let x := v; b`, `have h : P := v; b`, `let_fun this := v; b`: the name is visible in
     the body after the `;` (a `let` is not recursive: `v` and `P` are outside its scope), to
     the end of the enclosing term."""
-    depth = 0
-    value = None
-    for m in range(k + 2, len(toks)):
-        t = toks[m]
-        if t.kind != "sym":
-            continue
-        if t.text in OPEN:
-            depth += 1
-        elif t.text in CLOSE:
-            depth -= 1
-            if depth < 0:
-                break
-        elif depth == 0 and t.text == ":=":
-            value = m + 1
-            break
+    assign = _top_level(toks, k + 2, {":="})
+    value = None if assign is None else assign + 1
     if value is None:
         return Binding((k + 1,), k + 2, _scope_end(toks, k + 2))
     end = _scope_end(toks, value)
@@ -323,39 +338,14 @@ def _keyword_binder(toks: list[Tok], k: int) -> list[Binding]:
 
 def _match_with(toks: list[Tok], k: int) -> int:
     """The index of the `with` of the `match` at k (or of the `match` itself if none)."""
-    depth = 0
-    for m in range(k + 1, len(toks)):
-        t = toks[m]
-        if t.kind == "sym" and t.text in OPEN:
-            depth += 1
-        elif t.kind == "sym" and t.text in CLOSE:
-            depth -= 1
-            if depth < 0:
-                return k
-        elif depth == 0 and t.kind == "name" and t.text == "with":
-            return m
-    return k
+    found = _top_level(toks, k + 1, {"with"}, kind="name")
+    return k if found is None else found
 
 
 def _alternative_arrow(toks: list[Tok], k: int) -> int | None:
     """The `=>` of a match alternative whose bar is at k (`| pat, pat => rhs`), or None when
     the bar starts none (an absolute value `|x|`, a set-builder's bar)."""
-    depth = 0
-    for m in range(k + 1, len(toks)):
-        t = toks[m]
-        if t.kind != "sym":
-            continue
-        if t.text in OPEN:
-            depth += 1
-        elif t.text in CLOSE:
-            depth -= 1
-            if depth < 0:
-                return None
-        elif depth == 0 and t.text in ("=>", "↦"):
-            return m
-        elif depth == 0 and t.text in ("|", ":=", "//"):
-            return None
-    return None
+    return _top_level(toks, k + 1, {"=>", "↦"}, stops={"|", ":=", "//"})
 
 
 def _alternative(toks: list[Tok], k: int) -> Binding | None:
