@@ -404,3 +404,28 @@ def test_eval_errors_are_counted_by_the_report(tmp_path: Path) -> None:
     res = runner.invoke(app, ["report", str(run)])
     line = next(ln for ln in res.stdout.splitlines() if "the model call failed" in ln)
     assert "evaluation" in line and line.rstrip(" │|").split()[-1] == "6"
+
+
+def test_an_export_says_when_it_was_validated_with_another_coq(tmp_path: Path, monkeypatch) -> None:
+    from formalbench.pipelines.ape.imported import toolchain_drift
+    from formalbench.toolchains.toolchain import ENV_VAR, resolve
+
+    run, _, _ = _seeded_run(tmp_path)
+    out = tmp_path / "export"
+    export_run(run, out)
+    res = runner.invoke(app, ["ape", "eval", str(out), "--run-dir", str(out), "--model", "x"])
+    assert res.exit_code != 0 and "is the export's folder" in res.stderr
+    assert not (out / "ape.sqlite").exists()
+    again = tmp_path / "again"
+    import_export(read_export(out), again)
+    monkeypatch.setenv(ENV_VAR, "host")
+    host = resolve().version()
+    with ApeStore(again / "ape.sqlite") as store:
+        for tid, record in store.results("validate").items():
+            store.put_result(tid, "validate", {**record, "after": {"version": f"coq {host}"}})
+    assert toolchain_drift(again) is None
+    with ApeStore(again / "ape.sqlite") as store:
+        for tid, record in store.results("validate").items():
+            store.put_result(tid, "validate", {**record, "after": {"version": "coq 8.11.2"}})
+    said = toolchain_drift(again)
+    assert said is not None and "validated with coq 8.11.2" in said and f"coq {host}" in said

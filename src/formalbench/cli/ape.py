@@ -394,6 +394,12 @@ def eval_command(
     from formalbench.pipelines.ape.imported import prepare_run
 
     run = prepare_run(source, run_dir, repo)
+    if run != source:  # an export: made elsewhere, perhaps validated with another Coq
+        from formalbench.pipelines.ape.imported import toolchain_drift
+
+        drift = toolchain_drift(run)
+        if drift is not None:
+            typer.echo(f"note: {drift}", err=True)
     chat, judge_model = _models(model, judge, run)
     outcome = _with_bar(
         "evaluating",

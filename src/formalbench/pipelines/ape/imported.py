@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from formalbench.core.errors import InputError
+from formalbench.core.errors import FormalbenchError, InputError
 from formalbench.pipelines.ape.export import (
     BUNDLE_FILE,
     FORMAT,
@@ -141,6 +141,9 @@ def prepare_run(source: Path, run_dir: Path | None, repo: Path | None) -> Path:
         )
     if run_dir is None:
         raise InputError(f"{source}: is an export; give --run-dir DIR for its results")
+    home = source if source.is_dir() else source.parent
+    if Path(run_dir).resolve() == home.resolve():
+        raise InputError(f"{run_dir}: is the export's folder; give another --run-dir")
     import_export(read_export(source), Path(run_dir), repo)
     return Path(run_dir)
 
@@ -246,3 +249,29 @@ def _fill(store: ApeStore, loaded: LoadedExport, repository: Path) -> None:
             store.put_result(task.id, "synthesize", task.synthesis)
         elif task.instruction is not None:  # a hand-written task: its instruction is given
             store.put_result(task.id, "synthesize", {"kept": True, "instruction": task.instruction})
+
+
+def toolchain_drift(run_dir: Path) -> str | None:
+    """A line when the run's tasks were validated with another Coq than the one this
+    evaluation uses (its compile verdicts, hence its figures, may then differ); None when
+    they agree or nothing says."""
+    from formalbench.toolchains.toolchain import resolve
+
+    with ApeStore(Path(run_dir) / STORE_NAME) as store:
+        checked = store.results("validate").values()
+    said = set()
+    for record in checked:
+        after = record.get("after") if isinstance(record, dict) else None
+        if isinstance(after, dict) and isinstance(after.get("version"), str):
+            said.add(after["version"])
+    try:
+        chain = resolve()
+        using = f"coq {chain.version()}"
+    except FormalbenchError:  # no toolchain at all: the evaluation says so itself
+        return None
+    if not said or said == {using}:
+        return None
+    return (
+        f"the tasks were validated with {', '.join(sorted(said))[:200]}; this evaluation uses "
+        f"{using} ({chain.name}); --toolchain chooses another"
+    )
