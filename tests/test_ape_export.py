@@ -147,6 +147,8 @@ def test_export_writes_the_validated_tasks_and_a_manifest(tmp_path: Path) -> Non
 
     assert manifest["formalbench"] == __version__
     assert manifest["source_run"] == str(run.resolve())
+    res = runner.invoke(app, ["ape", "export", str(run), "--out", str(tmp_path / "e2"), "--json"])
+    assert res.exit_code == 0 and json.loads(res.stdout) == manifest
     # every line reads back as the documented record
     assert all(
         ExportedTask.model_validate(r).mined() == t.model_dump()

@@ -161,7 +161,9 @@ def import_export(loaded: LoadedExport, run_dir: Path, repo: Path | None = None)
                 raise InputError(
                     f"{run_dir}: holds another export ({mark.get('path')}); give another --run-dir"
                 )
-            store.set_meta("source", str(repository))  # the same tasks, found elsewhere now
+            if store.get_meta("source") != str(repository):  # the same tasks, found elsewhere
+                _check_commits(loaded, repository, run_dir)
+                store.set_meta("source", str(repository))
         return
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
