@@ -315,7 +315,10 @@ def synthesize_command(
     ] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Write instructions for the validated tasks and keep those the judge confirms."""
+    """Write instructions for the validated tasks and keep those the judge confirms.
+
+    Model calls: per task, 1 instruction call (--model) and 4 judge calls (--judge) for the
+    reverse validation of the kept ones; a rerun answers repeats from the run's cache."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
     chat, judge_model = _models(model, judge, run_dir)
@@ -333,27 +336,92 @@ def synthesize_command(
     _stage_end(outcome)
 
 
-@ape_app.command("eval")
+EVAL_HELP = """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`.
+
+SOURCE is a run folder after `ape synthesize`, or an export of `ape export` (its folder or
+its tasks.jsonl), whose results then go to --run-dir. Model calls: per task, --samples
+patch calls (20 by default) and 4 judge calls for each patch that compiles; a rerun answers
+repeats from the run's response cache."""
+
+
+@ape_app.command("eval", help=EVAL_HELP)
 @user_errors
 def eval_command(
-    run_dir: Annotated[
+    source: Annotated[
         Path,
-        typer.Argument(callback=existing_folder, help="A run folder after `ape synthesize`."),
+        typer.Argument(
+            callback=existing_path,
+            help="A run folder after `ape synthesize`, or an export (folder or tasks.jsonl).",
+        ),
     ],
     model: Annotated[str, typer.Option("--model", help="Model spec of the patch writer.")],
     samples: Annotated[
-        int, typer.Option("--samples", callback=at_least(1), help="Patches per task.")
+        int,
+        typer.Option(
+            "--samples",
+            callback=at_least(1),
+            help="Patches per task: one model call each, and 4 judge calls for each patch "
+            "that compiles.",
+        ),
     ] = 20,
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
+    ] = False,
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir", help="Where an export's results are stored (a run keeps its own)."
+        ),
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            help="An export's repository (clone or bundle) [default: the export's "
+            "repository.bundle, else the path its tasks name].",
+        ),
+    ] = None,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
     from formalbench.pipelines.ape.evaluate import evaluate_run
+    from formalbench.pipelines.ape.imported import prepare_run
 
-    chat, judge_model = _models(model, judge, run_dir)
-    solved = _with_bar(
-        "evaluating", lambda report: evaluate_run(run_dir, chat, samples, judge_model, report)
+    run = prepare_run(source, run_dir, repo)
+    if run != source:  # an export: made elsewhere, perhaps validated with another Coq
+        from formalbench.pipelines.ape.imported import toolchain_drift
+
+        drift = toolchain_drift(run)
+        if drift is not None:
+            typer.echo(f"note: {drift}", err=True)
+    chat, judge_model = _models(model, judge, run)
+    outcome = _with_bar(
+        "evaluating",
+        lambda report: evaluate_run(
+            run, chat, samples, judge_model, report, limit=limit, retry_errors=retry_errors
+        ),
     )
-    typer.echo(f"{solved} tasks with at least one judged pass; see `formalbench report`")
+    typer.echo(f"{outcome.solved} tasks with at least one judged pass; see `formalbench report`")
+    if outcome.error_tasks:
+        if not retry_errors:
+            typer.echo(
+                f"{outcome.error_tasks} task(s) ended in an error; `--retry-errors` redoes them",
+                err=True,
+            )
+        for why, n in outcome.errors.most_common():
+            example = outcome.examples.get(why, "")
+            tail = f" (e.g. {example[:160]})" if example else ""
+            typer.echo(f"  {n} sample(s): {why}{tail}", err=True)
+    single = outcome.single_reason()
+    if single is not None:
+        typer.echo(f"evaluation failed for every task ({outcome.tasks}): {single}", err=True)
+        raise typer.Exit(1)
+
+
+from formalbench.cli import ape_export  # noqa: E402, F401  (registers `ape export`)

@@ -16,6 +16,7 @@ cannot be loaded ("Error when parsing .vo"), so the snapshot id names the toolch
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import threading
 from collections import defaultdict
@@ -36,6 +37,9 @@ def _toolchain(toolchain: Toolchain | None) -> Toolchain:
     from formalbench.toolchains.toolchain import resolve
 
     return toolchain if toolchain is not None else resolve()
+
+
+INDEX_NAME = "index.jsonl"  # in the trees folder: which snapshot built which file's closure
 
 
 class TreeProvider(Protocol):
@@ -164,6 +168,7 @@ class BuiltTrees:
         self.timeout = timeout
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._noted: set[str] = set()
 
     def _lock(self, key: str) -> threading.Lock:
         with self._guard:
@@ -183,7 +188,20 @@ class BuiltTrees:
         key = hashlib.sha256("\n".join([built_by, *closure]).encode()).hexdigest()[:12]
         snap_id = f"coq-{rev}-{key}"
         with self._lock(snap_id):
-            return self._built(rev, src, closure, snap_id, chain)
+            tree = self._built(rev, src, closure, snap_id, chain)
+        self._note(rev, target, snap_id, built_by)
+        return tree
+
+    def _note(self, rev: str, target: str, snap_id: str, built_by: str) -> None:
+        """One line of `INDEX_NAME` per (revision, file, snapshot): which snapshot holds the
+        file's closure, read by `ape export` (the id alone does not name the file)."""
+        line = json.dumps({"rev": rev, "file": target, "snapshot": snap_id, "built_by": built_by})
+        with self._guard:
+            if line in self._noted:
+                return
+            self._noted.add(line)
+            with (self.work / INDEX_NAME).open("a", encoding="utf-8") as index:
+                index.write(line + "\n")
 
     def _source(self, rev: str) -> Path:
         src = self.work / "src" / rev
