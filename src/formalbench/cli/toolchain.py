@@ -103,3 +103,39 @@ def remove_command(
     if not provision.remove(name):
         raise InputError(f"toolchain {name!r} is not installed")
     sys.stdout.write(f"removed {name}\n")
+
+
+@toolchain_app.command("run")
+@user_errors
+def run_command(
+    name: Annotated[str, typer.Argument(help="Installed toolchain (or `host`).")],
+    command: Annotated[
+        list[str], typer.Argument(help="The command and its arguments, after `--`.")
+    ],
+    folder: Annotated[
+        str, typer.Option("--in", help="The folder it runs in, the one it may write.")
+    ] = ".",
+    timeout: Annotated[float, typer.Option(help="Seconds before it is stopped.")] = 3600.0,
+) -> None:
+    """Run COMMAND with the toolchain's programs, e.g. build a Coq project with the coqc the
+    checks use: `formalbench toolchain run rocq-9.2 --in DIR -- make` (a project's `.vo`
+    files load only in the Coq that compiled them). It runs in the toolchain's sandbox: its
+    root as `/`, the folder --in writable, no network; its output is printed when it ends
+    and its exit code is this command's."""
+    import subprocess
+    from pathlib import Path
+
+    from formalbench.core.errors import InputError
+    from formalbench.toolchains.toolchain import resolve
+
+    where = Path(folder).expanduser()
+    if not where.is_dir():
+        raise InputError(f"--in {folder}: no such folder")
+    chain = resolve(name)
+    try:
+        done = chain.run(list(command), cwd=where.resolve(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{' '.join(command)}: stopped after {timeout:g}s (--timeout)") from None
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    raise typer.Exit(done.returncode)
