@@ -41,7 +41,7 @@ from formalbench.backends.coq_output import (
     parse_messages,
     sentence_spans,
 )
-from formalbench.backends.coq_project import CoqProject, read_coq_project
+from formalbench.backends.coq_project import BUILD_WORD, CoqProject, read_coq_project
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.coq_source import (
     SourceMap,
@@ -112,7 +112,9 @@ class CoqBackend(Backend):
                 self._version = f"coq {self.toolchain.version()} ({self.toolchain.key()})"
                 self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
                 if self.project is not None:  # verdicts depend on its build too
-                    self._version += f" project {self.project.root} {self.project.digest()}"
+                    self._version += (
+                        f" project {self.project.root} {BUILD_WORD} {self.project.digest()}"
+                    )
                 if self.args:
                     self._version += " " + " ".join(self.args)
             return self._version

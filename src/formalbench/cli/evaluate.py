@@ -110,9 +110,11 @@ def _print_outcome(result: EvalResult) -> None:
         console.print(f"[yellow]note:[/] {note}")
     if result.stopped:
         console.print(f"[yellow]stopped early:[/] {result.stopped}; rerun to resume")
+    # what this run did, truly: samples the preflight left out are neither new nor done
+    left_out = f"{result.not_attempted} not attempted (environment), " * bool(result.not_attempted)
     console.print(
         f"{result.new_attempts} new attempt(s), {result.skipped_attempts} already done, "
-        f"{result.tasks} task(s) x {result.samples} sample(s) in {result.elapsed:.1f}s"
+        f"{left_out}{result.tasks} task(s) x {result.samples} sample(s) in {result.elapsed:.1f}s"
     )
 
 
