@@ -127,7 +127,14 @@ def mine_command(
     repo: Annotated[
         str, typer.Argument(callback=existing_path, help="A git repository folder or bundle.")
     ],
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir",
+            help="Where the run is stored (default: runs/ape-<repository>-<hash of the "
+            "mining settings>, as eval's; `ape synthesize|eval|report` take that folder).",
+        ),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")
     ] = None,
@@ -210,6 +217,10 @@ def mine_command(
         since=since,
         limit=limit,
     )
+    if run_dir is None:  # one folder per history and settings (pipelines/run_dir.py)
+        from formalbench.pipelines.run_dir import default_run_dir
+
+        run_dir = default_run_dir("ape", repo, cfg.model_dump(mode="json"))
     console = Console(stderr=True)
     with make_progress(console) as progress:
         bar = progress.add_task("mining commits", total=None, status="")
@@ -224,6 +235,7 @@ def mine_command(
         "funnel": summary.funnel,
         "kept": summary.kept,
         "language": summary.language,
+        "run_dir": str(run_dir),
     }
     if validate is not None:
         from formalbench.pipelines.ape.validate import validate_run
@@ -250,6 +262,7 @@ def mine_command(
     else:
         typer.echo(
             f"{summary.commits} commits, {summary.candidates} candidates, {summary.kept} kept"
+            f" (run: {run_dir})"
         )
         for name, left in summary.funnel.items():
             typer.echo(f"  after {name:18} {left}")

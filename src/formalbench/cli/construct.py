@@ -33,6 +33,7 @@ from formalbench.pipelines.construct.config import (
 )
 from formalbench.pipelines.construct.report import ConstructReport
 from formalbench.pipelines.construct.runner import ConstructResult, run_construct
+from formalbench.pipelines.run_dir import default_run_dir
 
 console = Console(highlight=False)
 
@@ -156,9 +157,13 @@ def construct_command(
         ),
     ] = None,
     backend: Annotated[str, typer.Option(help="coq | lean (the formal stages).")] = "coq",
-    run_dir: Annotated[Path, typer.Option(help="Where the store and files go.")] = Path(
-        "runs/construct"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store and files go (default: runs/construct-<source>-<hash of "
+            "the extraction settings>: later stages of the same source continue there)."
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(callback=at_least(1), help="The first N exercises.")
     ] = None,
@@ -219,6 +224,8 @@ def construct_command(
         review_rounds=review_rounds,
         timeout=timeout,
     )
+    if run_dir is None:  # one folder per extraction (pipelines/run_dir.py)
+        run_dir = default_run_dir("construct", config.source, config.extraction_identity())
     if quiet:
         result = run_construct(config, run_dir)
     else:

@@ -24,7 +24,7 @@ from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
-from formalbench.pipelines.run_config import EvalConfig, Selection
+from formalbench.pipelines.run_config import EvalConfig, Selection, default_eval_dir
 from formalbench.pipelines.run_files import load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -152,9 +152,13 @@ def eval_command(
             callback=at_least(1), help="Model calls in flight at once (the provider's limit)."
         ),
     ] = None,
-    run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
-        "runs/latest"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store, log and report go (default: runs/eval-<dataset>-<hash of "
+            "the settings>, so the same command resumes its run and another gets its own)."
+        ),
+    ] = None,
     workers: Annotated[
         int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
     ] = None,
@@ -288,6 +292,8 @@ def eval_command(
         axiom_presets=presets,
         replay=replay,
     )
+    if run_dir is None:
+        run_dir = default_eval_dir(config)
     if quiet:
         result = run_evaluation(config, run_dir)
         # --quiet drops the bar and the tables, never what went wrong (on stderr)

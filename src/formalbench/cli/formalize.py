@@ -29,6 +29,7 @@ from formalbench.pipelines.formalize import (
     run_formalize,
 )
 from formalbench.pipelines.formalize.config import DEFAULT_CATEGORIES
+from formalbench.pipelines.run_dir import default_run_dir
 
 console = Console(highlight=False)
 
@@ -155,9 +156,13 @@ def formalize_command(
     backend: Annotated[
         str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
     ] = "coq",
-    run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(
-        "runs/formalize"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store and log go (default: runs/formalize-<problems>-<hash of "
+            "the settings>, so the same command resumes its run and another gets its own)."
+        ),
+    ] = None,
     samples: Annotated[int, typer.Option(callback=at_least(1), help="Translations per model.")] = 5,
     temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
     repair_rounds: Annotated[
@@ -266,6 +271,8 @@ def formalize_command(
         index_cache=str(index_cache) if index_cache else None,
         run_token_budget=run_token_budget,
     )
+    if run_dir is None:  # one folder per configuration (pipelines/run_dir.py)
+        run_dir = default_run_dir("formalize", config.problems, config.identity())
     if quiet:
         result = run_formalize(config, run_dir)
     else:
