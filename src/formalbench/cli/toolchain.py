@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import seconds
 
 toolchain_app = typer.Typer(
     help="Coq/Rocq toolchains: pinned Debian roots in the user's cache, run through bwrap.",
@@ -115,7 +116,9 @@ def run_command(
     folder: Annotated[
         str, typer.Option("--in", help="The folder it runs in, the one it may write.")
     ] = ".",
-    timeout: Annotated[float, typer.Option(help="Seconds before it is stopped.")] = 3600.0,
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds before it is stopped.")
+    ] = 3600.0,
 ) -> None:
     """Run COMMAND with the toolchain's programs, e.g. build a Coq project with the coqc the
     checks use: `formalbench toolchain run rocq-9.2 --in DIR -- make` (a project's `.vo`
