@@ -393,7 +393,7 @@ def read_coq_project(folder: str | Path) -> CoqProject:
 
 
 BUILD_WORD = "build"  # in the backend's version: `project ROOT build DIGEST`
-_BUILD = re.compile(rf" {BUILD_WORD} [0-9a-f]{{12}}(?= |$)")
+_BUILD = re.compile(rf"( project \S.*?) {BUILD_WORD} [0-9a-f]{{12}}(?= |$)")
 
 
 def without_build(version: str) -> str:
@@ -401,7 +401,7 @@ def without_build(version: str) -> str:
     compares (issue 30 item 7). Building a project after a run failed for `environment`
     must let the same run resume; the verdict cache keeps the digest (`CoqBackend.version`),
     so no verdict made under one build is served under another."""
-    return _BUILD.sub("", version)
+    return _BUILD.sub(r"\1", version, count=1)
 
 
 def tasks_project(tasks: Sequence[Task]) -> str | None:
