@@ -284,3 +284,30 @@ def test_the_default_run_folder_is_one_per_command_and_configuration() -> None:
     assert default_run_dir("eval", "example-coq", {}).name.startswith("eval-example-coq-")
     odd = default_run_dir("ape", "/x/../we ird;name.bundle/", {})
     assert odd.name.startswith("ape-we-ird-name-") and "/" not in odd.name
+
+
+def test_construct_and_ape_mine_take_the_same_default_rule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`construct` (keyed by its extraction settings: its stages continue in one folder)
+    and `ape mine` (whose --run-dir was required) get runs/<command>-<name>-<hash>."""
+    from tests.construct_fixtures import exercises, write_jsonl
+    from tests.test_ape_layout import _history
+
+    monkeypatch.chdir(tmp_path)
+    source = write_jsonl(tmp_path / "ex.jsonl", exercises())
+    for args in (["--extract-only"], ["--extract-only", "--concurrency", "2"]):
+        done = runner.invoke(app, ["construct", str(source), *args])
+        assert done.exit_code == 0, done.output
+    (folder,) = (tmp_path / "runs").iterdir()
+    assert folder.name.startswith("construct-ex-") and (folder / "construct.sqlite").is_file()
+    other = runner.invoke(app, ["construct", str(source), "--extract-only", "--limit", "1"])
+    assert other.exit_code == 0, other.output
+    assert len(list((tmp_path / "runs").iterdir())) == 2
+
+    _history(tmp_path)
+    mined = runner.invoke(app, ["ape", "mine", "lib", "--type-source", "inferred", "--json"])
+    assert mined.exit_code == 0, mined.output
+    run_dir = Path(json.loads(mined.stdout)["run_dir"])
+    assert run_dir.parent == Path("runs") and run_dir.name.startswith("ape-lib-")
+    assert (tmp_path / run_dir / "ape.sqlite").is_file()
