@@ -311,3 +311,42 @@ def test_construct_and_ape_mine_take_the_same_default_rule(
     run_dir = Path(json.loads(mined.stdout)["run_dir"])
     assert run_dir.parent == Path("runs") and run_dir.name.startswith("ape-lib-")
     assert (tmp_path / run_dir / "ape.sqlite").is_file()
+
+
+@pytest.mark.parametrize(
+    ("flag", "said", "expected"),
+    [
+        ("-R", "Unable to locate library Deep with prefix BT (while searching for a .vos file).",
+         "the project is not built: no Deep.vo under {root}/theories/sub"),
+        ("-R", "Cannot find a physical path bound to logical path Deep with prefix BT.",
+         "the project is not built: no Deep.vo under {root}/theories/sub"),
+        ("-R", "Unable to locate library BT.sub.Deep.",
+         "the project is not built: no Deep.vo under {root}/theories/sub"),
+        # `From BT Require Deep` finds theories/sub/Deep under -Q too (coqc does)
+        ("-Q", "Unable to locate library Deep with prefix BT.",
+         "the project is not built: no Deep.vo under {root}/theories/sub"),
+        # a short name without `From` is found below -R folders only
+        ("-R", "Cannot find a physical path bound to logical path Deep.",
+         "the project is not built: no Deep.vo under {root}/theories/sub"),
+        ("-Q", "Cannot find a physical path bound to logical path Deep.",
+         "the project {root} has no library Deep (it binds theories as BT)"),
+        ("-R", "Unable to locate library Gone with prefix BT.",
+         "the project {root} has no library BT.Gone"),
+        ("-R", "Unable to locate library Deep with prefix Other.",
+         "the project {root} has no library Other.Deep"),
+    ],
+)  # fmt: skip
+def test_the_diagnosis_maps_coqcs_name_through_the_load_path(
+    tmp_path: Path, flag: str, said: str, expected: str
+) -> None:
+    """Unit: coqc's wordings (Rocq 9, Coq 8); `From` searches below the prefix's folder under
+    `-R` and `-Q`, a short name without `From` below `-R` folders only."""
+    from formalbench.backends.coq_environment import environment_message
+
+    root = tmp_path / "p"
+    (root / "theories" / "sub").mkdir(parents=True)
+    (root / "theories" / "sub" / "Deep.v").write_text("Definition d := 0.\n", encoding="utf-8")
+    (root / "_CoqProject").write_text(f"{flag} theories BT\n", encoding="utf-8")
+    line = environment_message(said, read_coq_project(root), resolve())
+    assert line.startswith(expected.format(root=root.resolve())), line
+    assert line.endswith(f"(coqc: {said})") and "--coq-project" not in line

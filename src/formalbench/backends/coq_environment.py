@@ -140,9 +140,10 @@ def _bindings(project: CoqProject) -> str:
 
 def _lookup(project: CoqProject, prefix: str | None, name: str) -> tuple[list[Path], list[Path]]:
     """The `.v` and `.vo` files of the project that `From prefix Require name` (or `Require
-    name`) would load: at the exact path under the folder bound to the logical root, and,
-    for a `-R` folder (whose subfolders coqc searches), any file below it whose logical path
-    ends with `name`."""
+    name`) would load: at the exact path under the folder bound to the logical root, and any
+    file below the prefix's folder whose logical path ends with `name` (coqc searches there
+    for `From`, under `-R` and `-Q` alike; a short name without `From`, under `-R` only:
+    measured with 8.16)."""
     full = f"{prefix}.{name}" if prefix else name
     sources: list[Path] = []
     built: list[Path] = []
@@ -151,10 +152,8 @@ def _lookup(project: CoqProject, prefix: str | None, name: str) -> tuple[list[Pa
             base = folder.joinpath(*full[len(root) + 1 :].split("."))
             sources += [base.with_suffix(".v")] if base.with_suffix(".v").is_file() else []
             built += [base.with_suffix(".vo")] if base.with_suffix(".vo").is_file() else []
-        if flag != "-R":
-            continue
-        if prefix is None:
-            under: Path | None = folder
+        if prefix is None:  # `Require Deep`: a short name, found below `-R` folders only
+            under: Path | None = folder if flag == "-R" else None
         elif prefix == root:
             under = folder
         elif prefix.startswith(root + "."):
