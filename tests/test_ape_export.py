@@ -217,7 +217,9 @@ def test_a_bad_run_gets_one_line(tmp_path: Path) -> None:
     assert res.stderr.count("\n") == 1 and not (tmp_path / "p").exists()
 
 
-def test_an_export_imports_as_the_run_it_came_from(tmp_path: Path) -> None:
+def test_an_export_imports_as_the_run_it_came_from(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run, repo, tasks = _seeded_run(tmp_path)
     out = tmp_path / "export"
     export_run(run, out, bundle=True)
@@ -258,8 +260,12 @@ def test_an_export_imports_as_the_run_it_came_from(tmp_path: Path) -> None:
         app, ["ape", "eval", str(other), "--run-dir", str(tmp_path / "r3"), "--model", "x"]
     )
     assert res.exit_code != 0 and "give a clone or bundle of it with --repo" in res.stderr
+    # no --run-dir: the default rule of every command (issue 30 item 11), not a refusal
+    monkeypatch.chdir(tmp_path)
     res = runner.invoke(app, ["ape", "eval", str(out), "--model", "x"])
-    assert res.exit_code != 0 and "give --run-dir DIR" in res.stderr
+    (made,) = (tmp_path / "runs").iterdir()
+    assert made.name.startswith("ape-eval-export-") and (made / "ape.sqlite").is_file()
+    assert "give --run-dir" not in res.stderr
     res = runner.invoke(
         app,
         [

@@ -390,7 +390,9 @@ def eval_command(
     run_dir: Annotated[
         Path | None,
         typer.Option(
-            "--run-dir", help="Where an export's results are stored (a run keeps its own)."
+            "--run-dir",
+            help="Where an export's results are stored (a run keeps its own; default: "
+            "runs/ape-eval-<export>-<hash of the export>).",
         ),
     ] = None,
     repo: Annotated[
@@ -420,7 +422,9 @@ def eval_command(
             run, chat, samples, judge_model, report, limit=limit, retry_errors=retry_errors
         ),
     )
-    typer.echo(f"{outcome.solved} tasks with at least one judged pass; see `formalbench report`")
+    typer.echo(
+        f"{outcome.solved} tasks with at least one judged pass; see `formalbench report {run}`"
+    )
     if outcome.error_tasks:
         if not retry_errors:
             typer.echo(

@@ -124,7 +124,8 @@ def _manifest(path: Path) -> dict[str, Any] | None:
 
 def prepare_run(source: Path, run_dir: Path | None, repo: Path | None) -> Path:
     """The run folder `ape eval SOURCE` evaluates: SOURCE itself when it is a run, else
-    `run_dir` holding SOURCE's export (imported there on first use)."""
+    `run_dir` holding SOURCE's export (imported there on first use); without `run_dir`,
+    `runs/ape-eval-<export>-<hash of the export and --repo>`, as every command's default."""
     source = Path(source)
     if (source / STORE_NAME).is_file():
         if run_dir is not None and Path(run_dir).resolve() != source.resolve():
@@ -139,12 +140,16 @@ def prepare_run(source: Path, run_dir: Path | None, repo: Path | None) -> Path:
             f"{source}: neither an ape run (no {STORE_NAME}) nor an export of `ape export` "
             f"(no {TASKS_FILE})"
         )
-    if run_dir is None:
-        raise InputError(f"{source}: is an export; give --run-dir DIR for its results")
+    loaded = read_export(source)
     home = source if source.is_dir() else source.parent
+    if run_dir is None:  # the rule of every --run-dir (pipelines/run_dir.default_run_dir)
+        from formalbench.pipelines.run_dir import default_run_dir
+
+        name = home.resolve().name
+        run_dir = default_run_dir("ape-eval", name, {"export": loaded.digest, "repo": str(repo)})
     if Path(run_dir).resolve() == home.resolve():
         raise InputError(f"{run_dir}: is the export's folder; give another --run-dir")
-    import_export(read_export(source), Path(run_dir), repo)
+    import_export(loaded, Path(run_dir), repo)
     return Path(run_dir)
 
 
