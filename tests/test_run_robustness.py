@@ -516,3 +516,16 @@ def test_a_run_on_another_lean_version_is_refused_before_it_starts(tmp_path: Pat
     result = run_evaluation(allowed, tmp_path / "run", backend=LeanProject(workers=1))
     assert result.new_attempts == 1
     assert any("--allow-version-mismatch: the task was made for" in n for n in result.notes)
+
+
+@needs_coqc
+def test_preflight_gives_an_original_more_than_a_short_attempt_timeout() -> None:
+    """`--timeout 10` is for the attempts; an original cut short by it was let through and
+    its statement's error counted as the prover's (PutnamBench's mathcomp-analysis files)."""
+    missing = Task(id="needs_lib", language=Language.coq, formal=MISSING)
+    backend = CountingCoq()
+    try:
+        failed = asyncio.run(check_originals(backend, [missing], 0.01))
+    finally:
+        backend.close()
+    assert list(failed) == ["needs_lib"] and "NoSuchLib" in failed["needs_lib"][0]

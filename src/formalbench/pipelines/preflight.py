@@ -38,6 +38,10 @@ from formalbench.core.records import (
 _QED = re.compile(r"\bQed\.")
 _SHOWN_ERRORS = 3
 _BATCH = 40  # Coq originals compiled in one file (a failing batch is redone one by one)
+# The least time an original gets: the run's `--timeout` is for attempts (a portfolio's 10 s),
+# and an original cut short here is attempted, so a statement that does not compile would be
+# counted as the prover's failure (PutnamBench's mathcomp-analysis files on a loaded machine).
+MIN_TIMEOUT = 120.0
 
 
 def admitted_original(task: Task) -> str:
@@ -74,6 +78,7 @@ async def check_originals(
     the same libraries (a library stays loaded after its module ends; the rest of a task's
     state, its imports, scopes and options, is undone at `End`), and a task that changes
     state beyond its module (`Global`, `#[global]`, `Load`, `Declare`) is checked alone."""
+    timeout = max(timeout, MIN_TIMEOUT)
     coq = [t for t in tasks if t.language == Language.coq]
     singles = [t for t in tasks if t.language != Language.coq]
     groups: dict[tuple[str, ...], list[Task]] = {}
