@@ -207,16 +207,18 @@ def satisfies(node: Node, version: str) -> bool:
     return True
 
 
-def render(node: Node, top: bool = True) -> str:
-    """`>= 8.7 & < 8.15~`: the formula as a reader says it, quotes and braces gone."""
+def render(node: Node, parent: str | None = None) -> str:
+    """`>= 8.7 & < 8.15~`: the formula as a reader says it, quotes and braces gone; a
+    conjunction inside a disjunction (or the reverse) in parentheses."""
     kind = node[0]
     if kind == "rel":
         return f"{node[1]} {node[2]}"
     if kind == "not":
-        return f"!({render(node[1], False)})"
+        return f"!({render(node[1])})"
     if kind in ("and", "or"):
-        text = f"{render(node[1], False)} {'&' if kind == 'and' else '|'} {render(node[2], False)}"
-        return text if top or kind == "and" else f"({text})"
+        sign = "&" if kind == "and" else "|"
+        text = f"{render(node[1], kind)} {sign} {render(node[2], kind)}"
+        return text if parent in (None, kind) else f"({text})"
     return "any"
 
 
