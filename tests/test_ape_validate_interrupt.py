@@ -93,3 +93,38 @@ def test_a_signal_stops_validation_and_a_rerun_resumes(
     summary = again.stderr.decode()
     assert f"2 {DRIFT} (e.g. before does not compile: line " in summary
     assert "3 task(s) from commits made for Coq >= 8.7 & < 8.13~ (2 not kept)" in summary
+
+
+def _walked(run: Path) -> int:
+    db = run / "ape.sqlite"
+    if not db.is_file():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.1) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM ape_commits").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def test_sigterm_while_mining_exits_143_and_the_walk_resumes(tmp_path: Path) -> None:
+    """Before validation starts, the walk itself stops on SIGTERM with 143 and one line (it
+    was killed by the signal's default action), and the rerun walks only what is left."""
+    run = tmp_path / "run"
+    bundle = DATA / "git-histories" / "coq-topology.bundle"
+    cmd = [sys.executable, "-m", "formalbench", "ape", "mine", str(bundle), "--run-dir", str(run)]
+    cmd += ["--limit", "120", "--json"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while _walked(run) < 3:
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, err.decode()
+    assert "mining interrupted:" in err.decode() and "Traceback" not in err.decode()
+    walked = _walked(run)
+    assert 3 <= walked < 120
+    again = subprocess.run(cmd, capture_output=True, timeout=120)
+    assert again.returncode == 0, again.stderr.decode()
+    assert _walked(run) == 120

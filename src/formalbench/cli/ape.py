@@ -200,6 +200,7 @@ def mine_command(
     from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.mining import mine
     from formalbench.pipelines.ape.task import MineConfig
+    from formalbench.pipelines.stopping import Interrupted, interrupt_on_signals
 
     if validate not in (None, "coq", "lean"):
         raise InputError(f"--validate {validate}: expected coq or lean")
@@ -225,7 +226,17 @@ def mine_command(
         def tick(done: int, total: int, _summary: object) -> None:
             progress.update(bar, completed=done, total=total)
 
-        summary = mine(repo, run_dir, cfg, on_progress=tick)
+        try:
+            with interrupt_on_signals():  # each commit is one transaction: a rerun resumes
+                summary = mine(repo, run_dir, cfg, on_progress=tick)
+        except Interrupted:
+            progress.stop()
+            typer.echo(
+                f"mining interrupted: the commits walked are kept in {run_dir}; "
+                "rerun the same command to resume",
+                err=True,
+            )
+            raise
     result: dict[str, object] = {
         "commits": summary.commits,
         "candidates": summary.candidates,
@@ -235,7 +246,6 @@ def mine_command(
     }
     if validate is not None:
         from formalbench.pipelines.ape.validate import validate_run
-        from formalbench.pipelines.stopping import Interrupted
 
         with make_progress(console) as progress:
             bar = progress.add_task("validating", total=None, status="")

@@ -92,3 +92,26 @@ def stop_threads_on_signals(what: str, in_flight: Callable[[], int]) -> Iterator
         for number, old in previous.items():
             with contextlib.suppress(ValueError, OSError, TypeError):
                 signal.signal(number, old)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """For work in the main thread that is safe to stop between two Python steps (each of
+    its writes one transaction, e.g. `ape mine`'s walk): SIGINT and SIGTERM raise
+    `Interrupted` there, so SIGTERM too ends with 143 and the rerun resumes. Elsewhere
+    than the main thread the signals keep their handlers."""
+
+    def handle(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for wanted in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                previous[wanted] = signal.signal(wanted, handle)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, old)  # type: ignore[arg-type]
