@@ -68,6 +68,11 @@ def test_what_a_tree_declares() -> None:
     dev = declared(["opam"], {"opam": 'depends: [ "coq" {= "dev"} ]'}.get)
     assert dev is not None and dev.fits("9.2") is None  # `dev` alone: nothing to compare
     assert declared(["README.md"], {"README.md": "coq 8.4"}.get) is None
+    # a repository's text is hostile: a formula nested past any sane depth is no range
+    deep = 'depends: [ "coq" {' + "(" * 5000 + '>= "8.5"' + ")" * 5000 + "} ]"
+    assert declared(["opam"], {"opam": deep}.get) is None
+    named_elsewhere = 'depends: [ "ocaml" ]\nconflicts: [ "coq" {< "8.5"} ]\n'
+    assert declared(["opam"], {"opam": named_elsewhere}.get) is None  # not in depends
 
 
 @needs_shared

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 PACKAGES = ("coq", "coq-core", "rocq-core", "rocq-prover")
+_DEPENDS = re.compile(r"^\s*depends\s*:\s*\[", re.M)
 _DEPEND = re.compile(r'"(?:' + "|".join(PACKAGES) + r')"\s*(\{[^}]*\})?')
 _META_OPAM = re.compile(
     r"supported_coq_versions:[^\n]*\n(?:[ \t]+[^\n]*\n)*?[ \t]+opam:\s*'([^']*)'"
@@ -91,9 +92,16 @@ class FormulaError(ValueError):
     """Text that is not an opam version formula."""
 
 
+MAX_FORMULA = 400  # characters; real constraints are under 100 (the text is a repository's)
+
+
 def parse_formula(text: str) -> Node:
-    """The opam formula inside `{…}` (braces optional) as a small tree."""
+    """The opam formula inside `{…}` (braces optional) as a small tree; `FormulaError` for
+    anything else, a formula longer than `MAX_FORMULA` included (its nesting would be
+    bounded only by Python's recursion limit)."""
     text = text.strip()
+    if len(text) > MAX_FORMULA:
+        raise FormulaError(f"a formula of {len(text)} characters")
     if text.startswith("{") and text.endswith("}"):
         text = text[1:-1]
     tokens: list[tuple[str, str]] = []
@@ -267,8 +275,12 @@ class Declared:
 
 def opam_formula(text: str) -> str | None:
     """The Coq constraint of an opam file's `depends` (`{}` when Coq is named bare);
-    None when the file does not name Coq."""
-    found = _DEPEND.search(text)
+    None when the file does not name Coq there."""
+    head = _DEPENDS.search(text)
+    if head is None:
+        return None
+    end = text.find("]", head.end())  # opam's list holds no brackets of its own
+    found = _DEPEND.search(text, head.end(), end if end >= 0 else len(text))
     if found is None:
         return None
     return found.group(1) or "{}"
@@ -279,15 +291,11 @@ def declared(files: list[str], read: Callable[[str], str | None]) -> Declared | 
     gives a file's text. None when nothing names a Coq version."""
     for name in sorted(f for f in files if "/" not in f and (f == "opam" or f.endswith(".opam"))):
         formula = opam_formula(read(name) or "")
-        if formula is not None and formula != "{}":
-            try:
-                parse_formula(formula)
-            except FormulaError:
-                continue
+        if formula is not None and formula != "{}" and _readable(formula):
             return Declared(source=name, formula=formula)
     for name in ("meta.yml", "meta.yaml"):
         m = _META_OPAM.search(read(name) or "") if name in files else None
-        if m:
+        if m and _readable(m.group(1)):
             return Declared(source=f"{name} supported_coq_versions", formula=m.group(1))
     versions: set[str] = set()
     sources: list[str] = []
@@ -306,6 +314,14 @@ def declared(files: list[str], read: Callable[[str], str | None]) -> Declared | 
         return None
     ordered = sorted(versions, key=_sort_key)
     return Declared(source=", ".join(sources), ci=tuple(ordered))
+
+
+def _readable(formula: str) -> bool:
+    try:
+        parse_formula(formula)
+    except FormulaError:
+        return False
+    return True
 
 
 def _sort_key(version: str) -> tuple[int, ...]:
