@@ -143,7 +143,15 @@ def mine_command(
     ] = None,
     validate: Annotated[
         str | None,
-        typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
+        typer.Option(
+            "--validate",
+            help="coq (or lean): keep a task only if, in the project at its commit with the "
+            "file's dependencies built, its before file compiles, its after (gold) file "
+            "compiles, and the after file is complete (no declaration rests on an axiom or "
+            "hole the before file had not). Warnings are recorded, not reasons. Failures at "
+            "commits whose opam/CI files declare another Coq are reported as 'made for Coq "
+            "X (running Y)'. Ctrl-C stops at once (exit 130); rerun to resume.",
+        ),
     ] = None,
     types: Annotated[
         str | None,
@@ -199,6 +207,7 @@ def mine_command(
     from formalbench.cli.progress import make_progress
     from formalbench.pipelines.ape.mining import mine
     from formalbench.pipelines.ape.task import MineConfig
+    from formalbench.pipelines.stopping import Interrupted, interrupt_on_signals
 
     if validate not in (None, "coq", "lean"):
         raise InputError(f"--validate {validate}: expected coq or lean")
@@ -228,7 +237,17 @@ def mine_command(
         def tick(done: int, total: int, _summary: object) -> None:
             progress.update(bar, completed=done, total=total)
 
-        summary = mine(repo, run_dir, cfg, on_progress=tick)
+        try:
+            with interrupt_on_signals():  # each commit is one transaction: a rerun resumes
+                summary = mine(repo, run_dir, cfg, on_progress=tick)
+        except Interrupted:
+            progress.stop()
+            typer.echo(
+                f"mining interrupted: the commits walked are kept in {run_dir}; "
+                "rerun the same command to resume",
+                err=True,
+            )
+            raise
     result: dict[str, object] = {
         "commits": summary.commits,
         "candidates": summary.candidates,
@@ -246,15 +265,20 @@ def mine_command(
             def vtick(done: int, total: int, status: str) -> None:
                 progress.update(bar, completed=done, total=total, status=status)
 
-            outcome = validate_run(
-                run_dir,
-                validate,
-                limit=validate_limit,
-                on_progress=vtick,
-                workers=workers,
-                executor=executor,
-                ray_address=ray_address,
-            )
+            try:
+                outcome = validate_run(
+                    run_dir,
+                    validate,
+                    limit=validate_limit,
+                    on_progress=vtick,
+                    workers=workers,
+                    executor=executor,
+                    ray_address=ray_address,
+                )
+            except Interrupted:
+                progress.stop()
+                _interrupted_validation(run_dir)
+                raise
         result["validated"] = outcome.kept
         result["validation"] = outcome.summary()
     if json_out:
@@ -272,6 +296,19 @@ def mine_command(
         _stage_end(outcome)
 
 
+def _interrupted_validation(run_dir: Path) -> None:
+    """After a stop of `--validate`: what was kept, and how to go on."""
+    from formalbench.store.ape import ApeStore
+
+    with ApeStore(run_dir / "ape.sqlite") as store:
+        done = len(store.results("validate"))
+    typer.echo(
+        f"validation interrupted: {done} task(s) validated are kept in {run_dir}; "
+        "rerun the same command to resume",
+        err=True,
+    )
+
+
 def _stage_end(outcome: StageOutcome) -> None:
     """The failures of a stage on stderr, one line per reason; exit 1 when every task of
     the stage failed for one reason (the environment or the model, not the tasks)."""
@@ -280,6 +317,8 @@ def _stage_end(outcome: StageOutcome) -> None:
         typer.echo(err + ":", err=True)
         for line in outcome.lines():
             typer.echo(f"  {line}", err=True)
+    for note in outcome.notes:
+        typer.echo(f"{outcome.stage}: {note}", err=True)
     reason = outcome.single_reason()
     if reason is not None:
         typer.echo(f"{outcome.stage} failed for every task ({outcome.total}): {reason}", err=True)

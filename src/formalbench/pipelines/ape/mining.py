@@ -8,13 +8,13 @@ stored without contents. State lives in `ape.sqlite`; a walk resumes where it st
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.errors import InputError
+from formalbench.pipelines.ape.coqversions import declared_at
 from formalbench.pipelines.ape.filters import (
     chunks,
     conventional_type,
@@ -60,12 +60,12 @@ def funnel(store: ApeStore, cfg: MineConfig) -> MineSummary:
 def _toolchain(repo: GitRepo, rev: str, language: str) -> str:
     if language == "lean":
         return (repo.show(rev, "lean-toolchain") or "").strip()
-    for name in repo.git("ls-tree", "--name-only", rev).split():
-        if name.endswith(".opam"):
-            m = re.search(r'"coq"\s*\{([^}]*)\}', repo.show(rev, name) or "")
-            if m:
-                return f"coq {m.group(1).strip()}"
-    return "coq"
+    found = declared_at(repo, rev)  # the opam files' Coq constraint, else the CI's versions
+    if found is None:
+        return "coq"
+    if found.formula is not None:
+        return f"coq {found.formula.strip().strip('{}').strip()}"
+    return f"coq {found.range} ({found.source})"
 
 
 def mine(

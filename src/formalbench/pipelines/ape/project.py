@@ -23,10 +23,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from formalbench.backends.sandbox import run_limited, scrubbed_env
+from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_env
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.gate import refusal
-from formalbench.core.records import CheckStatus, Language
+from formalbench.core.records import CheckStatus, Language, Severity
 from formalbench.pipelines.ape.coqlayout import CoqLayout, tree_layout
 
 if TYPE_CHECKING:
@@ -115,7 +115,9 @@ def dependency_closure(tree: Path, target: str, toolchain: Toolchain | None = No
         timeout=300,
     )
     if run.returncode != 0 and not run.stdout.strip():
-        raise ProjectError("coqdep failed", f"{tree.name}: {run.stderr.strip()[:300]}")
+        from formalbench.pipelines.ape.outcome import shorten
+
+        raise ProjectError("coqdep failed", f"{tree.name}: {shorten(run.stderr)}")
     deps: dict[str, list[str]] = {}
     for line in run.stdout.splitlines():
         head, _, tail = line.partition(":")
@@ -148,6 +150,23 @@ def _relative(tree: Path, path: str) -> str:
         except ValueError:
             return path
     return path
+
+
+def build_error(run: ProcessOutcome) -> str:
+    """Why a dependency's coqc failed: its first error as Coq printed it, whole (up to
+    `outcome.MESSAGE_CAP`, then cut at a line), with its line; warnings are not errors and
+    are left out (Rocq 9 prints deprecations before the error)."""
+    from formalbench.backends.coq_output import parse_messages
+    from formalbench.pipelines.ape.outcome import shorten
+
+    errors = [m for m in parse_messages(run.stderr, []) if m.severity == Severity.error]
+    if errors:
+        first = errors[0]
+        where = f"line {first.line}: " if first.line else ""
+        return shorten(where + first.text)
+    if run.status != CheckStatus.ok:
+        return f"coqc ended with {run.status.value}"
+    return shorten(run.stderr) or f"coqc exited with {run.returncode}"
 
 
 class BuiltTrees:
@@ -248,10 +267,9 @@ class BuiltTrees:
                 root=chain.sandbox_root,
             )
             if run.status != CheckStatus.ok or run.returncode != 0:
-                said = run.stderr.strip()
-                at = said.find("Error")  # past the warnings (Rocq 9 prints deprecations first)
-                why = said[max(at, 0) :][:300] or run.status.value
-                raise ProjectError("a dependency does not build", f"{rev[:12]}: {dep}: {why}")
+                raise ProjectError(
+                    "a dependency does not build", f"{rev[:12]}: {dep}: {build_error(run)}"
+                )
         part.rename(dest)
         if self.store is not None:
             self.store.put(dest, snap_id)
