@@ -15,6 +15,7 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
@@ -306,6 +307,7 @@ def synthesize_command(
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    record: RecordOption = None,
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
     ] = None,
@@ -347,6 +349,7 @@ def eval_command(
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    record: RecordOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
     """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""

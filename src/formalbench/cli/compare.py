@@ -14,6 +14,7 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
@@ -41,6 +42,7 @@ def compare_command(
         str | None,
         typer.Option(help="Model spec for BEq tier 2 (proofs of the directions left open)."),
     ] = None,
+    record: RecordOption = None,
     samples: Annotated[
         int, typer.Option(callback=at_least(1), help="Tier 2: samples per direction.")
     ] = 4,

@@ -22,7 +22,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import ToolchainOption, at_least, seconds
+from formalbench.cli.options import RecordOption, ToolchainOption, at_least, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
@@ -155,6 +155,7 @@ def construct_command(
             + "."
         ),
     ] = None,
+    record: RecordOption = None,
     backend: Annotated[str, typer.Option(help="coq | lean (the formal stages).")] = "coq",
     run_dir: Annotated[Path, typer.Option(help="Where the store and files go.")] = Path(
         "runs/construct"

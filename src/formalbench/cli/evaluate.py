@@ -13,6 +13,7 @@ from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
     AllowAxiomOption,
     AllowAxiomsOption,
+    RecordOption,
     ToolchainOption,
     at_least,
     axiom_policy,
@@ -128,6 +129,7 @@ def eval_command(
     model: Annotated[
         str | None, typer.Option(help="openai:MODEL[@URL], anthropic:MODEL, replay:FILE")
     ] = None,
+    record: RecordOption = None,
     samples: Annotated[
         int, typer.Option(callback=at_least(1), help="Attempts per task (n of pass@k).")
     ] = 1,

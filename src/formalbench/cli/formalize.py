@@ -12,6 +12,7 @@ from rich.table import Table
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
@@ -152,6 +153,7 @@ def formalize_command(
             help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
         ),
     ],
+    record: RecordOption = None,
     backend: Annotated[
         str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
     ] = "coq",

@@ -210,3 +210,70 @@ AllowAxiomsOption = Annotated[
     list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
 ]
 ToolchainOption = Annotated[str | None, typer.Option(callback=toolchain, help=TOOLCHAIN_HELP)]
+
+
+def record(ctx: Any, param: Any, value: Path | None) -> Path | None:
+    """A callback for `--record FILE`: every model this command makes (the prover, a judge,
+    an ensemble's) appends each request it answers to FILE, in the format `replay:FILE`
+    reads, until the command ends (`llm.registry.record_every_model`). FILE must be a file
+    that can be appended to: a folder, or a place that cannot be written, is one line now,
+    not an error after the first paid call."""
+    if value is None:
+        return None
+    from formalbench.llm.registry import record_every_model
+
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{_label(param)} {str(path)!r}: is a directory, not a file")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise InputError(
+            f"{_label(param)} {str(path)!r}: cannot append to it: {exc.strerror or exc}"
+        ) from None
+    record_every_model(path)
+    ctx.call_on_close(lambda: record_every_model(None))
+    return path
+
+
+record.formalbench_check = "record"  # type: ignore[attr-defined]
+
+RECORD_HELP = (
+    "Append every model request and its answer to FILE (JSON Lines), so that "
+    "`--model replay:FILE` replays the run offline; appends to an existing file."
+)
+RecordOption = Annotated[
+    Path | None, typer.Option("--record", metavar="FILE", callback=record, help=RECORD_HELP)
+]
+
+
+def renamed(new: str) -> Callable[[Any, Any, Any], Any]:
+    """A callback for the old, hidden spelling of an option now called `new`: it still
+    works, with a one-line note on stderr saying the new name (the command merges the two
+    values, see `pick_renamed`)."""
+
+    def note(_ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and value != [] and value != ():
+            import sys
+
+            sys.stderr.write(
+                f"formalbench: note: {_label(param)} is now {new} (the old name still works)\n"
+            )
+        return value
+
+    note.formalbench_check = "renamed"  # type: ignore[attr-defined]
+    return note
+
+
+def pick_renamed(new: str, value: Any, old: str, old_value: Any) -> Any:
+    """The value of an option given under its new name `new` or its old one `old`; both,
+    with different values, is one line."""
+    if old_value is None:
+        return value
+    if value is not None and value != old_value:
+        raise InputError(
+            f"{new} {value} and {old} {old_value}: give one ({old} is {new}'s old name)"
+        )
+    return old_value

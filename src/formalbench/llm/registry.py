@@ -7,8 +7,10 @@ Specs:
   replay:PATH.jsonl            recorded responses (see llm.replay)
 
 Options common to every spec: `cache=PATH|ResponseCache` (serve repeats from a response cache)
-and `record=PATH` (append every answered request to a replay file). The others go to the
-provider (`timeout`, `concurrency`, `max_retries`, `api_key_env`, ...); an option the provider
+and `record=PATH` (append every answered request to a replay file). `record_every_model(PATH)`
+makes every model made afterwards record there too (the command line's `--record FILE`, so
+that the models a pipeline makes deep inside, a judge's included, record without each taking
+an option); `record_every_model(None)` stops it. The others go to the provider (`timeout`, `concurrency`, `max_retries`, `api_key_env`, ...); an option the provider
 does not take is an InputError naming it.
 
 Preflight: before a run, `await preflight(model)` (or `preflight_sync`) asks the endpoint for
@@ -42,6 +44,14 @@ _OPTIONS: dict[str, frozenset[str]] = {
 }
 PROVIDERS: tuple[str, ...] = tuple(sorted(_OPTIONS))
 _AT_URL = re.compile(r"^(.*?)@(https?://.+)$")
+_RECORD_EVERY: Path | None = None  # see record_every_model
+
+
+def record_every_model(path: Path | None) -> None:
+    """Record every model `make_model` makes from now on to the replay file `path` (None:
+    stop). Set by `--record FILE` for the length of one command (see `cli.options.record`)."""
+    global _RECORD_EVERY
+    _RECORD_EVERY = path
 
 
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
@@ -100,7 +110,7 @@ def make_model(spec: str, **options: Any) -> ChatModel:
     """The model named by `spec`, wrapped in a cache and/or recorder when asked."""
     provider, name, url = parse_spec(spec)
     cache = options.pop("cache", None)
-    record = options.pop("record", None)
+    record = options.pop("record", None) or _RECORD_EVERY
     unknown = sorted(set(options) - _OPTIONS[provider])
     if unknown:
         raise InputError(

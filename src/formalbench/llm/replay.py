@@ -119,14 +119,19 @@ class ReplayModel(ChatModel):
         return ScriptedModel(script, spec=spec)
 
 
+# One lock for every recorder: a command's models (a prover and its judge, an ensemble)
+# record to one file, and a line must never be written into the middle of another.
+_WRITE_LOCK = threading.Lock()
+
+
 class RecordingModel(ModelWrapper):
-    """`inner`, with every answered request appended to a replay file at `path`."""
+    """`inner`, with every answered request appended to a replay file at `path` (one line
+    per request, written whole, so that `ReplayModel(path)` serves it unchanged)."""
 
     def __init__(self, inner: ChatModel, path: str | Path) -> None:
         super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
 
     async def generate(
         self,
@@ -153,7 +158,7 @@ class RecordingModel(ModelWrapper):
             "completions": [c.model_dump(mode="json", exclude={"cached"}) for c in completions],
         }
         line = json.dumps(row, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as out:
+        with _WRITE_LOCK, self.path.open("a", encoding="utf-8") as out:
             out.write(line)
         return completions
 

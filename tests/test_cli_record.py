@@ -1,0 +1,120 @@
+"""`--record FILE`: a run against a live model (the stand-in HTTP server) writes every request
+and answer to FILE, and `--model replay:FILE` runs it again offline with the same results.
+
+Every command that takes a model takes `--record` (checked by walking the commands)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from formalbench.cli.main import app
+from formalbench.llm.registry import make_model
+from formalbench.llm.replay import RecordingModel
+from formalbench.pipelines.run_files import load_summary
+from tests.standins.openai_server import StandinServer
+
+needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
+
+REFL = "Theorem two : 1 + 1 = 2.\nProof.\nAdmitted.\n"
+FALSE = "Theorem never : forall P Q : Prop, P -> Q.\nProof.\nAdmitted.\n"
+
+
+def _dataset(path: Path) -> Path:
+    rows = [
+        {"id": "two", "language": "coq", "formal": REFL},
+        {"id": "never", "language": "coq", "formal": FALSE},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@needs_coq
+def test_eval_records_a_live_run_and_replays_it_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _dataset(tmp_path / "d.jsonl")
+    tape = tmp_path / "tape" / "calls.jsonl"  # its folder is made
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    base = ["eval", str(data), "--solver", "whole", "--samples", "2", "--quiet"]
+    with StandinServer() as server:
+        # the answers differ per request, so a replay that mixed them up would show
+        server.responder = lambda body: (
+            ["```coq\nreflexivity.\n```" if "1 + 1" in json.dumps(body) else "```coq\nauto.\n```"]
+            * int(body.get("n", 1))
+        )
+        spec = f"openai:standin-model@{server.base_url}"
+        live = CliRunner().invoke(
+            app, [*base, "--model", spec, "--record", str(tape), "--run-dir", str(tmp_path / "a")]
+        )
+        assert live.exit_code == 0, live.output
+        asked = server.count()
+    assert asked >= 2
+    rows = _lines(tape)
+    assert len(rows) == asked  # one line per request that reached the model
+    assert {r["spec"] for r in rows} == {spec}
+    # the server is gone: the replay answers every request from the file
+    again = CliRunner().invoke(
+        app, [*base, "--model", f"replay:{tape}", "--run-dir", str(tmp_path / "b")]
+    )
+    assert again.exit_code == 0, again.output
+    first, second = load_summary(tmp_path / "a"), load_summary(tmp_path / "b")
+    assert first.solved == second.solved == ["two"]
+    assert first.attempts == second.attempts == 4
+    # a command without --record records nothing (the setting ends with the command)
+    model = make_model(f"replay:{tape}")
+    assert not isinstance(model, RecordingModel)
+
+
+def test_record_refuses_a_folder_before_any_work(tmp_path: Path) -> None:
+    data = _dataset(tmp_path / "d.jsonl")
+    args = ["eval", str(data), "--model", "replay:x.jsonl", "--record", str(tmp_path)]
+    done = CliRunner().invoke(app, [*args, "--run-dir", str(tmp_path / "r")])
+    assert done.exit_code == 2
+    assert "--record" in done.output and "is a directory, not a file" in done.output
+    assert not (tmp_path / "r").exists()
+
+
+def _commands() -> list[tuple[str, Any]]:
+    from typer.main import get_command
+
+    root = get_command(app)
+    ctx = root.make_context("formalbench", [], resilient_parsing=True)
+    found: list[tuple[str, Any]] = []
+
+    def walk(cmd: Any, path: str) -> None:
+        if hasattr(cmd, "list_commands"):
+            for name in cmd.list_commands(ctx):
+                walk(cmd.get_command(ctx, name), f"{path} {name}".strip())
+        else:
+            found.append((path, cmd))
+
+    walk(root, "")
+    return found
+
+
+def test_every_command_that_takes_a_model_takes_record() -> None:
+    with_model = [
+        (path, cmd)
+        for path, cmd in _commands()
+        if any("--model" in getattr(p, "opts", ()) for p in cmd.params)
+    ]
+    assert {p for p, _ in with_model} >= {
+        "eval",
+        "formalize",
+        "construct",
+        "compare",
+        "ape synthesize",
+        "ape eval",
+    }
+    for path, cmd in with_model:
+        assert any("--record" in getattr(p, "opts", ()) for p in cmd.params), path
