@@ -22,6 +22,8 @@ from formalbench.cli.options import (
     existing_folder,
     existing_path,
     fraction,
+    pick_renamed,
+    renamed,
 )
 from formalbench.core.errors import InputError
 
@@ -119,7 +121,37 @@ def apply_command(
         for ignored in result.ignored if result.applied else ():
             typer.echo(f"  {ignored}")
     if not result.applied:
+        hint = _path_hint(answer, named) if path is None else None
+        if hint is not None:
+            typer.echo(hint, err=True)
         raise typer.Exit(1)
+
+
+def _path_hint(answer: str, named: str) -> str | None:
+    """When the diff was refused because its sections name another file than `named` (the
+    name `--to` gave), the option that says which file of the repository `--to` is. The
+    names come from a model's reply: only plain printable ones without `..` are echoed,
+    shell-quoted, without git's `a/`/`b/` prefixes."""
+    import shlex
+
+    from formalbench.pipelines.ape.patchtext import file_sections, same_file
+
+    others: set[str] = set()
+    for section in file_sections(answer):
+        for name in section.names:
+            bare = name[2:] if name.startswith(("a/", "b/")) else name
+            plain = bare.isprintable() and ".." not in bare.split("/") and bare != "/dev/null"
+            if plain and bare and not same_file(name, named):
+                others.add(bare)
+    if not others:
+        return None
+    shown = [shlex.quote(n) for n in sorted(others)]
+    if len(shown) == 1:
+        return (
+            f"hint: the diff is for {shown[0]}; if that is the file --to names, "
+            f"say so with --path {shown[0]}"
+        )
+    return f"hint: the diff names {', '.join(shown[:3])}; give --path with the one --to is"
 
 
 @ape_app.command("mine")
@@ -135,9 +167,16 @@ def mine_command(
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N commits only.")
     ] = None,
-    validate: Annotated[
+    backend: Annotated[
         str | None,
-        typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
+        typer.Option(
+            "--backend",
+            help="coq or lean: validate the kept tasks with this assistant (compile "
+            "before/after); default: no validation.",
+        ),
+    ] = None,
+    validate: Annotated[
+        str | None, typer.Option("--validate", hidden=True, callback=renamed("--backend"))
     ] = None,
     types: Annotated[
         str | None,
@@ -194,8 +233,9 @@ def mine_command(
     from formalbench.pipelines.ape.mining import mine
     from formalbench.pipelines.ape.task import MineConfig
 
+    validate = pick_renamed("--backend", backend, "--validate", validate)
     if validate not in (None, "coq", "lean"):
-        raise InputError(f"--validate {validate}: expected coq or lean")
+        raise InputError(f"--backend {validate}: expected coq or lean")
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     if type_source not in ("auto", "conventional", "inferred"):

@@ -65,7 +65,12 @@ def compare_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """BEq and GTED of a candidate statement against a reference."""
+    """BEq and GTED of a candidate statement against a reference.
+
+    Exit codes: 0 when the comparison ran, whatever its verdict (equivalent, not equivalent
+    or undecided: the first line, or `beq` and `undecided` with --json); 2 on bad input.
+    Unlike `check` (0 passed, 1 failed, 2 bad input), not equivalent is not a failure of
+    the command: read the verdict, not the exit code."""
     from formalbench.comparison.compare import compare
     from formalbench.llm.registry import make_model
     from formalbench.pipelines.pairs import pick_backend

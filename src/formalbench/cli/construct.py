@@ -177,8 +177,11 @@ def construct_command(
     concurrency: Annotated[
         int, typer.Option(callback=at_least(1), help="Exercises in flight.")
     ] = 8,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 0.0,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 0.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Output cap of one model call (default: the provider's)."),
+    ] = None,
     repair_rounds: Annotated[int, typer.Option(min=0, help="R: compile repairs per block.")] = 8,
     review_rounds: Annotated[int, typer.Option(min=0, help="S: semantic reviews per block.")] = 8,
     timeout: Annotated[
