@@ -118,3 +118,47 @@ def test_every_command_that_takes_a_model_takes_record() -> None:
     }
     for path, cmd in with_model:
         assert any("--record" in getattr(p, "opts", ()) for p in cmd.params), path
+
+
+@needs_coq
+def test_formalize_ensemble_records_and_replays_model_by_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two models given the same prompts: each replays its own answers (`replay:FILE#SPEC`),
+    and the replayed run's figures are the live run's."""
+    from tests.test_formalize import responder, write_problems
+
+    problems = write_problems(tmp_path / "p.jsonl")
+    context = tmp_path / "context.txt"
+    context.write_text("Lemma Nat.add_comm : forall n m, n + m = m + n.\n", encoding="utf-8")
+    tape = tmp_path / "calls.jsonl"
+    base = ["formalize", str(problems), "--samples", "2", "--repair-rounds", "2"]
+    base += ["--context", str(context), "--workers", "2", "--quiet"]
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with StandinServer(models=("alpha", "beta")) as server:
+        server.responder = responder
+        specs = [f"openai:{m}@{server.base_url}" for m in ("alpha", "beta")]
+        live_args = [*base, "--model", specs[0], "--model", specs[1], "--record", str(tape)]
+        live = CliRunner().invoke(app, [*live_args, "--run-dir", str(tmp_path / "a")])
+        assert live.exit_code == 0, live.output
+        asked = server.count()
+    assert len(_lines(tape)) == asked
+    # the file holds the same prompt answered by both: replayed whole, it is refused ...
+    both = CliRunner().invoke(
+        app, [*base, "--model", f"replay:{tape}", "--run-dir", str(tmp_path / "x")]
+    )
+    assert both.exit_code == 2 and f"replay:{tape}#SPEC" in both.output
+    # ... and model by model it replays, offline
+    replays = ["--model", f"replay:{tape}#openai:alpha", "--model", f"replay:{tape}#openai:beta"]
+    again = CliRunner().invoke(app, [*base, *replays, "--run-dir", str(tmp_path / "b")])
+    assert again.exit_code == 0, again.output
+
+    def figures(run: Path) -> list[Any]:
+        shown = CliRunner().invoke(app, ["report", str(run), "--json"])
+        data = json.loads(shown.stdout)
+        rows = [
+            (m["model"], m["candidates"], m["aligned"], m["compile_rate"]) for m in data["models"]
+        ]
+        return [data["problems"], data["compiled"], data["aligned"], rows]
+
+    assert figures(tmp_path / "a") == figures(tmp_path / "b")

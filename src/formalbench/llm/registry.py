@@ -5,6 +5,7 @@ Specs:
   openai:MODEL@http://HOST/v1  an explicit OpenAI-compatible endpoint (vLLM, SGLang, Ollama...)
   anthropic:MODEL              needs the optional extra `formalbench[anthropic]`
   replay:PATH.jsonl            recorded responses (see llm.replay)
+  replay:PATH.jsonl#SPEC       those of the model SPEC only (a file of several models)
 
 Options common to every spec: `cache=PATH|ResponseCache` (serve repeats from a response cache)
 and `record=PATH` (append every answered request to a replay file). `record_every_model(PATH)`
@@ -96,7 +97,12 @@ def _anthropic(name: str, url: str | None, options: dict[str, Any]) -> ChatModel
 
 
 def _replay(name: str, url: str | None, options: dict[str, Any]) -> ChatModel:
-    return ReplayModel(Path(name if url is None else f"{name}@{url}"), **options)
+    text = name if url is None else f"{name}@{url}"
+    path, mark, source = text.partition("#")
+    if mark and ":" in source:  # `FILE#SPEC`: the model SPEC's lines of a shared file
+        options.setdefault("source_spec", source.strip())
+        return ReplayModel(Path(path), **options)
+    return ReplayModel(Path(text), **options)
 
 
 _MAKERS: dict[str, Callable[[str, str | None, dict[str, Any]], ChatModel]] = {
