@@ -162,3 +162,14 @@ def test_formalize_ensemble_records_and_replays_model_by_model(
         return [data["problems"], data["compiled"], data["aligned"], rows]
 
     assert figures(tmp_path / "a") == figures(tmp_path / "b")
+
+
+def test_a_command_refused_while_parsing_leaves_no_recording_behind(tmp_path: Path) -> None:
+    data = _dataset(tmp_path / "d.jsonl")
+    tape = tmp_path / "calls.jsonl"
+    tape.write_text("", encoding="utf-8")
+    # --record is taken, then --workers 0 is refused: the command never runs
+    args = ["eval", str(data), "--record", str(tape), "--workers", "0"]
+    done = CliRunner().invoke(app, [*args, "--run-dir", str(tmp_path / "r")])
+    assert done.exit_code == 2 and "--workers 0" in done.output
+    assert not isinstance(make_model(f"replay:{tape}"), RecordingModel)

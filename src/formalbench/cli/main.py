@@ -159,9 +159,21 @@ class FormalbenchGroup(TyperGroup):
         except ABORTS:  # end of input at a prompt
             say_error("formalbench: interrupted")
             sys.exit(INTERRUPTED_EXIT_CODE)
+        finally:
+            _end_recording()
         # Non-standalone click returns the exit code of a `typer.Exit`/`ctx.exit` (our
         # commands return None on success).
         sys.exit(outcome if isinstance(outcome, int) else 0)
+
+
+def _end_recording() -> None:
+    """Stop `--record` (cli.options.record) when a command ends however it ends: its
+    context's close stops it after a run, but a command refused while its options are
+    parsed has no context to close. The model registry is looked up, not imported (a
+    command that loaded no model pays nothing)."""
+    registry = sys.modules.get("formalbench.llm.registry")
+    if registry is not None:
+        registry.record_every_model(None)
 
 
 app = typer.Typer(
