@@ -4,7 +4,8 @@ The typer this project runs on writes a required argument as `{dataset}` in the 
 and a repeatable option's value as `<list[str]>`: neither is how a user types the command.
 `tidy(command)` rewrites them once, when the command is built (`cli.main`): an argument is its
 name in capitals (`DATASET`, `[RUN_DIR]` when optional, `FILES...` when it takes many), a
-repeatable option shows the value of one use (`--label <str>`) and says it is repeatable.
+repeatable option shows the value of one use (`--label <str>`) and says it is repeatable, a
+bounded number is `<int>` (its bounds follow as `[x>=1]`), not `<int range>`.
 """
 
 from __future__ import annotations
@@ -33,13 +34,15 @@ def tidy(command: Any) -> Any:
             param.metavar = name
             # an instance attribute wins over typer's method, which adds the braces
             param.get_usage_pieces = lambda _ctx, shown=usage: [shown]
-        elif kind == "option" and param.metavar is None and getattr(param, "multiple", False):
+        elif kind == "option" and param.metavar is None:
             typed = getattr(param, "display_type", None)
-            label = typed(None) if callable(typed) else None
-            found = _LIST.match(str(label)) if label else None
-            if found:
+            label = str(typed(None) if callable(typed) else "")
+            found = _LIST.match(label)
+            if found and getattr(param, "multiple", False):
                 param.metavar = f"<{found.group(1).lower()}>"
                 text = param.help or ""
                 if "repeat" not in text.lower():
                     param.help = (text + " Repeatable.").strip()
+            elif label.endswith(" range>"):  # `<int range>`: the range is shown as [x>=1]
+                param.metavar = label.removesuffix(" range>") + ">"
     return command
