@@ -17,6 +17,7 @@ from formalbench.cli.main import app
 from formalbench.llm.registry import make_model
 from formalbench.llm.replay import RecordingModel
 from formalbench.pipelines.run_files import load_summary
+from tests.shared_data import needs_shared
 from tests.standins.openai_server import StandinServer
 
 needs_coq = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -173,3 +174,47 @@ def test_a_command_refused_while_parsing_leaves_no_recording_behind(tmp_path: Pa
     done = CliRunner().invoke(app, [*args, "--run-dir", str(tmp_path / "r")])
     assert done.exit_code == 2 and "--workers 0" in done.output
     assert not isinstance(make_model(f"replay:{tape}"), RecordingModel)
+
+
+@needs_shared
+def test_ape_synthesize_records_and_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The APE path: its models answer through the run's response cache, inside the
+    recorder; a fresh run replays the recording with the same outcome."""
+    from formalbench.store.ape import ApeStore
+    from tests.test_ape_loop import _rule, _seed_run
+
+    live_run, replay_run = tmp_path / "live", tmp_path / "again"
+    task = _seed_run(live_run)
+    _seed_run(replay_run)
+    rule = _rule(task)
+
+    def respond(body: dict[str, Any]) -> list[str]:
+        from formalbench.llm.base import Message
+        from formalbench.llm.replay import ScriptedCall
+
+        messages = [Message(role=m["role"], content=m["content"]) for m in body["messages"]]
+        return [rule(ScriptedCall(messages, 0, 1, 0.0, None, None, body.get("seed") or 0, 0))]
+
+    tape = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with StandinServer() as server:
+        server.responder = respond
+        spec = f"openai:standin-model@{server.base_url}"
+        args = ["ape", "synthesize", str(live_run), "--model", spec, "--record", str(tape)]
+        live = CliRunner().invoke(app, args)
+        assert live.exit_code == 0, live.output
+        asked = server.count()
+    assert asked >= 2 and len(_lines(tape)) == asked  # the instruction and the judge's votes
+    again = CliRunner().invoke(
+        app, ["ape", "synthesize", str(replay_run), "--model", f"replay:{tape}"]
+    )
+    assert again.exit_code == 0, again.output
+    assert "1 tasks kept" in live.stdout and "1 tasks kept" in again.stdout
+
+    def kept(run: Path) -> Any:
+        with ApeStore(run / "ape.sqlite") as store:
+            return store.get_result(task.id, "synthesize")
+
+    assert kept(live_run) == kept(replay_run)
