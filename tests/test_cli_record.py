@@ -218,3 +218,18 @@ def test_ape_synthesize_records_and_replays(
             return store.get_result(task.id, "synthesize")
 
     assert kept(live_run) == kept(replay_run)
+
+
+def test_parsing_a_command_line_with_record_has_no_side_effect(tmp_path: Path) -> None:
+    """The README test parses every example; parsing must neither create FILE nor switch
+    recording on."""
+    from typer.main import get_command
+
+    root = get_command(app)
+    top = root.make_context("formalbench", ["eval"], resilient_parsing=True)
+    command = root.get_command(top, "eval")
+    tape = tmp_path / "new" / "calls.jsonl"
+    command.make_context("eval", ["data.jsonl", "--record", str(tape)], parent=top)
+    assert not tape.exists() and not tape.parent.exists()
+    (tmp_path / "r.jsonl").write_text("", encoding="utf-8")
+    assert not isinstance(make_model(f"replay:{tmp_path / 'r.jsonl'}"), RecordingModel)

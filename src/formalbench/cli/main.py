@@ -159,21 +159,9 @@ class FormalbenchGroup(TyperGroup):
         except ABORTS:  # end of input at a prompt
             say_error("formalbench: interrupted")
             sys.exit(INTERRUPTED_EXIT_CODE)
-        finally:
-            _end_recording()
         # Non-standalone click returns the exit code of a `typer.Exit`/`ctx.exit` (our
         # commands return None on success).
         sys.exit(outcome if isinstance(outcome, int) else 0)
-
-
-def _end_recording() -> None:
-    """Stop `--record` (cli.options.record) when a command ends however it ends: its
-    context's close stops it after a run, but a command refused while its options are
-    parsed has no context to close. The model registry is looked up, not imported (a
-    command that loaded no model pays nothing)."""
-    registry = sys.modules.get("formalbench.llm.registry")
-    if registry is not None:
-        registry.record_every_model(None)
 
 
 app = typer.Typer(
@@ -190,12 +178,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def user_errors(func: F) -> F:
-    """Turn a FormalbenchError into one stderr line and its exit code, never a traceback."""
+    """Turn a FormalbenchError into one stderr line and its exit code, never a traceback.
+
+    A command with a `record` parameter (`cli.options.RecordOption`, `--record FILE`) has
+    every model it makes record to FILE while it runs, and no longer (the recording is
+    switched off however the command ends)."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            if kwargs.get("record") is None:
+                return func(*args, **kwargs)
+            from formalbench.llm.registry import record_every_model
+
+            record_every_model(kwargs["record"])
+            try:
+                return func(*args, **kwargs)
+            finally:
+                record_every_model(None)
         except FormalbenchError as exc:
             say_error(f"formalbench: error: {exc}")
             raise typer.Exit(exc.exit_code) from None

@@ -212,29 +212,29 @@ AllowAxiomsOption = Annotated[
 ToolchainOption = Annotated[str | None, typer.Option(callback=toolchain, help=TOOLCHAIN_HELP)]
 
 
-def record(ctx: Any, param: Any, value: Path | None) -> Path | None:
-    """A callback for `--record FILE`: every model this command makes (the prover, a judge,
-    an ensemble's) appends each request it answers to FILE, in the format `replay:FILE`
-    reads, until the command ends (`llm.registry.record_every_model`). FILE must be a file
-    that can be appended to: a folder, or a place that cannot be written, is one line now,
-    not an error after the first paid call."""
+def record(_ctx: Any, param: Any, value: Path | None) -> Path | None:
+    """A callback for `--record FILE`, the file every model of the command (the prover, a
+    judge, an ensemble's) appends each request it answers to, in the format `replay:FILE`
+    reads (`cli.main.user_errors` turns the recording on for the length of the command).
+    FILE must be a file that can be appended to, or be creatable: a folder, or a place that
+    cannot be written, is one line now, not an error after the first paid call. Nothing is
+    created here (parsing a command line has no side effect)."""
     if value is None:
         return None
-    from formalbench.llm.registry import record_every_model
+    import os
 
     path = Path(value)
     if path.is_dir():
         raise InputError(f"{_label(param)} {str(path)!r}: is a directory, not a file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise InputError(
-            f"{_label(param)} {str(path)!r}: cannot append to it: {exc.strerror or exc}"
-        ) from None
-    record_every_model(path)
-    ctx.call_on_close(lambda: record_every_model(None))
+    if path.exists():
+        writable = os.access(path, os.W_OK)
+    else:  # the nearest folder that exists must let the missing ones be made
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise InputError(f"{_label(param)} {str(path)!r}: cannot be written")
     return path
 
 

@@ -11,8 +11,9 @@ Options common to every spec: `cache=PATH|ResponseCache` (serve repeats from a r
 and `record=PATH` (append every answered request to a replay file). `record_every_model(PATH)`
 makes every model made afterwards record there too (the command line's `--record FILE`, so
 that the models a pipeline makes deep inside, a judge's included, record without each taking
-an option); `record_every_model(None)` stops it. The others go to the provider (`timeout`, `concurrency`, `max_retries`, `api_key_env`, ...); an option the provider
-does not take is an InputError naming it.
+an option); `record_every_model(None)` stops it. The others go to the provider (`timeout`,
+`concurrency`, `max_retries`, `api_key_env`, ...); an option the provider does not take is
+an InputError naming it.
 
 Preflight: before a run, `await preflight(model)` (or `preflight_sync`) asks the endpoint for
 its model list with a short timeout and one attempt, so a missing key, a refused key, a dead
@@ -50,7 +51,7 @@ _RECORD_EVERY: Path | None = None  # see record_every_model
 
 def record_every_model(path: Path | None) -> None:
     """Record every model `make_model` makes from now on to the replay file `path` (None:
-    stop). Set by `--record FILE` for the length of one command (see `cli.options.record`)."""
+    stop). Set by `--record FILE` for the length of one command (`cli.main.user_errors`)."""
     global _RECORD_EVERY
     _RECORD_EVERY = path
 
