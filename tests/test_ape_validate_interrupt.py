@@ -1,4 +1,4 @@
-"""SIGINT / SIGTERM of a real `formalbench ape mine --validate coq` on a shipped history (issue
+"""SIGINT / SIGTERM of a real `formalbench ape mine --backend coq` on a shipped history (issue
 30 item 1): it stops at once with 130 / 143, no Coq process outlives it, the validations
 that ended stay in `ape.sqlite`, and the same command resumes without redoing them. The
 history, coq-dblib's 20 newest commits, gives 3 tasks on Rocq 9.2 (about 15 s in all); its
@@ -51,7 +51,7 @@ def test_a_signal_stops_validation_and_a_rerun_resumes(
     env = {**os.environ, "TMPDIR": str(tmp)}
     bundle = DATA / "git-histories" / "coq-dblib.bundle"
     cmd = [sys.executable, "-m", "formalbench", "ape", "mine", str(bundle), "--run-dir", str(run)]
-    cmd += ["--limit", "20", "--validate", "coq", "--toolchain", "rocq-9.2", "--json"]
+    cmd += ["--limit", "20", "--backend", "coq", "--toolchain", "rocq-9.2", "--json"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 120
     # one validation recorded, and Coq at work on the next (in the tree or the sandbox)

@@ -15,12 +15,15 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
     existing_path,
     fraction,
+    pick_renamed,
+    renamed,
 )
 from formalbench.core.errors import InputError
 
@@ -118,7 +121,37 @@ def apply_command(
         for ignored in result.ignored if result.applied else ():
             typer.echo(f"  {ignored}")
     if not result.applied:
+        hint = _path_hint(answer, named) if path is None else None
+        if hint is not None:
+            typer.echo(hint, err=True)
         raise typer.Exit(1)
+
+
+def _path_hint(answer: str, named: str) -> str | None:
+    """When the diff was refused because its sections name another file than `named` (the
+    name `--to` gave), the option that says which file of the repository `--to` is. The
+    names come from a model's reply: only plain printable ones without `..` are echoed,
+    shell-quoted, without git's `a/`/`b/` prefixes."""
+    import shlex
+
+    from formalbench.pipelines.ape.patchtext import file_sections, same_file
+
+    others: set[str] = set()
+    for section in file_sections(answer):
+        for name in section.names:
+            bare = name[2:] if name.startswith(("a/", "b/")) else name
+            plain = bare.isprintable() and ".." not in bare.split("/") and bare != "/dev/null"
+            if plain and bare and not same_file(name, named):
+                others.add(bare)
+    if not others:
+        return None
+    shown = [shlex.quote(n) for n in sorted(others)]
+    if len(shown) == 1:
+        return (
+            f"hint: the diff is for {shown[0]}; if that is the file --to names, "
+            f"say so with --path {shown[0]}"
+        )
+    return f"hint: the diff names {', '.join(shown[:3])}; give --path with the one --to is"
 
 
 @ape_app.command("mine")
@@ -141,17 +174,21 @@ def mine_command(
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N commits only.")
     ] = None,
-    validate: Annotated[
+    backend: Annotated[
         str | None,
         typer.Option(
-            "--validate",
+            "--backend",
             help="coq (or lean): keep a task only if, in the project at its commit with the "
             "file's dependencies built, its before file compiles, its after (gold) file "
             "compiles, and the after file is complete (no declaration rests on an axiom or "
             "hole the before file had not). Warnings are recorded, not reasons. Failures at "
             "commits whose opam/CI files declare another Coq are reported as 'made for Coq "
-            "X (running Y)'. Ctrl-C stops at once (exit 130); rerun to resume.",
+            "X (running Y)'. Ctrl-C stops at once (exit 130); rerun to resume. Default: no "
+            "validation.",
         ),
+    ] = None,
+    validate: Annotated[
+        str | None, typer.Option("--validate", hidden=True, callback=renamed("--backend"))
     ] = None,
     types: Annotated[
         str | None,
@@ -209,8 +246,9 @@ def mine_command(
     from formalbench.pipelines.ape.task import MineConfig
     from formalbench.pipelines.stopping import Interrupted, interrupt_on_signals
 
+    validate = pick_renamed("--backend", backend, "--validate", validate)
     if validate not in (None, "coq", "lean"):
-        raise InputError(f"--validate {validate}: expected coq or lean")
+        raise InputError(f"--backend {validate}: expected coq or lean")
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     if type_source not in ("auto", "conventional", "inferred"):
@@ -297,7 +335,7 @@ def mine_command(
 
 
 def _interrupted_validation(run_dir: Path) -> None:
-    """After a stop of `--validate`: what was kept, and how to go on."""
+    """After a stop of validation (`--backend`): what was kept, and how to go on."""
     from formalbench.store.ape import ApeStore
 
     with ApeStore(run_dir / "ape.sqlite") as store:
@@ -358,6 +396,7 @@ def synthesize_command(
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    record: RecordOption = None,
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
     ] = None,
@@ -442,6 +481,7 @@ def eval_command(
             "repository.bundle, else the path its tasks name].",
         ),
     ] = None,
+    record: RecordOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
     from formalbench.pipelines.ape.evaluate import evaluate_run

@@ -22,7 +22,7 @@ from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import ToolchainOption, at_least, seconds
+from formalbench.cli.options import RecordOption, ToolchainOption, at_least, seconds
 from formalbench.cli.progress import make_progress
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
@@ -156,6 +156,7 @@ def construct_command(
             + "."
         ),
     ] = None,
+    record: RecordOption = None,
     backend: Annotated[str, typer.Option(help="coq | lean (the formal stages).")] = "coq",
     run_dir: Annotated[
         Path | None,
@@ -181,8 +182,11 @@ def construct_command(
     concurrency: Annotated[
         int, typer.Option(callback=at_least(1), help="Exercises in flight.")
     ] = 8,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 0.0,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 0.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Output cap of one model call (default: the provider's)."),
+    ] = None,
     repair_rounds: Annotated[int, typer.Option(min=0, help="R: compile repairs per block.")] = 8,
     review_rounds: Annotated[int, typer.Option(min=0, help="S: semantic reviews per block.")] = 8,
     timeout: Annotated[

@@ -13,6 +13,7 @@ from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
     AllowAxiomOption,
     AllowAxiomsOption,
+    RecordOption,
     ToolchainOption,
     at_least,
     axiom_policy,
@@ -130,6 +131,7 @@ def eval_command(
     model: Annotated[
         str | None, typer.Option(help="openai:MODEL[@URL], anthropic:MODEL, replay:FILE")
     ] = None,
+    record: RecordOption = None,
     samples: Annotated[
         int, typer.Option(callback=at_least(1), help="Attempts per task (n of pass@k).")
     ] = 1,
@@ -149,7 +151,8 @@ def eval_command(
     model_concurrency: Annotated[
         int | None,
         typer.Option(
-            callback=at_least(1), help="Model calls in flight at once (the provider's limit)."
+            callback=at_least(1),
+            help="Model calls in flight at once (default: the provider's: openai 8, anthropic 4).",
         ),
     ] = None,
     run_dir: Annotated[
@@ -160,10 +163,15 @@ def eval_command(
         ),
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Proof-assistant processes (default: the CPUs)."),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Attempts in flight.")
+        int | None,
+        typer.Option(
+            callback=at_least(1),
+            help="Attempts in flight (default: 4 per worker with a model, else 2).",
+        ),
     ] = None,
     timeout: Annotated[float, typer.Option(callback=seconds, help="Seconds for one check.")] = 60.0,
     executor: Annotated[str, typer.Option(help="local | ray")] = "local",
@@ -180,9 +188,12 @@ def eval_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of --sample-tasks.")] = 0,
-    temperature: Annotated[float | None, typer.Option(min=0.0)] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Sampling temperature (default: whole 1.0, others 0.4)."),
+    ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Output cap of one model call.")
+        int | None, typer.Option(min=1, help="Output cap of one model call (default: 16000).")
     ] = None,
     max_turns: Annotated[
         int | None,
@@ -197,9 +208,11 @@ def eval_command(
             help="Show the model the expected answer of construction tasks (off: fair pass@k)."
         ),
     ] = False,
-    token_budget: Annotated[int | None, typer.Option(min=1, help="Tokens per task.")] = None,
+    token_budget: Annotated[
+        int | None, typer.Option(min=1, help="Tokens per task (default: 1000000).")
+    ] = None,
     run_token_budget: Annotated[
-        int | None, typer.Option(min=1, help="Tokens for the whole run.")
+        int | None, typer.Option(min=1, help="Tokens for the whole run (default: no limit).")
     ] = None,
     skip_bad_lines: Annotated[
         bool, typer.Option(help="Skip malformed dataset lines instead of stopping.")

@@ -12,10 +12,13 @@ from rich.table import Table
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
+    pick_renamed,
+    renamed,
     seconds,
 )
 from formalbench.cli.progress import make_progress
@@ -153,6 +156,7 @@ def formalize_command(
             help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
         ),
     ],
+    record: RecordOption = None,
     backend: Annotated[
         str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
     ] = "coq",
@@ -164,7 +168,7 @@ def formalize_command(
         ),
     ] = None,
     samples: Annotated[int, typer.Option(callback=at_least(1), help="Translations per model.")] = 5,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     repair_rounds: Annotated[
         int,
         typer.Option(
@@ -175,8 +179,14 @@ def formalize_command(
     retranslations: Annotated[
         int, typer.Option(min=0, help="Fresh translations after a failed alignment check.")
     ] = 1,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge", help="Judge model spec: decomposes, judges, ranks (default: first --model)."
+        ),
+    ] = None,
     judge_model: Annotated[
-        str | None, typer.Option(help="Decomposes, judges, ranks (default: first --model).")
+        str | None, typer.Option("--judge-model", hidden=True, callback=renamed("--judge"))
     ] = None,
     categories: Annotated[
         str, typer.Option(help="Comma-separated category list for labelling.")
@@ -208,16 +218,21 @@ def formalize_command(
     split_parts: Annotated[
         bool, typer.Option(help="Split multi-part problems into `<id>#<i>` sub-problems.")
     ] = False,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Output cap of one model call (default: the provider's)."),
+    ] = None,
     judge_retries: Annotated[int, typer.Option(min=0)] = 2,
     timeout: Annotated[
         float, typer.Option(callback=seconds, help="Seconds for one compile.")
     ] = 60.0,
     workers: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Proof-assistant processes (default: the CPUs)."),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Candidates in flight.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Candidates in flight (default: 4 per worker)."),
     ] = None,
     lean_project: Annotated[
         Path | None, typer.Option(callback=existing_folder, help="Lake project (Lean).")
@@ -226,11 +241,21 @@ def formalize_command(
     index_cache: Annotated[
         Path | None, typer.Option(help="Where retrieval indexes are kept.")
     ] = None,
-    run_token_budget: Annotated[int | None, typer.Option(min=1)] = None,
+    run_token_budget: Annotated[
+        int | None, typer.Option(min=1, help="Tokens for the whole run (default: no limit).")
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
     """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
+    seen: set[str] = set()
+    for spec in model:
+        if spec.strip() in seen:
+            raise InputError(
+                f"--model {spec.strip()} is given twice: name each model of the ensemble once "
+                "(--samples sets the translations per model)"
+            )
+        seen.add(spec.strip())
     options: dict[str, object] = {}
     if lean_project is not None:
         options["project_dir"] = str(lean_project)
@@ -254,7 +279,7 @@ def formalize_command(
         temperature=temperature,
         repair_rounds=repair_rounds,
         retranslations=retranslations,
-        judge_model=judge_model,
+        judge_model=pick_renamed("--judge", judge, "--judge-model", judge_model),
         judge_retries=judge_retries,
         categories=names,
         context_file=str(context) if context else None,

@@ -25,7 +25,7 @@ def print_ape_report(report: dict[str, Any], out: Console) -> None:
     head.add_row("candidates", plain(report.get("candidates")))
     head.add_row("tasks kept by the filters", plain(report.get("tasks")))
     if report.get("validated") is None:
-        head.add_row("validated", "not run (`ape mine --validate coq|lean`)")
+        head.add_row("validated", "not run (`ape mine --backend coq|lean`)")
     else:
         head.add_row(
             "validated", f"{report['validated']} of {report.get('validation_checked', 0)} checked"

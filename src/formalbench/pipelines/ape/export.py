@@ -233,7 +233,7 @@ def _collect(
             )
     elif not unvalidated:
         raise InputError(
-            f"{run_dir}: no task has been validated (`ape mine --validate coq`); "
+            f"{run_dir}: no task has been validated (`ape mine --backend coq`); "
             "--unvalidated exports the tasks the filters kept, marked as not validated"
         )
     elif not mined:

@@ -1,4 +1,4 @@
-"""Compile validation of mined tasks (`ape mine --validate coq`): which tasks can be attempted.
+"""Compile validation of mined tasks (`ape mine --backend coq`): which tasks can be attempted.
 
 A task is valid when, in the project at the task's commit (the tree where `ape eval`
 compiles its answers: the commit's sources with the dependency closure of the file built),
@@ -23,7 +23,7 @@ processes killed, nothing they returned recorded, exit 130/143); the rerun resum
 
 Text reaches coqc only through the project's Coq backend (sandboxed, time and memory
 limits). Lean would need `lake env lean` in the restored Lake project; no Lean toolchain
-exists here, so `--validate lean` stops with the install hint instead of pretending.
+exists here, so `--backend lean` stops with the install hint instead of pretending.
 
 `executor="ray"` runs each task's compiles as one Ray task (`RayTasks`); the trees are still
 built or restored here, once each, and must be on a filesystem the Ray workers see.
@@ -172,7 +172,7 @@ def validate_run(
             raise ToolchainMissingError(
                 "`lake` not found on PATH; install a Lean toolchain with elan to validate Lean"
             )
-        raise InputError("--validate lean: Lean projects are not supported by this build yet")
+        raise InputError("--backend lean: Lean projects are not supported by this build yet")
     run_dir = Path(run_dir).resolve()  # every path below reaches coqc, coqdep or bwrap
     store_path = run_dir / STORE_NAME
     if not store_path.is_file():
@@ -184,7 +184,7 @@ def validate_run(
     running = {"name": chain.name, "version": chain.version()}
     with ApeStore(store_path) as store:
         if store.get_meta("language") != "coq":
-            raise InputError(f"{run_dir}: --validate coq on a {store.get_meta('language')} run")
+            raise InputError(f"{run_dir}: --backend coq on a {store.get_meta('language')} run")
         repo = GitRepo.open(store.get_meta("source"), run_dir)
         try:
             snapshots = SnapshotStore(Path(snapshot_store or run_dir / "snapshots").resolve())
