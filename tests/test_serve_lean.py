@@ -253,3 +253,19 @@ def test_strict_answer_moves_findings_and_sorries_to_kiminas_lines() -> None:
     assert body["response"]["sorries"] == [
         {"pos": {"line": 1, "column": 8}, "endPos": {"line": 1, "column": 11}, "goal": ""}
     ]
+
+
+@needs_shared
+def test_reward_on_a_lean_service(server: Server) -> None:
+    from formalbench.service.reward import compute_score
+
+    def answer(proof: str) -> str:
+        return f"Here it is.\n\n```lean4\n{proof}```\n"
+
+    info: dict[str, Any] = {}
+    options = {"url": server.url, "api_key": KEY, "language": "lean"}
+    assert compute_score(answer(GENUINE), ORIGINAL, extra_info=info, **options) == 1.0
+    assert info["formalbench"]["passed"] is True
+    cheat = answer(CANDIDATES["kernel_axiom"])
+    assert compute_score(cheat, ORIGINAL, extra_info=info, **options) == 0.0
+    assert info["formalbench"]["reasons"] == ["disallowed_axiom"]
