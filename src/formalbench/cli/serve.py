@@ -1,4 +1,5 @@
-"""`formalbench serve`: the strict verifier as a Kimina-compatible HTTP service (Coq).
+"""`formalbench serve`: the strict verifier as a Kimina-compatible HTTP service (Coq, or Lean
+with `--backend lean`: one backend per service, `service/backend.py`).
 
 Bad input (a short key, another interface without a key, a busy port, a store that cannot be
 opened, a missing toolchain) is one line on stderr and exit code 2. See
@@ -69,6 +70,17 @@ def serve(
         help="SQLite file for the verdict cache and the registered tasks (created if absent; "
         "default: in memory, lost at exit).",
     ),
+    backend_name: str = typer.Option(
+        "coq",
+        "--backend",
+        help="The proof assistant the service checks with: coq, or lean (the REPL of a Lake "
+        "project, else `lean --json` per file).",
+    ),
+    lean_project: str | None = typer.Option(
+        None,
+        "--lean-project",
+        help="Lake project for --backend lean (default: the one around the current folder).",
+    ),
     coq_project: str | None = typer.Option(
         None,
         "--coq-project",
@@ -84,11 +96,11 @@ def serve(
     allow_axioms: AllowAxiomsOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq): /verify,
-    /check, /tasks, /health, /metrics."""
+    """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq or Lean):
+    /verify, /check, /tasks, /health, /metrics."""
     from formalbench.backends.base import default_workers
-    from formalbench.backends.registry import language_of, make_backend
     from formalbench.core.config import VerifierPolicy
+    from formalbench.service.backend import open_backend
     from formalbench.service.engine import Engine
     from formalbench.service.server import check_key
     from formalbench.service.server import serve as run_server
@@ -99,12 +111,15 @@ def serve(
     check_key(host, api_key)  # before the backend starts: the key rule is one line first
     names, presets = axiom_policy(allow_axiom, allow_axioms)
     count = workers or default_workers()
-    options: dict[str, object] = {"workers": count, "timeout": timeout}
-    if coq_project is not None:
-        options["project_dir"] = coq_project
-    backend = make_backend("coq", **options)
+    backend = open_backend(
+        backend_name,
+        workers=count,
+        timeout=timeout,
+        coq_project=coq_project,
+        lean_project=lean_project,
+    )
     policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
-        names, language_of("coq")
+        names, backend.language
     )
     path = store or MEMORY
     try:
