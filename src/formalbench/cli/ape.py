@@ -178,7 +178,7 @@ def mine_command(
         str | None,
         typer.Option(
             "--backend",
-            help="coq (or lean): keep a task only if, in the project at its commit with the "
+            help="coq or lean: keep a task only if, in the project at its commit with the "
             "file's dependencies built, its before file compiles, its after (gold) file "
             "compiles, and the after file is complete (no declaration rests on an axiom or "
             "hole the before file had not). Warnings are recorded, not reasons. Failures at "

@@ -34,6 +34,10 @@ def tidy(command: Any) -> Any:
             param.metavar = name
             # an instance attribute wins over typer's method, which adds the braces
             param.get_usage_pieces = lambda _ctx, shown=usage: [shown]
+            typed = getattr(param, "display_type", None)
+            found = _LIST.match(str(typed(None) if callable(typed) else ""))
+            if found:  # `COMMAND <list[str]>`: the type of one value, as for options
+                param.display_type_rich = lambda ctx=None, one=f"<{found.group(1).lower()}>...": one
         elif kind == "option" and param.metavar is None:
             typed = getattr(param, "display_type", None)
             label = str(typed(None) if callable(typed) else "")
