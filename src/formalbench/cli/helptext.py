@@ -37,7 +37,8 @@ def tidy(command: Any) -> Any:
             typed = getattr(param, "display_type", None)
             found = _LIST.match(str(typed(None) if callable(typed) else ""))
             if found:  # `COMMAND <list[str]>`: the type of one value, as for options
-                param.display_type_rich = lambda ctx=None, one=f"<{found.group(1).lower()}>...": one
+                one = f"<{found.group(1).lower()}>..."
+                param.display_type_rich = lambda ctx=None, one=one: one
         elif kind == "option" and param.metavar is None:
             typed = getattr(param, "display_type", None)
             label = str(typed(None) if callable(typed) else "")
