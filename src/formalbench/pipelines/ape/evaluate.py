@@ -50,7 +50,7 @@ def synthesize_run(
     model: ChatModel,
     judge: ChatModel | None = None,
     limit: int | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     retry_errors: bool = False,
 ) -> StageOutcome:
     """Instructions for the validated tasks. A stored verdict is kept; a stored error (an
@@ -58,7 +58,7 @@ def synthesize_run(
     model, so a rerun neither pays twice nor keeps a model's failure for good."""
     with _open(run_dir) as store:
         tasks = _validated(store)[:limit]
-        kept = 0
+        kept = resumed = 0
         results: list[dict[str, Any]] = []
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "synthesize")
@@ -66,10 +66,12 @@ def synthesize_run(
                 attempt = 0 if done is None else int(done.get("attempt", 0)) + 1
                 done = asyncio.run(synthesize_task(model, task, judge, attempt=attempt))
                 store.put_result(task["id"], "synthesize", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
             kept += bool(done.get("kept"))
             results.append(done)
             if on_progress:
-                on_progress(n, len(tasks), f"{kept} kept")
+                on_progress(n, len(tasks), f"{kept} kept", resumed)
         return StageOutcome.of("synthesis", results)
 
 
@@ -78,7 +80,7 @@ def evaluate_run(
     model: ChatModel,
     samples: int,
     judge: ChatModel | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
 ) -> int:
     """Evaluate every benchmark task; returns how many got at least one judged pass."""
     with _open(run_dir) as store:
@@ -95,7 +97,7 @@ def evaluate_run(
             Path(run_dir) / "trees",
             SnapshotStore(Path(run_dir) / "snapshots"),
         )
-        solved = 0
+        solved = resumed = 0
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "eval")
             if done is None or len(done.get("samples", [])) < samples:
@@ -103,9 +105,11 @@ def evaluate_run(
                     _evaluate_task(model, judge or model, trees, task, synth[task["id"]], samples)
                 )
                 store.put_result(task["id"], "eval", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
             solved += any(s.get("judged") for s in done["samples"])
             if on_progress:
-                on_progress(n, len(tasks), f"{solved} solved")
+                on_progress(n, len(tasks), f"{solved} solved", resumed)
         repo.close()
         return solved
 

@@ -62,7 +62,7 @@ def validate_run(
     run_dir: Path,
     language: str,
     limit: int | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     snapshot_store: Path | None = None,
     workers: int = 1,
     executor: str = "local",
@@ -103,6 +103,9 @@ def validate_run(
             def compile_in(tree: Path, content: str, path: str) -> dict[str, Any]:
                 return ray_tasks.run(check_in_tree, tree, content, 300.0, path)
 
+        stored = {t["id"] for t in tasks if store.get_result(t["id"], "validate") is not None}
+        resumed = 0
+
         def one(task: dict[str, Any]) -> dict[str, Any]:
             done = store.get_result(task["id"], "validate")
             if done is None:
@@ -111,12 +114,13 @@ def validate_run(
             return done
 
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-            for done in pool.map(one, tasks):
+            for task, done in zip(tasks, pool.map(one, tasks), strict=True):
                 finished += 1
+                resumed += task["id"] in stored  # validated by an earlier run: not timed
                 passed += bool(done["kept"])
                 outcomes.append(done)
                 if on_progress:
-                    on_progress(finished, len(tasks), f"{passed} kept")
+                    on_progress(finished, len(tasks), f"{passed} kept", resumed)
         return StageOutcome.of("validation", outcomes)
 
 
