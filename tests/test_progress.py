@@ -162,6 +162,19 @@ def test_a_finished_stage_writes_its_end_line_at_once_and_only_once() -> None:
     assert len(lines(out)) == 3 and lines(out)[2].endswith("finished")
 
 
+def test_an_error_or_ctrl_c_ends_the_line_with_stopped() -> None:
+    clock = Clock()
+    shown, out = plain(clock)
+    try:
+        with shown:
+            stage = shown.stage("mining", unit="commit")  # no total known
+            stage.advance()
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    assert lines(out) == ["mining: 1 commit | 0:00:00 elapsed | stopped"]
+
+
 def test_a_stage_that_did_nothing_writes_no_line() -> None:
     """An error before the first item keeps its one line (no `0/3 ... stopped` first)."""
     clock = Clock()
@@ -174,6 +187,20 @@ def test_a_stage_that_did_nothing_writes_no_line() -> None:
     except ValueError:
         pass
     assert out.getvalue() == ""
+
+
+def test_a_stage_not_reported_yet_still_gets_its_minute_line() -> None:
+    """The first task of a validation may take minutes: the log still shows the work alive."""
+    clock = Clock()
+    shown, out = plain(clock)
+    with shown:
+        shown.stage("validating", unit="task")
+        clock.now += 60
+        shown.tick()
+    assert lines(out) == [
+        "validating: 0 tasks | 0:01:00 elapsed",
+        "validating: 0 tasks | 0:01:00 elapsed | finished",
+    ]
 
 
 def test_on_a_terminal_rich_draws_the_measured_rate_and_no_plain_line() -> None:

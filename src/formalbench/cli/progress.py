@@ -80,7 +80,6 @@ class Meter:
     resumed: int = 0  # of `done`, the items that needed no work (stored, cached)
     status: str = ""
     last_fresh: float | None = None  # when the latest worked-on item finished
-    touched: bool = False  # reported at least once (a stage never reached writes no line)
     lines: int = 0  # plain lines written so far
     ended: bool = False
 
@@ -109,7 +108,6 @@ class Meter:
             self.status = status
         if self.fresh > before:
             self.last_fresh = now
-        self.touched = True
 
     def seconds_per_item(self) -> float | None:
         """Time from the start to the latest worked-on item, over the worked-on items."""
@@ -136,20 +134,24 @@ class Meter:
         return "" if left is None or self.complete else f"about {duration(left)} left"
 
     def count(self) -> str:
+        """`12/40 tasks (30%), 5 resumed`; `12 commits` while the total is unknown."""
+        noun = self.unit if (self.done if self.total is None else self.total) == 1 else self.units
         if self.total is None:
-            text = f"{self.done} {self.units}"
+            text = f"{self.done} {noun}"
         else:
             share = f" ({self.done / self.total:.0%})" if self.total else ""
-            text = f"{self.done}/{self.total} {self.units}{share}"
+            text = f"{self.done}/{self.total} {noun}{share}"
         return text + (f", {self.resumed} {self.skipped_word}" if self.resumed else "")
 
-    def line(self, now: float, *, end: bool = False) -> str:
+    def line(self, now: float, *, end: bool = False, failed: bool = False) -> str:
         """`validating: 12/40 tasks (30%), 5 resumed | 3 kept | 58.3 s/task |
-        0:11:40 elapsed | about 0:27:10 left`; at the end, `finished` or `stopped`."""
+        0:11:40 elapsed | about 0:27:10 left`; at the end, `finished`, or `stopped` when
+        items are left or the work `failed` (an error, Ctrl-C)."""
         parts = [f"{self.description}: {self.count()}", self.status, self.rate()]
         parts.append(f"{duration(now - self.started)} elapsed")
         if end:
-            parts.append("finished" if self.total is None or self.complete else "stopped")
+            left = self.total is not None and not self.complete
+            parts.append("stopped" if failed or left else "finished")
         else:
             parts.append(self.estimate())
         return " | ".join(p for p in parts if p)
@@ -276,7 +278,6 @@ class LongProgress:
             done=done,
             resumed=min(resumed, done),
             status=status,
-            touched=total is not None or done > 0,
         )
         stage = Stage(self, meter)
         if self.bars is not None:
@@ -295,13 +296,13 @@ class LongProgress:
                 self.ended(stage)
             self.tick()
 
-    def ended(self, stage: Stage) -> None:
+    def ended(self, stage: Stage, failed: bool = False) -> None:
         """Its end line, once; none for a stage that did nothing and said nothing (an error
         before the first item keeps its one line)."""
         with self._lock:
             m = stage.meter
-            if self.plain and m.touched and not m.ended and (m.done or m.lines):
-                self._write(m.line(self.clock(), end=True))
+            if self.plain and not m.ended and (m.done or m.lines):
+                self._write(m.line(self.clock(), end=True, failed=failed))
             m.ended = True
 
     def tick(self) -> None:
@@ -316,7 +317,7 @@ class LongProgress:
             self._last_lines = now
             for stage in self.stages:
                 m = stage.meter
-                if m.touched and not m.ended:
+                if not m.ended:  # one not reported yet too: the work is alive
                     self._write(m.line(now))
                     m.lines += 1
 
@@ -352,7 +353,7 @@ class LongProgress:
         if self.bars is not None:
             self.bars.stop()
         for stage in list(self.stages):
-            self.ended(stage)
+            self.ended(stage, failed=kind is not None)
 
 
 def reporter(

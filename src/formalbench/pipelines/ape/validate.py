@@ -105,6 +105,8 @@ def validate_run(
 
         stored = {t["id"] for t in tasks if store.get_result(t["id"], "validate") is not None}
         resumed = 0
+        if on_progress:  # the total before the first task, which may take minutes
+            on_progress(0, len(tasks), "", 0)
 
         def one(task: dict[str, Any]) -> dict[str, Any]:
             done = store.get_result(task["id"], "validate")
