@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 
+import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
@@ -246,3 +248,27 @@ def test_ape_mine_off_a_terminal_ends_with_a_line_and_a_resume_is_not_timed(tmp_
     (line,) = again.stderr.splitlines()
     assert line.startswith("mining: 4/4 commits (100%), 4 resumed | 0:00:")
     assert "/s" not in line and "s/commit" not in line  # nothing measured: no rate
+
+
+@pytest.mark.skipif(shutil.which("coqc") is None, reason="needs coqc")
+def test_check_pairs_counts_verdict_cache_hits_as_cached_not_in_the_rate(tmp_path) -> None:
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        '{"id": "a", "candidate_text": "Lemma x : 1 = 1. Proof. reflexivity. Qed.",'
+        ' "original_text": "Lemma x : 1 = 1. Proof. Admitted."}\n\n'
+        '{"id": "b", "candidate_text": "Lemma x : 1 = 2. Proof. reflexivity. Qed.",'
+        ' "original_text": "Lemma x : 1 = 2. Proof. Admitted."}\n',
+        encoding="utf-8",
+    )
+    args = ["check", "--pairs", str(pairs), "--json", "--backend", "coq"]
+    args += ["--cache", str(tmp_path / "verdicts.sqlite")]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 1, first.output  # one pair fails
+    assert len(first.stdout.splitlines()) == 2  # stdout: the results alone
+    (line,) = first.stderr.splitlines()
+    assert line.startswith("pairs: 2/2 pairs (100%) | 1 passed | ") and line.endswith("finished")
+    assert "s/pair" in line or "pairs/s" in line
+    again = CliRunner().invoke(app, args)
+    (line,) = again.stderr.splitlines()
+    assert line.startswith("pairs: 2/2 pairs (100%), 2 cached | 1 passed | 0:00:0")
+    assert "s/pair" not in line and "pairs/s" not in line
