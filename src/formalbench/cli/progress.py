@@ -58,12 +58,8 @@ def rate_text(seconds_per_item: float | None, unit: str, units: str) -> str:
         return ""
     if seconds_per_item < 1.0:
         per_second = 1.0 / seconds_per_item
-        return f"{per_second:.0f} {units}/s" if per_second >= 100 else f"{per_second:.1f} {units}/s"
-    return (
-        f"{seconds_per_item:.0f} s/{unit}"
-        if seconds_per_item >= 100
-        else (f"{seconds_per_item:.1f} s/{unit}")
-    )
+        return f"{per_second:.{0 if per_second >= 100 else 1}f} {units}/s"
+    return f"{seconds_per_item:.{0 if seconds_per_item >= 100 else 1}f} s/{unit}"
 
 
 @dataclass
