@@ -177,6 +177,22 @@ def test_an_error_or_ctrl_c_ends_the_line_with_stopped() -> None:
     assert lines(out) == ["mining: 1 commit | 0:00:00 elapsed | stopped"]
 
 
+def test_stop_before_a_message_ends_the_lines_once() -> None:
+    """A command stops the display before its own message (Ctrl-C: `... rerun to resume`);
+    leaving the context afterwards writes nothing more."""
+    clock = Clock()
+    shown, out = plain(clock)
+    with shown:
+        report = shown.stage("validating", unit="task").report
+        report(2, 5, "1 kept", 2)
+        shown.stop(failed=True)
+        out.write("validation interrupted\n")
+    assert lines(out) == [
+        "validating: 2/5 tasks (40%), 2 resumed | 1 kept | 0:00:00 elapsed | stopped",
+        "validation interrupted",
+    ]
+
+
 def test_a_stage_that_did_nothing_writes_no_line() -> None:
     """An error before the first item keeps its one line (no `0/3 ... stopped` first)."""
     clock = Clock()

@@ -25,6 +25,7 @@ from formalbench.cli.options import (
 from formalbench.core.errors import InputError
 
 if TYPE_CHECKING:
+    from formalbench.cli.progress import Report
     from formalbench.pipelines.ape.outcome import StageOutcome
 
 T = TypeVar("T")
@@ -260,7 +261,7 @@ def _stage_end(outcome: StageOutcome) -> None:
         raise typer.Exit(1)
 
 
-def _with_bar(label: str, step: Callable[[Callable[[int, int, str, int], None]], T]) -> T:
+def _with_bar(label: str, step: Callable[[Report], T]) -> T:
     """Run `step` with its progress on stderr (`cli.progress`); `step` reports (done, total,
     status, resumed), counted in tasks."""
     from formalbench.cli.progress import LongProgress, reporter

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Protocol
 
 from rich.console import Console
 from rich.progress import (
@@ -200,7 +201,7 @@ class Stage:
             )
         self.owner.changed(self)
 
-    def report(self, done: int, total: int | None, status: str = "", resumed: int = 0) -> None:
+    def report(self, done: int, total: int | None, status: str = "", resumed: int = 0, /) -> None:
         """The pipelines' callback shape: (done, total, status, resumed), all absolute."""
         self.update(done, total, status, resumed)
 
@@ -337,25 +338,41 @@ class LongProgress:
         while not self._stop.wait(min(self.interval, 5.0)):
             self.tick()
 
+    def stop(self, failed: bool = False) -> None:
+        """Stop drawing now (before a message of the command's, e.g. after Ctrl-C): the
+        bars stay as they are on a terminal, each stage's end line is written elsewhere
+        (`failed`: `stopped`). Leaving the context does it too; twice is harmless."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self.bars is not None:
+            self.bars.stop()
+        for stage in list(self.stages):
+            self.ended(stage, failed=failed)
+
     def __exit__(
         self,
         kind: type[BaseException] | None,
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if self.bars is not None:
-            self.bars.stop()
-        for stage in list(self.stages):
-            self.ended(stage, failed=kind is not None)
+        self.stop(failed=kind is not None)
+
+
+class Report(Protocol):
+    """A pipeline's progress callback: (done, total, status, resumed), all absolute; fits a
+    pipeline that calls with three (then nothing counts as resumed)."""
+
+    def __call__(
+        self, done: int, total: int | None, status: str = "", resumed: int = 0, /
+    ) -> None: ...
 
 
 def reporter(
     progress: LongProgress, description: str, *, unit: str = "item", units: str | None = None
-) -> Callable[[int, int | None, str, int], None]:
-    """A stage's `report`, for a pipeline's (done, total, status, resumed) callback."""
+) -> Report:
+    """A new stage's `report`, for a pipeline's (done, total, status, resumed) callback."""
     return progress.stage(description, unit=unit, units=units).report
 
 
