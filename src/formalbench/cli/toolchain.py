@@ -56,8 +56,12 @@ def install_command(
             # the download's first report, before any fetch, is what an earlier try left
             resumed[phase] = done if phase == "download" else 0
         skip = resumed[phase]
-        if phase == "download":
-            done, total, skip = done >> 20, max(total >> 20, 1), skip >> 20
+        if phase == "download":  # in MiB; all of it is all of it, however small
+
+            def mib(n: int, whole: int = total) -> int:
+                return max(whole >> 20, 1) if n >= whole else n >> 20
+
+            done, total, skip = mib(done), mib(total), mib(skip)
         stages[phase].update(done, total, resumed=skip)
 
     with LongProgress() as bars:
