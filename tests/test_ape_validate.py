@@ -90,7 +90,7 @@ def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
         )
     seen: list[tuple[int, int]] = []
     outcome = validate_run(
-        tmp_path, "coq", workers=2, on_progress=lambda d, t, s: seen.append((d, t))
+        tmp_path, "coq", workers=2, on_progress=lambda d, t, s, r: seen.append((d, t))
     )
     assert outcome.kept == 1 and seen[-1] == (2, 2)
     assert outcome.reasons == {"after does not compile": 1}

@@ -28,6 +28,7 @@ from formalbench.cli.options import (
 from formalbench.core.errors import InputError
 
 if TYPE_CHECKING:
+    from formalbench.cli.progress import Report
     from formalbench.pipelines.ape.outcome import StageOutcome
 
 T = TypeVar("T")
@@ -239,9 +240,7 @@ def mine_command(
     toolchain: ToolchainOption = None,
 ) -> None:
     """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
-    from rich.console import Console
-
-    from formalbench.cli.progress import make_progress
+    from formalbench.cli.progress import LongProgress, reporter
     from formalbench.pipelines.ape.mining import mine
     from formalbench.pipelines.ape.task import MineConfig
     from formalbench.pipelines.stopping import Interrupted, interrupt_on_signals
@@ -268,18 +267,14 @@ def mine_command(
         from formalbench.pipelines.run_dir import default_run_dir
 
         run_dir = default_run_dir("ape", repo, cfg.model_dump(mode="json"))
-    console = Console(stderr=True)
-    with make_progress(console) as progress:
-        bar = progress.add_task("mining commits", total=None, status="")
-
-        def tick(done: int, total: int, _summary: object) -> None:
-            progress.update(bar, completed=done, total=total)
-
+    with LongProgress() as progress:
         try:
             with interrupt_on_signals():  # each commit is one transaction: a rerun resumes
-                summary = mine(repo, run_dir, cfg, on_progress=tick)
+                summary = mine(
+                    repo, run_dir, cfg, on_progress=reporter(progress, "mining", unit="commit")
+                )
         except Interrupted:
-            progress.stop()
+            progress.stop(failed=True)
             typer.echo(
                 f"mining interrupted: the commits walked are kept in {run_dir}; "
                 "rerun the same command to resume",
@@ -297,24 +292,19 @@ def mine_command(
     if validate is not None:
         from formalbench.pipelines.ape.validate import validate_run
 
-        with make_progress(console) as progress:
-            bar = progress.add_task("validating", total=None, status="")
-
-            def vtick(done: int, total: int, status: str) -> None:
-                progress.update(bar, completed=done, total=total, status=status)
-
+        with LongProgress() as progress:
             try:
                 outcome = validate_run(
                     run_dir,
                     validate,
                     limit=validate_limit,
-                    on_progress=vtick,
+                    on_progress=reporter(progress, "validating", unit="task"),
                     workers=workers,
                     executor=executor,
                     ray_address=ray_address,
                 )
             except Interrupted:
-                progress.stop()
+                progress.stop(failed=True)
                 _interrupted_validation(run_dir)
                 raise
         result["validated"] = outcome.kept
@@ -363,15 +353,13 @@ def _stage_end(outcome: StageOutcome) -> None:
         raise typer.Exit(1)
 
 
-def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], T]) -> T:
-    """Run `step` with a progress bar on stderr; `step` reports (done, total, status)."""
-    from rich.console import Console
+def _with_bar(label: str, step: Callable[[Report], T]) -> T:
+    """Run `step` with its progress on stderr (`cli.progress`); `step` reports (done, total,
+    status, resumed), counted in tasks."""
+    from formalbench.cli.progress import LongProgress, reporter
 
-    from formalbench.cli.progress import make_progress
-
-    with make_progress(Console(stderr=True)) as progress:
-        bar = progress.add_task(label, total=None, status="")
-        return step(lambda d, t, s: progress.update(bar, completed=d, total=t, status=s))
+    with LongProgress() as progress:
+        return step(reporter(progress, label, unit="task"))
 
 
 def _models(spec: str, judge: str | None, run_dir: Path):

@@ -18,12 +18,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import RecordOption, ToolchainOption, at_least, seconds
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
     PHASES,
@@ -39,18 +38,18 @@ console = Console(highlight=False)
 
 
 class PhaseProgress:
-    """One bar per phase (extraction, source stages, each formal stage)."""
+    """One stage per phase (extraction, source stages, each formal stage), counted in
+    exercises; those an earlier run finished are left out of the rate (`cli.progress`)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.tasks: dict[str, TaskID] = {}
+        self.stages: dict[str, Stage] = {}
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        task = self.tasks.get(phase)
-        if task is None:
-            task = self.progress.add_task(phase, total=total, completed=done, status="")
-            self.tasks[phase] = task
-        self.progress.update(task, total=total, completed=done)
+    def __call__(self, phase: str, done: int, total: int, resumed: int = 0, /) -> None:
+        stage = self.stages.get(phase)
+        if stage is None:
+            stage = self.stages[phase] = self.progress.stage(phase, unit="exercise")
+        stage.update(done, total, resumed=resumed)
 
 
 def _rate(value: float | None) -> str:
@@ -233,8 +232,7 @@ def construct_command(
     if quiet:
         result = run_construct(config, run_dir)
     else:
-        progress = make_progress(console)
-        with progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_construct(config, run_dir, PhaseProgress(progress))
         _print_outcome(result)
         from formalbench.pipelines.construct.report import construct_report

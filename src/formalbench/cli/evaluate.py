@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
@@ -21,7 +20,7 @@ from formalbench.cli.options import (
     existing_folder,
     seconds,
 )
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
@@ -34,34 +33,31 @@ console = Console(highlight=False)
 
 
 class ProgressBar:
-    """A rich progress bar: attempts done / total, pass rate so far, attempts per second."""
+    """Attempts done / total with the pass rate so far; `cli.progress` measures the rate
+    and the estimate (the attempts a resume found done are left out of both)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.task: TaskID | None = None
+        self.stage: Stage | None = None
         self.done = 0
         self.passed = 0
 
     def started(self, total: int, done: int, passed: int) -> None:
         self.done, self.passed = done, passed
-        self.task = self.progress.add_task("attempts", total=total, completed=done, status="")
-        self._refresh()
+        self.stage = self.progress.stage(
+            "attempts", total=total, done=done, resumed=done, unit="attempt", status=self._status()
+        )
 
     def attempt_done(self, attempt: Attempt) -> None:
         self.done += 1
         self.passed += bool(attempt.verdict and attempt.verdict.passed)
-        if self.task is not None:
-            self.progress.advance(self.task)
-        self._refresh()
+        if self.stage is not None:
+            self.stage.advance(status=self._status())
 
-    def _refresh(self) -> None:
-        if self.task is not None:
-            rate = (
-                f"{self.passed}/{self.done} passed ({self.passed / self.done:.0%})"
-                if self.done
-                else ""
-            )
-            self.progress.update(self.task, status=rate)
+    def _status(self) -> str:
+        if not self.done:
+            return ""
+        return f"{self.passed}/{self.done} passed ({self.passed / self.done:.0%})"
 
 
 def split_tactics(text: str) -> list[str]:
@@ -315,7 +311,7 @@ def eval_command(
         if result.stopped:
             say_error(f"stopped early: {result.stopped}; rerun to resume")
     else:
-        with make_progress(console) as progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_evaluation(config, run_dir, ProgressBar(progress))
     summary = load_summary(run_dir)
     write_html(summary, result.files.report, title=f"formalbench: {dataset} / {solver}")

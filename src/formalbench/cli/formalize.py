@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, say_error, user_errors
@@ -21,7 +20,7 @@ from formalbench.cli.options import (
     renamed,
     seconds,
 )
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.pipelines.formalize import (
@@ -38,25 +37,27 @@ console = Console(highlight=False)
 
 
 class ChainProgress:
-    """Chains (one per model and sample) done / total, with compiled and aligned counts."""
+    """Chains (one per model and sample) done / total, with compiled and aligned counts;
+    the chains a resume found done are left out of the rate (`cli.progress`)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.task: TaskID | None = None
+        self.stage: Stage | None = None
         self.compiled = 0
         self.aligned = 0
 
     def started(self, total: int, done: int) -> None:
-        self.task = self.progress.add_task("candidates", total=total, completed=done, counts="")
+        self.stage = self.progress.stage(
+            "candidates", total=total, done=done, resumed=done, unit="chain"
+        )
 
     def chain_done(self, candidate: Candidate) -> None:
         self.compiled += candidate.compiled
         a = candidate.alignment
         self.aligned += bool(a is not None and a.error is None and a.aligned)
-        if self.task is not None:
-            self.progress.advance(self.task)
+        if self.stage is not None:
             counts = f"{self.compiled} compiled, {self.aligned} aligned (this session)"
-            self.progress.update(self.task, counts=counts)
+            self.stage.advance(status=counts)
 
 
 def _rate(value: float | None) -> str:
@@ -301,8 +302,7 @@ def formalize_command(
     if quiet:
         result = run_formalize(config, run_dir)
     else:
-        progress = make_progress(console, "counts")
-        with progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_formalize(config, run_dir, ChainProgress(progress))
     if not quiet:
         _print_outcome(result)

@@ -87,6 +87,7 @@ def stats_command(
     1..k hops of each statement's type, as the proof assistant elaborates it."""
     if backend is not None and backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    from formalbench.cli.progress import LongProgress
     from formalbench.datasets.loader import load_tasks
     from formalbench.deps.stats import dependency_density
     from formalbench.metrics.density import trivial_default
@@ -109,6 +110,12 @@ def stats_command(
         else list(trivial_default(backend))
     )
     store = DepsCache(None if no_cache else (cache or default_cache()))
+    shown = LongProgress()
+    statements = shown.stage("statements", total=len(tasks), unit="task", skipped_word="cached")
+
+    def progress(n: int, cached: bool) -> None:
+        statements.advance(n, resumed=cached)
+
     if backend == "coq":
         from formalbench.backends.coq import CoqBackend
         from formalbench.backends.coq_project import tasks_project
@@ -117,9 +124,9 @@ def stats_command(
         # `--coq-project` over the tasks' field, as `check` and `eval` (issue 30 item 8)
         project = str(coq_project.resolve()) if coq_project else tasks_project(tasks)
         coq = CoqBackend(workers=workers, timeout=timeout, project_dir=project)
-        with coq, store:
+        with coq, store, shown:
             walker = CoqDependencyWalker(coq, store, workers=workers, timeout=timeout)
-            report = dependency_density(tasks, walker, k=k, trivial=names)
+            report = dependency_density(tasks, walker, k=k, trivial=names, progress=progress)
     else:
         from formalbench.backends.registry import make_backend
         from formalbench.deps.lean_walk import LeanDependencyWalker
@@ -128,9 +135,9 @@ def stats_command(
         if lean_project is not None:
             options["project_dir"] = lean_project
         lean = make_backend("lean", **options)
-        with lean, store:
+        with lean, store, shown:
             lean_walker = LeanDependencyWalker(lean, store, workers=workers, timeout=timeout)
-            report = dependency_density(tasks, lean_walker, k=k, trivial=names)
+            report = dependency_density(tasks, lean_walker, k=k, trivial=names, progress=progress)
     if html is not None:
         from formalbench.reporting.density import write_density_html
 

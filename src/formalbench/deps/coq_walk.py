@@ -331,9 +331,10 @@ class CoqDependencyWalker:
         self,
         tasks: Sequence[Task],
         depth: int,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, bool], None] | None = None,
     ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]:
-        """Each task's own part and the library part of the walk to distance `depth`."""
+        """Each task's own part and the library part of the walk to distance `depth`;
+        `progress(n, cached)` counts the statements done."""
 
         prepared = [self._prepare(task) for task in tasks]
         groups: dict[str, list[_Pending]] = {}
@@ -346,12 +347,12 @@ class CoqDependencyWalker:
             for i in range(0, len(members), self.batch)
         ]
         if progress is not None:
-            progress(sum(isinstance(p, StatementDeps) for p in prepared))
+            progress(sum(isinstance(p, StatementDeps) for p in prepared), True)
 
         def one(item: tuple[str, list[_Pending]]) -> list[StatementDeps]:
             done = self._batch(*item)
             if progress is not None:
-                progress(len(done))
+                progress(len(done), False)
             return done
 
         with ThreadPoolExecutor(self.workers) as pool:

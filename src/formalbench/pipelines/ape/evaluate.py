@@ -52,7 +52,7 @@ def synthesize_run(
     model: ChatModel,
     judge: ChatModel | None = None,
     limit: int | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     retry_errors: bool = False,
 ) -> StageOutcome:
     """Instructions for the validated tasks. A stored verdict is kept; a stored error (an
@@ -60,7 +60,7 @@ def synthesize_run(
     model, so a rerun neither pays twice nor keeps a model's failure for good."""
     with _open(run_dir) as store:
         tasks = _validated(store)[:limit]
-        kept = 0
+        kept = resumed = 0
         results: list[dict[str, Any]] = []
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "synthesize")
@@ -68,10 +68,12 @@ def synthesize_run(
                 attempt = 0 if done is None else int(done.get("attempt", 0)) + 1
                 done = asyncio.run(synthesize_task(model, task, judge, attempt=attempt))
                 store.put_result(task["id"], "synthesize", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
             kept += bool(done.get("kept"))
             results.append(done)
             if on_progress:
-                on_progress(n, len(tasks), f"{kept} kept")
+                on_progress(n, len(tasks), f"{kept} kept", resumed)
         return StageOutcome.of("synthesis", results)
 
 
@@ -99,7 +101,7 @@ def evaluate_run(
     model: ChatModel,
     samples: int,
     judge: ChatModel | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     limit: int | None = None,
     retry_errors: bool = False,
 ) -> EvalOutcome:
@@ -121,6 +123,7 @@ def evaluate_run(
             SnapshotStore(Path(run_dir) / "snapshots"),
         )
         out = EvalOutcome(tasks=len(tasks))
+        resumed = 0
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "eval")
             labels = synth[task["id"]]
@@ -136,6 +139,8 @@ def evaluate_run(
                     )
                 )
                 store.put_result(task["id"], "eval", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
             out.solved += any(s.get("judged") for s in done["samples"])
             failed = [s for s in done["samples"] if s.get("error")]
             out.error_tasks += bool(failed)
@@ -145,7 +150,7 @@ def evaluate_run(
                 out.errors[reason] += 1
                 out.examples.setdefault(reason, str(s.get("detail") or ""))
             if on_progress:
-                on_progress(n, len(tasks), f"{out.solved} solved")
+                on_progress(n, len(tasks), f"{out.solved} solved", resumed)
         repo.close()
         return out
 

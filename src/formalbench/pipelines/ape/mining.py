@@ -73,7 +73,7 @@ def mine(
     run_dir: Path,
     cfg: MineConfig,
     language: str | None = None,
-    on_progress: Callable[[int, int, MineSummary | None], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
 ) -> MineSummary:
     """Walk `source`'s history into `run_dir/ape.sqlite`; resumable."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +102,7 @@ def mine(
         thresholds = cfg.thresholds(lang)
         store.set_meta("thresholds", thresholds.model_dump())
         chain = filter_chain(thresholds)
+        resumed = 0
         for position, commit in enumerate(commits):
             if commit.sha not in done:
                 store.put_commit(
@@ -110,8 +111,10 @@ def mine(
                     _type(commit, type_source),
                     _candidates(repo, commit, lang, type_source, cfg, chain),
                 )
-            if on_progress:
-                on_progress(position + 1, len(commits), None)
+            else:
+                resumed += 1
+            if on_progress:  # (done, total, status, resumed): resumed commits are not timed
+                on_progress(position + 1, len(commits), "", resumed)
         store.set_meta("commits_total", len(commits))
         return funnel(store, cfg)
     finally:

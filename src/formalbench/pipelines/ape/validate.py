@@ -156,7 +156,7 @@ def validate_run(
     run_dir: Path,
     language: str,
     limit: int | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     snapshot_store: Path | None = None,
     workers: int = 1,
     executor: str = "local",
@@ -224,7 +224,7 @@ def _validate(
     tasks: list[dict[str, Any]],
     declared: dict[str, dict[str, Any] | None],
     running: dict[str, str],
-    on_progress: Callable[[int, int, str], None] | None,
+    on_progress: Callable[[int, int, str, int], None] | None,
     workers: int,
     executor: str,
     ray_address: str | None,
@@ -251,7 +251,8 @@ def _validate(
     def report() -> None:
         if on_progress:
             kept = sum(bool(r["kept"]) for r in outcomes.values())
-            on_progress(len(outcomes), len(tasks), f"{kept} kept")
+            # tasks validated by an earlier run count as done, never in the rate
+            on_progress(len(outcomes), len(tasks), f"{kept} kept", len(tasks) - len(todo))
 
     with stop_threads_on_signals("validations", lambda: running_now) as caught:
 
