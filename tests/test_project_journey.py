@@ -221,7 +221,7 @@ def test_a_project_task_through_check_eval_and_stats_unbuilt_then_built(
 
     stats = runner.invoke(app, ["stats", str(data), *cache, "--json"])
     assert stats.exit_code == 0, stats.output
-    assert {t["id"] for t in json.loads(stats.output)["tasks"]} == set(STATEMENTS)
+    assert {t["id"] for t in json.loads(stats.stdout)["tasks"]} == set(STATEMENTS)
     moved = tmp_path / "elsewhere"
     shutil.copytree(root, moved)  # --coq-project overrides the field, as for check and eval
     shutil.rmtree(root)
