@@ -137,7 +137,8 @@ def summarize(
     warnings = []
     if environment:
         warnings.append(
-            f"{len(environment)} task(s) cannot compile here (a library they need is missing) "
+            f"{len(environment)} task(s) cannot compile here (their original fails on this "
+            "toolchain: a missing library, a statement this Coq refuses) "
             f"and are left out of pass@k: {', '.join(sorted(environment)[:10])}"
             + (" ..." if len(environment) > 10 else "")
         )

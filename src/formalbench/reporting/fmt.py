@@ -18,7 +18,7 @@ CATEGORY_TITLES = {
     ErrorCategory.disallowed_axiom: "disallowed axiom",
     ErrorCategory.non_constructive: "non-constructive",
     ErrorCategory.backend_crash: "assistant crashed",
-    ErrorCategory.environment: "library missing here (environment)",
+    ErrorCategory.environment: "task cannot compile here (environment)",
     ErrorCategory.undecided: "undecided by the verifier",
     ErrorCategory.replay_failed: "refused by the coqchk replay",
     ErrorCategory.model_error: "model / harness error",

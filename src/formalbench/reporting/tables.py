@@ -122,7 +122,7 @@ def _overview(s: RunSummary) -> TableData:
         notes.append(f"unfinished, left out of pass@k: {_id_list(s.incomplete_tasks)}")
     if s.environment_tasks:
         notes.append(
-            "cannot compile here (a library is missing), left out of pass@k: "
+            "cannot compile here (the task's original fails on this toolchain), left out of pass@k: "
             + _id_list(s.environment_tasks)
         )
     return TableData("overview", "Overview", ["", "value"], rows, "; ".join(notes), {1})
