@@ -508,4 +508,7 @@ def eval_command(
         raise typer.Exit(1)
 
 
-from formalbench.cli import ape_export  # noqa: E402, F401  (registers `ape export`)
+# `ape export` lives in its own module, which imports nothing of this one (no import cycle)
+from formalbench.cli.ape_export import export_command  # noqa: E402
+
+ape_app.command("export")(export_command)

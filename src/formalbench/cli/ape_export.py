@@ -10,12 +10,10 @@ from typing import Annotated
 
 import typer
 
-from formalbench.cli.ape import ape_app
 from formalbench.cli.main import user_errors
 from formalbench.cli.options import existing_folder
 
 
-@ape_app.command("export")
 @user_errors
 def export_command(
     run_dir: Annotated[
