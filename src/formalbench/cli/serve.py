@@ -8,6 +8,7 @@ opened, a missing toolchain) is one line on stderr and exit code 2. See
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -22,6 +23,9 @@ from formalbench.cli.options import (
 )
 from formalbench.cli.options import port as check_port
 from formalbench.core.errors import InputError
+
+if TYPE_CHECKING:
+    from formalbench.core.config import VerifierPolicy
 
 MEMORY = ":memory:"
 
@@ -80,6 +84,23 @@ def serve(
         "--replay/--no-replay",
         help="Confirm a pass with coqchk of the same Coq (default on), as `check` does.",
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Deploy on the Ray cluster at ADDRESS (host:port, ray://host:port or auto) with "
+        "Ray Serve: replicas of this service, each with its own workers and warm sessions, "
+        "autoscaled on their queue; the HTTP proxy listens on --host/--port of the head node.",
+    ),
+    replicas: int = typer.Option(
+        1, "--replicas", min=1, help="With --ray: replicas kept at least (and started with)."
+    ),
+    max_replicas: int | None = typer.Option(
+        None,
+        "--max-replicas",
+        min=1,
+        help="With --ray: replicas at most under load (default: --replicas).",
+    ),
     allow_axiom: AllowAxiomOption = None,
     allow_axioms: AllowAxiomsOption = None,
     toolchain: ToolchainOption = None,
@@ -97,15 +118,35 @@ def serve(
 
     api_key = api_key or None  # an empty FORMALBENCH_SERVE_API_KEY is no key
     check_key(host, api_key)  # before the backend starts: the key rule is one line first
+    if ray is None and (replicas != 1 or max_replicas is not None):
+        raise InputError("--replicas and --max-replicas are read only with --ray")
     names, presets = axiom_policy(allow_axiom, allow_axioms)
+    policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
+        names, language_of("coq")
+    )
+    if ray is not None:
+        _serve_on_ray(
+            ray,
+            host=host,
+            port=port,
+            api_key=api_key,
+            workers=workers or 1,
+            replicas=replicas,
+            max_replicas=max_replicas,
+            capacity=queue,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            max_body_mb=max_body_mb,
+            store=store,
+            coq_project=coq_project,
+            policy=policy,
+        )
+        return
     count = workers or default_workers()
     options: dict[str, object] = {"workers": count, "timeout": timeout}
     if coq_project is not None:
         options["project_dir"] = coq_project
     backend = make_backend("coq", **options)
-    policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
-        names, language_of("coq")
-    )
     path = store or MEMORY
     try:
         cache, tasks = VerdictCache(path), TaskStore(path)
@@ -128,3 +169,63 @@ def serve(
         request_timeout=request_timeout,
         announce=announce,
     )
+
+
+def _serve_on_ray(
+    address: str,
+    *,
+    host: str,
+    port: int,
+    api_key: str | None,
+    workers: int,
+    replicas: int,
+    max_replicas: int | None,
+    capacity: int,
+    timeout: float,
+    request_timeout: float,
+    max_body_mb: int,
+    store: str | None,
+    coq_project: str | None,
+    policy: VerifierPolicy,
+) -> None:
+    """`serve --ray ADDRESS`: the same service as Ray Serve replicas (service/ray_serve.py).
+    Each replica builds its backend from these options on its own machine; the toolchain is
+    the driver's by name, so a worker's environment cannot pick another Coq."""
+    from pathlib import Path
+
+    from formalbench.service.ray_serve import RayPlan, replicas_for, serve_on_ray, store_path
+    from formalbench.store.service_tasks import TaskStore
+    from formalbench.store.verdict_cache import VerdictCache
+    from formalbench.toolchains.toolchain import default_name
+
+    low, high = replicas_for(replicas, max_replicas)
+    options: dict[str, object] = {"timeout": timeout, "toolchain": default_name()}
+    if coq_project is not None:
+        options["project_dir"] = str(Path(coq_project).expanduser().resolve())
+    path = store_path(store)
+    try:  # the shared actor opens it on this machine: a bad path is one line here first
+        TaskStore(path).close()
+        VerdictCache(path).close()
+    except (OSError, sqlite3.Error) as exc:
+        raise InputError(f"--store {store!r}: cannot open ({exc})") from None
+    plan = RayPlan(
+        address=address,
+        host=host,
+        port=port,
+        api_key=api_key,
+        backend_options=options,
+        policy=policy,
+        store=path,
+        workers=workers,
+        replicas=low,
+        max_replicas=high,
+        capacity=capacity,
+        max_body_bytes=max_body_mb << 20,
+        max_timeout=timeout,
+        request_timeout=request_timeout,
+    )
+
+    def announce(line: str) -> None:
+        print(line, flush=True)
+
+    serve_on_ray(plan, announce)
