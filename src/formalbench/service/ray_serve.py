@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
+import re
 import signal
 import sys
 import threading
@@ -270,6 +271,19 @@ def _first_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
+def _why_not_started(serve: Any) -> str | None:
+    """The error that kept the replicas from starting, from the deployment's status (its
+    last line is the constructor's exception: our own errors are shown by their text)."""
+    with contextlib.suppress(Exception):
+        app = serve.status().applications.get(APP_NAME)
+        message = app.deployments[DEPLOYMENT].message if app is not None else ""
+        lines = [line.strip() for line in message.splitlines() if line.strip()]
+        if lines:
+            own = re.fullmatch(r"formalbench\.[\w.]+\.\w+Error: (.+)", lines[-1])
+            return own.group(1) if own else lines[-1][:300]
+    return None
+
+
 def _head_is_here(ray: Any) -> bool:
     """Whether this process runs on the cluster's head node (where the proxy listens)."""
     here = ray.get_runtime_context().get_node_id()
@@ -361,8 +375,9 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
             except FormalbenchError:
                 raise
             except Exception as exc:  # a replica that cannot start: Ray's text has its trace
+                why = _why_not_started(serve) or _first_line(exc)
                 raise FormalbenchError(
-                    f"--ray {plan.address}: the service did not start: {_first_line(exc)}"
+                    f"--ray {plan.address}: the service did not start: {why}"
                 ) from None
             shown = f"[{plan.host.strip('[]')}]" if ":" in plan.host else plan.host
             url = f"http://{shown}:{plan.port}"
