@@ -47,7 +47,10 @@ def serve(
         "Kimina's clients send it, or `X-API-Key`); at least 16 characters.",
     ),
     workers: int | None = typer.Option(
-        None, "--workers", callback=at_least(1), help="Checks at once (default: the CPU count)."
+        None,
+        "--workers",
+        callback=at_least(1),
+        help="Checks at once (default: the CPU count; with --ray, per replica, default 1).",
     ),
     queue: int = typer.Option(
         64, "--queue", min=1, help="Items held at most (waiting or running); more get 429."

@@ -9,10 +9,11 @@ must agree on lives in one `Shared` actor on the driver's machine: the registere
 both in `--store` as without Ray.
 
 Ray Serve's HTTP proxy runs on the head node only (one address, as Kimina's clients expect)
-on `--host`/`--port`; the key rule is checked before anything starts. Replicas are
-autoscaled by Ray Serve on their ongoing requests (running plus queued at the proxy), from
-`--replicas` up to `--max-replicas`; each takes `--workers` CPUs, so Ray places them where
-CPUs are free, across the cluster's machines. Joining the cluster follows the Ray executor's
+on `--host`/`--port`; the key rule is checked before anything starts. A replica takes at
+most `--workers` requests at once; the rest wait at the proxy (at most `--queue`, then 503)
+for the first free replica. Replicas are autoscaled by Ray Serve on their ongoing requests
+(running plus queued at the proxy), from `--replicas` up to `--max-replicas`; each takes
+`--workers` CPUs, so Ray places them where CPUs are free, across the cluster's machines. Joining the cluster follows the Ray executor's
 rules (`backends/ray_backend.init_ray`: a closed port is one line at once, every wait is
 bounded and hears signals). Ctrl-C or SIGTERM deletes the application (each replica closes
 its engine and kills its checkers in `__del__`), shuts Serve down when no other application
@@ -354,7 +355,11 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
                 serve.ingress()(Verifier),
                 name=DEPLOYMENT,
                 ray_actor_options={"num_cpus": plan.workers},
-                max_ongoing_requests=plan.capacity,
+                # a replica takes only the requests it can run now; the rest wait at the
+                # proxy for the first free replica (the proxy prefers its own node's
+                # replica while that one has a free slot: a deeper replica queue would
+                # keep every request there while other replicas stand idle)
+                max_ongoing_requests=plan.workers,
                 max_queued_requests=plan.capacity,
                 autoscaling_config=plan.autoscaling(),
                 graceful_shutdown_timeout_s=GRACE_SECONDS,
