@@ -284,6 +284,24 @@ def test_the_autoscaler_adds_a_replica_under_load(ray_serve: RayServe) -> None:
     assert statuses and set(statuses) == {200}
 
 
+def test_a_second_service_on_the_cluster_is_refused(ray_serve: RayServe) -> None:
+    """Never replace (and at its stop delete) a service another driver runs."""
+    done = subprocess.run(
+        [sys.executable, "-m", "formalbench", "serve", "--ray", ray_serve.cluster.address]
+        + ["--port", str(free_port())],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=cli(),
+    )
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "a formalbench service is already deployed" in last, done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(ray_serve.replicas()) >= 2
+    assert httpx.get(ray_serve.url + "/health", timeout=60).json()["status"] == "ok"
+
+
 def test_an_unreachable_address_is_one_line_and_exit_2() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -50,6 +50,7 @@ UPSCALE_DELAY_S = 5.0
 DOWNSCALE_DELAY_S = 120.0
 METRICS_INTERVAL_S = 2.0
 LOOK_BACK_S = 10.0
+WATCH_S = 5.0  # how often the driver checks that its application is still deployed
 
 
 @dataclass
@@ -272,6 +273,15 @@ def _first_line(exc: BaseException) -> str:
     return lines[-1] if lines else type(exc).__name__
 
 
+def _still_deployed(serve: Any) -> bool:
+    """Whether our application is still on the cluster: False only when Serve answers
+    without it (a controller that does not answer may be restarting: keep serving)."""
+    try:
+        return APP_NAME in serve.status().applications
+    except Exception:
+        return True
+
+
 def _why_not_started(serve: Any) -> str | None:
     """The error that kept the replicas from starting, from the deployment's status (its
     last line is the constructor's exception: our own errors are shown by their text)."""
@@ -367,13 +377,21 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
             )
 
             def start() -> Any:
+                nonlocal deployed
                 serve.start(
                     proxy_location="HeadOnly",
                     http_options={"host": plan.host, "port": plan.port},
                 )
+                if APP_NAME in serve.status().applications:  # never replace (or later
+                    # delete) a service another driver runs on this cluster
+                    raise InputError(
+                        f"--ray {plan.address}: a formalbench service is already deployed on "
+                        f"this cluster; stop it first (Ctrl-C where it runs, or Ray's `serve "
+                        f"shutdown` when its driver is gone)"
+                    )
+                deployed = True
                 return serve.run(deployment.bind(plan, shared), name=APP_NAME, route_prefix="/")
 
-            deployed = True
             try:
                 handle = _bounded(start, START_S, f"--ray {plan.address}: deploying the service")
                 version = _bounded(lambda: handle.version.remote().result(), 60, "asking a replica")
@@ -395,8 +413,14 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
                 f"{plan.address} ({scale['min_replicas']} to {scale['max_replicas']} replicas, "
                 f"{plan.workers} workers and queue {plan.capacity} each; Ctrl-C to stop)"
             )
-            while True:
-                time.sleep(1.0)
+            while True:  # until a signal; leave when the application is gone
+                time.sleep(WATCH_S)
+                if not _bounded(lambda: _still_deployed(serve), 60, "asking Serve"):
+                    deployed = False
+                    raise FormalbenchError(
+                        f"--ray {plan.address}: the service is no longer deployed on the "
+                        "cluster (deleted from outside)"
+                    )
     except _Stop:
         pass
     finally:
