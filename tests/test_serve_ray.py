@@ -302,6 +302,48 @@ def test_a_second_service_on_the_cluster_is_refused(ray_serve: RayServe) -> None
     assert httpx.get(ray_serve.url + "/health", timeout=60).json()["status"] == "ok"
 
 
+def test_a_replica_killed_mid_check_costs_its_request_only(ray_serve: RayServe) -> None:
+    """SIGKILL of a replica while it checks: that request gets Ray's 500, the one on the
+    other replica its answer, later requests are answered, and Serve starts a new replica."""
+    before = ray_serve.replicas()
+    slow = SLOW.replace("f 700", "f 1400")
+    out: dict[int, httpx.Response] = {}
+
+    def one(i: int) -> None:
+        code = {"custom_id": i, "proof": slow.format(i=f"killed{i}")}
+        out[i] = httpx.post(
+            ray_serve.url + "/verify", json={"codes": [code]}, headers=AUTH, timeout=300
+        )
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(before))]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + 60
+    victim = None
+    while victim is None:  # a replica with a coqc running (Rocq 9 calls it rocqworker)
+        assert time.monotonic() < deadline, "no replica started a check"
+        for pid in before:
+            with contextlib.suppress(psutil.Error):
+                kids = psutil.Process(pid).children(recursive=True)
+                if any(k.name() in ("coqc", "rocqworker") for k in kids):
+                    victim = pid
+                    break
+        time.sleep(0.1)
+    os.kill(victim, signal.SIGKILL)
+    for t in threads:
+        t.join()
+    codes = sorted(r.status_code for r in out.values())
+    assert codes == [200] * (len(before) - 1) + [500], [
+        (r.status_code, r.text[:100]) for r in out.values()
+    ]
+    after = post(ray_serve, "/verify", {"codes": [{"custom_id": "after", "proof": PROOF}]})
+    assert after["results"][0]["error"] is None
+    deadline = time.monotonic() + 90
+    while len(ray_serve.replicas()) < 2 or victim in ray_serve.replicas():  # --replicas 2
+        assert time.monotonic() < deadline, "Serve did not replace the killed replica"
+        time.sleep(1)
+
+
 def test_an_unreachable_address_is_one_line_and_exit_2() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -326,6 +368,7 @@ def test_an_unreachable_address_is_one_line_and_exit_2() -> None:
         (("--ray", "127.0.0.1:1", "--port", "0"), KEY, "--port 0"),
         (("--replicas", "2"), KEY, "only with --ray"),
         (("--ray", "127.0.0.1:1", "--replicas", "3", "--max-replicas", "2"), KEY, "at least"),
+        (("--ray", "127.0.0.1:1", "--store", "/proc/no/such/x.sqlite"), KEY, "x.sqlite"),
     ],
 )
 def test_bad_options_are_one_line_before_any_connection(
