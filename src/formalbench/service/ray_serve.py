@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import re
 import signal
 import sys
@@ -393,7 +392,12 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
                 return serve.run(deployment.bind(plan, shared), name=APP_NAME, route_prefix="/")
 
             try:
-                handle = _bounded(start, START_S, f"--ray {plan.address}: deploying the service")
+                handle = _bounded(
+                    start,
+                    START_S,
+                    f"--ray {plan.address}: deploying {plan.replicas} replica(s) of "
+                    f"{plan.workers} CPU(s) each (does the cluster have them free?)",
+                )
                 version = _bounded(lambda: handle.version.remote().result(), 60, "asking a replica")
             except FormalbenchError:
                 raise
@@ -424,10 +428,12 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
     except _Stop:
         pass
     finally:
-        for s in (signal.SIGINT, signal.SIGTERM):  # the stop itself is bounded
-            signal.signal(s, signal.SIG_IGN)
+        # the stop itself is bounded, and a second Ctrl-C must not cut it short
+        before = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
         with contextlib.suppress(Exception):
             _bounded(lambda: _undeploy(ray, serve, deployed, shared), STOP_S, "stopping")
+        for s, handler in before.items():
+            signal.signal(s, handler)
 
 
 def _undeploy(ray: Any, serve: Any, deployed: bool, shared: Any) -> None:
@@ -461,4 +467,4 @@ def replicas_for(count: int, maximum: int | None) -> tuple[int, int]:
     top = count if maximum is None else maximum
     if top < count:
         raise InputError(f"--max-replicas {top}: at least --replicas ({count})")
-    return count, max(1, math.floor(top))
+    return count, top
