@@ -91,9 +91,10 @@ def serve(
         None,
         "--ray",
         metavar="ADDRESS",
-        help="Deploy on the Ray cluster at ADDRESS (host:port, ray://host:port or auto) with "
-        "Ray Serve: replicas of this service, each with its own workers and warm sessions, "
-        "autoscaled on their queue; the HTTP proxy listens on --host/--port of the head node.",
+        help="Deploy on the Ray cluster at ADDRESS (its head's host:port, or auto; run this "
+        "on a machine of the cluster) with Ray Serve: replicas of this service, each with its "
+        "own workers and warm sessions, autoscaled on their queue; the HTTP proxy listens on "
+        "--host/--port of the head node.",
     ),
     replicas: int = typer.Option(
         1, "--replicas", min=1, help="With --ray: replicas kept at least (and started with)."

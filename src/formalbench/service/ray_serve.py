@@ -336,6 +336,12 @@ def serve_on_ray(plan: RayPlan, announce: Callable[[str], None] = print) -> None
         raise InputError(
             "--port 0: with --ray the proxy listens on the head node; give a fixed port"
         )
+    if plan.address.startswith("ray://"):  # Ray Client: this process would not be a node
+        raise InputError(
+            f"--ray {plan.address}: give the cluster's own address (HEAD:6379) and run this on "
+            "one of its machines; Ray Client (ray://) is not supported (the shared task store "
+            "lives where the command runs)"
+        )
     init_ray(plan.address, 1, flag="--ray")
     import ray
 
