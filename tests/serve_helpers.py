@@ -39,12 +39,16 @@ class Server:
 
 
 @contextlib.contextmanager
-def running(tmp: Path, *args: str, key: str | None = KEY) -> Iterator[Server]:
+def running(
+    tmp: Path, *args: str, key: str | None = KEY, extra_env: dict[str, str] | None = None
+) -> Iterator[Server]:
     """`formalbench serve --port 0 ARGS` until the block ends (SIGTERM, then a wait); no
     process the service started (coqc, coqtop, coqchk, bwrap) may outlive it. The service runs
     on the host's Coq (a test that compares it with `check` pins `check` to it too): the fault
-    tests find and kill its `coqc` processes by name, which Rocq 9 calls `rocqworker`."""
+    tests find and kill its `coqc` processes by name, which Rocq 9 calls `rocqworker`.
+    `extra_env`: variables set for the service (the Lean tests' PATH to a stand-in `lake`)."""
     env = dict(os.environ, PYTHONPATH=str(SRC), FORMALBENCH_TOOLCHAIN="host")
+    env.update(extra_env or {})
     env.pop("FORMALBENCH_SERVE_API_KEY", None)
     if key is not None:
         env["FORMALBENCH_SERVE_API_KEY"] = key

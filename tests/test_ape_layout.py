@@ -155,7 +155,7 @@ def test_relative_run_dir_validates_in_each_era(tmp_path, monkeypatch) -> None:
     result = CliRunner().invoke(
         app,
         ["ape", "mine", "lib", "--run-dir", "runs/ape", "--type-source", "inferred"]
-        + ["--validate", "coq", "--json"],
+        + ["--backend", "coq", "--json"],
     )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
@@ -181,7 +181,7 @@ def test_stage_where_every_task_fails_alike_says_why_and_exits_1(tmp_path, monke
     result = CliRunner().invoke(
         app,
         ["ape", "mine", "lib", "--run-dir", "runs/ape", "--type-source", "inferred"]
-        + ["--validate", "coq", "--limit", "1"],
+        + ["--backend", "coq", "--limit", "1"],
     )
     assert result.exit_code == 1, result.output
     assert "validation failed for every task (1): a dependency does not build" in result.stderr

@@ -50,13 +50,15 @@ def test_validation_keeps_gold_and_drops_broken_after(tmp_path) -> None:
     trees = BuiltTrees(GitArchiveProvider(repo.path), tmp_path / "trees", snapshots)
     good = validate_task(trees, task)
     assert good["kept"], good
-    assert good["after"]["complete"] and good["before"]["complete"]
-    assert good["after"]["version"].startswith(f"coq {resolve().version()}")
+    assert good["after"]["compiled"] and good["before"]["compiled"]
+    assert good["completeness"]["complete"] and good["rule"] == 2
+    assert good["version"].startswith(f"coq {resolve().version()}")
     broken = dict(
         task, content_after=task["content_after"] + "\nLemma bad : False.\nProof. exact I. Qed.\n"
     )
     bad = validate_task(trees, broken)
-    assert not bad["kept"] and bad["after"]["errors"] and bad["after"]["status"] == "ok"
+    assert not bad["kept"] and bad["reason"] == "after does not compile"
+    assert bad["after"]["errors"] and bad["after"]["status"] == "ok"
     # the built tree is in the snapshot store: a fresh work folder restores it, .vo included
     tree = trees.tree_for(task["commit_hash"], PATH)
     closure = dependency_closure(tree, PATH)
@@ -88,10 +90,10 @@ def test_validate_run_two_workers_share_one_build(tmp_path) -> None:
         )
     seen: list[tuple[int, int]] = []
     outcome = validate_run(
-        tmp_path, "coq", workers=2, on_progress=lambda d, t, s: seen.append((d, t))
+        tmp_path, "coq", workers=2, on_progress=lambda d, t, s, r: seen.append((d, t))
     )
     assert outcome.kept == 1 and seen[-1] == (2, 2)
-    assert outcome.reasons == {"after does not compile cleanly": 1}
+    assert outcome.reasons == {"after does not compile": 1}
     with ApeStore(tmp_path / "ape.sqlite") as store:
         results = store.results("validate")
     assert results[good["id"]]["kept"] and not results[broken["id"]]["kept"]
@@ -134,8 +136,8 @@ def test_validate_run_compiles_on_ray(tmp_path, monkeypatch) -> None:
     kept = validate_run(tmp_path, "coq", workers=2, executor="ray").kept
     assert ray.is_initialized()
     assert kept == 1
-    assert ran == ["check_in_tree"] * 4  # after and before of both tasks, all on Ray
+    assert ran == ["judge_in_tree"] * 2  # before and after of each task, on Ray
     with ApeStore(tmp_path / "ape.sqlite") as store:
         results = store.results("validate")
-    assert results[good["id"]]["kept"] and results[good["id"]]["after"]["complete"]
+    assert results[good["id"]]["kept"] and results[good["id"]]["completeness"]["complete"]
     assert not results[broken["id"]]["kept"] and results[broken["id"]]["after"]["errors"]

@@ -142,3 +142,21 @@ def test_a_record_of_the_file_is_followed_through_its_projection(backend: CoqBac
         HEAD + ("Record box := { val : R }.\nDefinition answer : R := val {| val := 2 |}.\n") + SPEC
     )
     assert _reasons(backend, candidate) == []
+
+
+def test_a_choice_operator_printed_by_rocq_9_matches_its_coq_8_entry() -> None:
+    """`COQ_VALUE_CHOICE` names `Coq.Logic.ChoiceFacts.FunctionalChoice`; Rocq 9 prints the
+    same object `Stdlib.Logic.ChoiceFacts.FunctionalChoice`, and it must still be refused."""
+    from formalbench.checking.value_check import matches
+    from formalbench.core.config import COQ_VALUE_CHOICE
+
+    for path in (
+        "Stdlib.Logic.ChoiceFacts.FunctionalChoice",
+        "Coq.Logic.ChoiceFacts.FunctionalChoice",
+    ):
+        assert matches(path, COQ_VALUE_CHOICE) == "Coq.Logic.ChoiceFacts.FunctionalChoice"
+    assert matches("Stdlib.Logic.ClassicalEpsilon.epsilon", COQ_VALUE_CHOICE) == "epsilon"
+    assert matches("Stdlib.Logic.ChoiceFacts.FunctionalChoiceX", COQ_VALUE_CHOICE) is None
+    assert matches(
+        "Coq.Logic.ChoiceFacts.FunctionalChoice", ["Stdlib.Logic.ChoiceFacts.FunctionalChoice"]
+    )

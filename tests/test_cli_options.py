@@ -158,7 +158,7 @@ def test_help_of_every_command_fits_80_columns_and_names_options_whole(
         assert re.search(r"^  --help\s+Show this message and exit\.$", text, re.M), (path, text)
         for param in command.params:
             for opt in param.opts:
-                if opt.startswith("--"):
+                if opt.startswith("--") and not getattr(param, "hidden", False):  # old names
                     assert opt in text, (path, opt)
 
 

@@ -188,7 +188,7 @@ def _run(run_dir: Path, model: Any = None, progress: Any = None) -> FormalResult
 
 
 MODEL = script.model()  # the model of the module's run, whose calls some tests read
-PROGRESS: list[tuple[str, int, int]] = []
+PROGRESS: list[tuple[str, int, int, int]] = []
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ def test_the_funnel_of_the_run(finished: tuple[Path, FormalResult]) -> None:
     # formal blocks: trace 2, square 1, broken 2 (hints are not formal); rank never compiles
     assert (result.blocks, result.blocks_compiled, result.blocks_accepted) == (5, 4, 4)
     assert result.instances == 3 and result.tasks == 2
-    assert [step[1:] for step in PROGRESS] == [(i, 4) for i in range(1, 5)]
+    assert [step[1:] for step in PROGRESS] == [(i, 4, 0) for i in range(1, 5)]  # none resumed
     assert {step[0] for step in PROGRESS} == {"exercises"}  # shown as "formal: exercises"
     assert result.tasks_file == run_dir / "tasks.jsonl"
     summary = formal_summary(run_dir)  # what a report reads, from the store alone

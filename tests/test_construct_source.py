@@ -284,7 +284,7 @@ def test_formal_phase_gets_the_usable_problems_and_its_figures_reach_the_report(
     assert seen["backend"] == "coq" and seen["model"] == "scripted"
     assert seen["rounds"] == (2, 8) and seen["run_dir"] == run_dir
     assert (seen["concurrency"], seen["timeout"]) == (cfg.concurrency, cfg.timeout)
-    assert ("formal: blocks", 1, 1) in steps and result.formal is not None
+    assert ("formal: blocks", 1, 1, 0) in steps and result.formal is not None
     report = construct_report(run_dir)
     assert (report.blocks, report.blocks_compiled, report.instances) == (3, 2, 2)
     assert report.tasks_file == str(run_dir / "tasks.jsonl") and report.stop_after == "formal"

@@ -41,7 +41,8 @@ def test_a_run_with_no_verdict_at_all_exits_1_and_says_why(tmp_path: Path) -> No
     data.write_text(TASK.model_dump_json() + "\n", encoding="utf-8")
     run = CliRunner().invoke(app, ["eval", str(data), "--run-dir", str(tmp_path / "r"), "--quiet"])
     assert run.exit_code == 1, run.output
-    assert "formalbench: error: 1 of 1 attempts failed before a verdict: environment:" in (
-        run.output
-    )
+    # nothing was attempted (issue 30 item 7): the line says so, and that a rerun retries
+    out = " ".join(run.output.split())
+    assert "formalbench: error: 1 task(s) not attempted: environment:" in out
+    assert "rerun the same command: they are tried again" in out
     assert "NoSuchLibraryHere" in run.output

@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from formalbench.backends.coq import CoqBackend
 from formalbench.cli.evaluate import ProgressBar, split_tactics
 from formalbench.cli.main import app
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress
 from formalbench.core.errors import FormalbenchError
 from formalbench.core.records import CheckResult, CheckStatus, Language, Reason, Task
 from formalbench.pipelines.evaluate import run_evaluation
@@ -281,19 +281,26 @@ class CrashingCoq(CoqBackend):
 def test_progress_bar_counts_attempts_and_pass_rate(tmp_path: Path) -> None:
     data = write_dataset(tmp_path / "d.jsonl", {"easy_add": EASY, "never": FALSE})
     config = EvalConfig(dataset=str(data), workers=2, timeout=30)
-    # a terminal: off one, the bar is not drawn (cli.progress), as in a pipe
+    # a terminal: off one, a plain line at the end instead (cli.progress)
     screen = Console(file=io.StringIO(), width=200, color_system=None, force_terminal=True)
-    with make_progress(screen) as progress:
+    with LongProgress(screen) as progress:
         bar = ProgressBar(progress)
         run_evaluation(config, tmp_path / "run", bar)
-    (task,) = progress.tasks
-    assert (task.total, task.completed) == (2, 2)
-    assert task.fields["status"] == "1/2 passed (50%)"
+    assert bar.stage is not None
+    meter = bar.stage.meter
+    assert (meter.total, meter.done, meter.resumed) == (2, 2, 0)
+    assert meter.status == "1/2 passed (50%)" and meter.seconds_per_item() is not None
     assert "2/2" in screen.file.getvalue() and "1/2 passed (50%)" in screen.file.getvalue()
-    with make_progress(Console(file=io.StringIO())) as progress:  # a resume starts from there
+    log = io.StringIO()
+    with LongProgress(Console(file=log)) as progress:  # a resume starts from there
         again = ProgressBar(progress)
         run_evaluation(config, tmp_path / "run", again)
-    assert (progress.tasks[0].completed, again.done, again.passed) == (2, 2, 1)
+    assert (again.done, again.passed) == (2, 1)
+    assert again.stage is not None and again.stage.meter.resumed == 2
+    # nothing worked on: no rate, no estimate (not `2 attempts in 0 s`)
+    assert log.getvalue() == (
+        "attempts: 2/2 attempts (100%), 2 resumed | 1/2 passed (50%) | 0:00:00 elapsed | finished\n"
+    )
 
 
 def test_checks_overlap_model_calls_of_other_attempts(

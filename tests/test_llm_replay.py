@@ -115,3 +115,22 @@ def test_scripted_rule_sees_each_sample():
     assert [c.text for c in out] == ["proof 0", "proof 1", "proof 2"]
     assert out[0].usage.completion == 7
     assert asyncio.run(model.generate(Q1, temperature=0.4, seed=2))[0].text == "t=0.4 seed=2"
+
+
+def test_replay_file_hash_spec_picks_one_models_lines(tmp_path):
+    """`replay:FILE#SPEC`: the lines of the model SPEC, named as recorded or without its
+    endpoint; a SPEC the file does not hold is one line naming those it does."""
+    from formalbench.llm.registry import make_model
+
+    path = tmp_path / "two.jsonl"
+    asyncio.run(
+        RecordingModel(ScriptedModel(["a"], spec="openai:m@http://h:1/v1"), path).generate(Q1)
+    )
+    asyncio.run(
+        RecordingModel(ScriptedModel(["b"], spec="openai:n@http://h:2/v1"), path).generate(Q1)
+    )
+    for spec in ("openai:n", "openai:n@http://h:2/v1"):
+        model = make_model(f"replay:{path}#{spec}")
+        assert asyncio.run(model.generate(Q1))[0].text == "b"
+    with pytest.raises(InputError, match=r"nothing recorded for 'openai:z'; it holds 'openai:m@"):
+        make_model(f"replay:{path}#openai:z")

@@ -42,6 +42,23 @@ def test_the_coq_default_trivial_set_holds_the_logic_and_numeral_machinery() -> 
         assert not is_trivial(name, COQ_TRIVIAL), name
 
 
+def test_the_trivial_set_reads_rocq_9_names_as_coq_8_names() -> None:
+    """Rocq 9 prints the prelude as `Corelib.` and the standard library as `Stdlib.`: the
+    same objects are trivial on both, and a user's set written in Rocq 9 names works too."""
+    for name in (
+        "Corelib.Init.Logic.eq",
+        "Corelib.Numbers.BinNums.Zpos",
+        "Stdlib.Reals.Rdefinitions.IZR",
+    ):
+        assert is_trivial(name, COQ_TRIVIAL), name
+    assert not is_trivial("Stdlib.Reals.Rpower.ln", COQ_TRIVIAL)
+    assert not is_trivial("Corelibx.Init.Logic.eq", COQ_TRIVIAL)
+    graph = nx.DiGraph([("p", "Corelib.Init.Logic.eq"), ("p", "Stdlib.Reals.Rpower.ln")])
+    assert rho(graph, "p", 1, trivial=COQ_TRIVIAL) == {1: 1}
+    assert rho(graph, "p", 1, trivial={"Stdlib.Reals.Rpower.ln"}) == {1: 1}
+    assert rho(graph, "p", 1, trivial={"Coq.Reals.Rpower.ln", "Coq.Init.Logic.eq"}) == {1: 0}
+
+
 def test_summary_gives_mean_median_and_distribution_per_distance() -> None:
     summary = summarize([{1: 1, 2: 4}, {1: 3, 2: 4}, {1: 8, 2: 9}], 2)
     assert summary["1"] == {"mean": 4.0, "median": 3, "distribution": {"1": 1, "3": 1, "8": 1}}

@@ -47,6 +47,7 @@ from formalbench.pipelines.run_config import EvalConfig
 from formalbench.pipelines.run_files import RunFiles, load_summary
 from formalbench.store.runs import RunStore
 from tests.standins.openai_server import StandinServer
+from tests.suite_coq import std
 
 needs_coqc = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
 REPO = Path(__file__).resolve().parents[1]
@@ -359,19 +360,69 @@ class CountingCoq(CoqBackend):
 def test_preflight_compiles_coq_originals_together_and_redoes_a_failed_batch() -> None:
     good = [
         Task(id="a", language=Language.coq, header="Require Import Arith.\n", formal=EASY),
-        Task(id="b", language=Language.coq, header="Require Import Lia.\n", formal=EASY),
-        Task(id="c", language=Language.coq, formal="Lemma c : True.\nProof.\n"),
+        Task(id="b", language=Language.coq, header="Require   Import Arith.\n", formal=EASY),
+        Task(
+            id="c",
+            language=Language.coq,
+            header="(* Lia *) Require Import Arith.\n",
+            formal="Lemma c : True.\nProof.\n",
+        ),
     ]
     backend = CountingCoq()
     try:
         assert asyncio.run(check_originals(backend, good, 60)) == {}
-        assert backend.calls == 1  # one file for the three, though their headers differ
+        assert backend.calls == 1  # one file for the three: they load the same libraries
+        typo = Task(
+            id="typo",
+            language=Language.coq,
+            header="Require Import Arith.\n",
+            formal="Theorem typo : no_such_name = 0.\nProof.\nAdmitted.\n",
+        )
         missing = Task(id="needs_lib", language=Language.coq, formal=MISSING)
-        failed = asyncio.run(check_originals(backend, [*good, missing], 60))
+        failed = asyncio.run(check_originals(backend, [*good, typo, missing], 60))
     finally:
         backend.close()
-    assert list(failed) == ["needs_lib"] and "NoSuchLib" in failed["needs_lib"][0]
-    assert backend.calls == 1 + 1 + 4  # the failed batch, then each task alone
+    assert sorted(failed) == ["needs_lib", "typo"] and "NoSuchLib" in failed["needs_lib"][0]
+    # the failed batch, then each of its tasks alone; needs_lib loads another library: alone
+    assert backend.calls == 1 + 1 + 4 + 1
+
+
+@needs_coqc
+def test_preflight_never_passes_a_task_on_a_library_another_task_loaded() -> None:
+    """A task that forgot its `Require` compiled in a batch after one that made it (the
+    library stays loaded after the module ends), and failed in every attempt; one whose
+    `Global` option outlives its module is checked alone likewise."""
+    real = std("Coq.Reals.Rdefinitions.R")
+    loads = Task(
+        id="loads",
+        language=Language.coq,
+        header="Require Import Reals.\n",
+        formal=f"Lemma loads : forall x : {real}, x = x.\nProof.\n",
+    )
+    forgot = Task(
+        id="forgot",
+        language=Language.coq,
+        formal=f"Lemma forgot : forall x : {real}, x = x.\nProof.\n",
+    )
+    sets = Task(
+        id="sets",
+        language=Language.coq,
+        header="Require Import Arith.\n",
+        formal="Global Set Implicit Arguments.\n" + EASY,
+    )
+    after = Task(
+        id="after",
+        language=Language.coq,
+        header="Require Import Arith.\n",
+        formal="Definition idf A (x : A) := x.\nLemma after : idf 0 = 0.\nProof.\n",
+    )
+    backend = CountingCoq()
+    try:
+        failed = asyncio.run(check_originals(backend, [loads, forgot, sets, after], 60))
+    finally:
+        backend.close()
+    assert sorted(failed) == ["after", "forgot"], failed
+    assert backend.calls == 4  # nothing batched: no two tasks load the same and stay local
 
 
 def test_typed_errors_are_retried_by_kind_and_old_strings_too(tmp_path: Path) -> None:
@@ -465,3 +516,16 @@ def test_a_run_on_another_lean_version_is_refused_before_it_starts(tmp_path: Pat
     result = run_evaluation(allowed, tmp_path / "run", backend=LeanProject(workers=1))
     assert result.new_attempts == 1
     assert any("--allow-version-mismatch: the task was made for" in n for n in result.notes)
+
+
+@needs_coqc
+def test_preflight_gives_an_original_more_than_a_short_attempt_timeout() -> None:
+    """`--timeout 10` is for the attempts; an original cut short by it was let through and
+    its statement's error counted as the prover's (PutnamBench's mathcomp-analysis files)."""
+    missing = Task(id="needs_lib", language=Language.coq, formal=MISSING)
+    backend = CountingCoq()
+    try:
+        failed = asyncio.run(check_originals(backend, [missing], 0.01))
+    finally:
+        backend.close()
+    assert list(failed) == ["needs_lib"] and "NoSuchLib" in failed["needs_lib"][0]

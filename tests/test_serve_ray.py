@@ -368,6 +368,7 @@ def test_an_unreachable_address_is_one_line_and_exit_2() -> None:
         (("--ray", "127.0.0.1:1", "--port", "0"), KEY, "--port 0"),
         (("--replicas", "2"), KEY, "only with --ray"),
         (("--ray", "ray://127.0.0.1:10001"), KEY, "Ray Client"),
+        (("--ray", "127.0.0.1:1", "--backend", "kimina"), KEY, "--backend 'kimina'"),
         (("--ray", "127.0.0.1:1", "--replicas", "3", "--max-replicas", "2"), KEY, "at least"),
         (("--ray", "127.0.0.1:1", "--store", "/proc/no/such/x.sqlite"), KEY, "x.sqlite"),
     ],

@@ -243,6 +243,29 @@ def test_a_root_whose_smoke_test_fails_is_never_installed_and_downloads_resume(
 
 @needs_dpkg
 @needs_bwrap
+def test_cli_install_progress_off_a_terminal_counts_an_earlier_download_as_resumed(
+    tmp_path: Path, cache: Path, mirror: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each phase ends with its line (cli.progress), then the error; a rerun's download is
+    what the first left: resumed, so no rate is claimed for it."""
+    url, _ = mirror
+    debs = [_deb(tmp_path, "one", {"usr/share/one/a.txt": "a"}), _deb(tmp_path, "two", {})]
+    fake = _fake_manifest(tmp_path, url, debs)
+    monkeypatch.setattr(manifest, "load", lambda _name: fake)
+    runner = CliRunner()
+    first = runner.invoke(app, ["toolchain", "install", "fake"])
+    assert first.exit_code == 2
+    said = first.stderr.splitlines()
+    assert said[0].startswith("download: 1/1 MiB (100%) | ") and said[0].endswith("finished")
+    assert said[1].startswith("unpack: 2/2 packages (100%) | ")
+    assert said[-1].startswith("formalbench: error: ") and "coqc does not start" in said[-1]
+    again = runner.invoke(app, ["toolchain", "install", "fake"]).stderr.splitlines()
+    assert again[0].startswith("download: 1/1 MiB (100%), 1 resumed | 0:00:00 elapsed")
+    assert "MiB/s" not in again[0] and "s/MiB" not in again[0]  # nothing fetched: no rate
+
+
+@needs_dpkg
+@needs_bwrap
 def test_a_vanished_pin_and_a_changed_file_fail_in_one_line(
     tmp_path: Path, cache: Path, mirror: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,13 +27,13 @@ tactic inside an executed sentence is one. Goals are not available from coqc.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from formalbench.backends.base import Backend, gate
+from formalbench.backends.coq_environment import ENVIRONMENT, environment_message
 from formalbench.backends.coq_library import library_args, library_hash
 from formalbench.backends.coq_output import (
     CoqMessage,
@@ -41,7 +41,7 @@ from formalbench.backends.coq_output import (
     parse_messages,
     sentence_spans,
 )
-from formalbench.backends.coq_project import CoqProject, read_coq_project
+from formalbench.backends.coq_project import BUILD_WORD, CoqProject, read_coq_project
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.coq_source import (
     SourceMap,
@@ -69,19 +69,6 @@ from formalbench.toolchains.prepare import prepare_for
 from formalbench.toolchains.toolchain import INSTALL_HINT as INSTALL_HINT  # re-exported
 from formalbench.toolchains.toolchain import Toolchain
 from formalbench.toolchains.toolchain import resolve as resolve_toolchain
-
-# coqc's words when a `Require` cannot be met here: the library is not on the load path, or its
-# `.vo` files were compiled by another coqc or against other dependencies.
-_ENVIRONMENT = re.compile(
-    r"Cannot find a physical path bound to logical path|Cannot find library|"
-    r"Unable to locate library|makes inconsistent assumptions over library|"
-    r"contains library \S+ and not library|has bad magic number|incompatible version",
-)
-ENVIRONMENT_HINT = (
-    " (a library the file requires is not on coqc's load path here, or was compiled by "
-    "another coqc: give its Coq project with --coq-project DIR, the folder of its _CoqProject, "
-    "or the task's `coq_project` field)"
-)
 
 
 class CoqBackend(Backend):
@@ -125,7 +112,9 @@ class CoqBackend(Backend):
                 self._version = f"coq {self.toolchain.version()} ({self.toolchain.key()})"
                 self._version += f" amber-{library_hash()[:8]}"  # verdicts depend on it
                 if self.project is not None:  # verdicts depend on its build too
-                    self._version += f" project {self.project.root} {self.project.digest()}"
+                    self._version += (
+                        f" project {self.project.root} {BUILD_WORD} {self.project.digest()}"
+                    )
                 if self.args:
                     self._version += " " + " ".join(self.args)
             return self._version
@@ -228,7 +217,7 @@ class CoqBackend(Backend):
             status = CheckStatus.out_of_memory
         result = CheckResult(backend=self.name, status=status, detail=_detail(outcome, status))
         for message in messages:
-            result.diagnostics.append(_tag_environment(self._place(message, source_map)))
+            result.diagnostics.append(self._tag_environment(self._place(message, source_map)))
         result.holes = _holes(outcome.stdout, source_map)
         if status == CheckStatus.ok and outcome.returncode and not result.errors:
             # coqc failed without a message we parse (a wrapper or sandbox that could not
@@ -249,6 +238,15 @@ class CoqBackend(Backend):
                 )
             )
         return result
+
+    def _tag_environment(self, diagnostic: Diagnostic) -> Diagnostic:
+        """An error about a library that cannot be loaded here, tagged `environment` (the
+        verifier's reason) and said as what is missing and how to fix it
+        (`coq_environment`); any other diagnostic unchanged."""
+        if diagnostic.severity != Severity.error or not ENVIRONMENT.search(diagnostic.message):
+            return diagnostic
+        message = environment_message(diagnostic.message, self.project, self.toolchain)
+        return diagnostic.model_copy(update={"kind": "environment", "message": message})
 
     def _place(self, message: CoqMessage, source_map: SourceMap) -> Diagnostic:
         """A diagnostic positioned in the source (at its end for a message past it, such as
@@ -279,16 +277,6 @@ class CoqBackend(Backend):
             end_column=end_column,
             kind=message.tag,
         )
-
-
-def _tag_environment(diagnostic: Diagnostic) -> Diagnostic:
-    """An error about a library that cannot be loaded here, tagged `environment` (the
-    verifier's reason) with a hint at the fix; any other diagnostic unchanged."""
-    if diagnostic.severity != Severity.error or not _ENVIRONMENT.search(diagnostic.message):
-        return diagnostic
-    return diagnostic.model_copy(
-        update={"kind": "environment", "message": diagnostic.message.rstrip() + ENVIRONMENT_HINT}
-    )
 
 
 def _holes(stdout: str, source_map: SourceMap) -> list[Hole]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -389,6 +390,18 @@ def read_coq_project(folder: str | Path) -> CoqProject:
     project = CoqProject(root=root, args=tuple(args), read_only=tuple(dict.fromkeys(folders)))
     project.digest()  # walk now: a folder too large or a symlink out is refused up front
     return project
+
+
+BUILD_WORD = "build"  # in the backend's version: `project ROOT build DIGEST`
+_BUILD = re.compile(rf"( project \S.*?) {BUILD_WORD} [0-9a-f]{{12}}(?= |$)")
+
+
+def without_build(version: str) -> str:
+    """A backend version with its project's build digest taken out: what a run's identity
+    compares (issue 30 item 7). Building a project after a run failed for `environment`
+    must let the same run resume; the verdict cache keeps the digest (`CoqBackend.version`),
+    so no verdict made under one build is served under another."""
+    return _BUILD.sub(r"\1", version, count=1)
 
 
 def tasks_project(tasks: Sequence[Task]) -> str | None:

@@ -50,6 +50,7 @@ from formalbench.checking.decls import (
 )
 from formalbench.checking.holes import hole_decls
 from formalbench.core.config import VerifierPolicy
+from formalbench.core.coq_names import coq8_name
 from formalbench.core.lexer import words
 from formalbench.core.records import Finding, Language, Reason
 
@@ -85,9 +86,13 @@ _NOT_TERMS = frozenset({"Notation", "Ltac", "Ltac2", "Module", "Module Type", "A
 
 
 def matches(path: str, entries: Iterable[str]) -> str | None:
-    """The entry a fully qualified `path` is (the full name or a dotted suffix of it)."""
+    """The entry a fully qualified `path` is (the full name or a dotted suffix of it), in
+    Coq 8's spelling or Rocq 9's (`Stdlib.`/`Corelib.` for `Coq.`)."""
+    paths = {path, coq8_name(path)}
     for entry in entries:
-        if path == entry or path.endswith("." + entry):
+        if any(p == entry or p.endswith("." + entry) for p in paths):
+            return entry
+        if coq8_name(entry) in paths:
             return entry
     return None
 

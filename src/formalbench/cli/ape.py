@@ -15,16 +15,20 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
     existing_path,
     fraction,
+    pick_renamed,
+    renamed,
 )
 from formalbench.core.errors import InputError
 
 if TYPE_CHECKING:
+    from formalbench.cli.progress import Report
     from formalbench.pipelines.ape.outcome import StageOutcome
 
 T = TypeVar("T")
@@ -118,7 +122,37 @@ def apply_command(
         for ignored in result.ignored if result.applied else ():
             typer.echo(f"  {ignored}")
     if not result.applied:
+        hint = _path_hint(answer, named) if path is None else None
+        if hint is not None:
+            typer.echo(hint, err=True)
         raise typer.Exit(1)
+
+
+def _path_hint(answer: str, named: str) -> str | None:
+    """When the diff was refused because its sections name another file than `named` (the
+    name `--to` gave), the option that says which file of the repository `--to` is. The
+    names come from a model's reply: only plain printable ones without `..` are echoed,
+    shell-quoted, without git's `a/`/`b/` prefixes."""
+    import shlex
+
+    from formalbench.pipelines.ape.patchtext import file_sections, same_file
+
+    others: set[str] = set()
+    for section in file_sections(answer):
+        for name in section.names:
+            bare = name[2:] if name.startswith(("a/", "b/")) else name
+            plain = bare.isprintable() and ".." not in bare.split("/") and bare != "/dev/null"
+            if plain and bare and not same_file(name, named):
+                others.add(bare)
+    if not others:
+        return None
+    shown = [shlex.quote(n) for n in sorted(others)]
+    if len(shown) == 1:
+        return (
+            f"hint: the diff is for {shown[0]}; if that is the file --to names, "
+            f"say so with --path {shown[0]}"
+        )
+    return f"hint: the diff names {', '.join(shown[:3])}; give --path with the one --to is"
 
 
 @ape_app.command("mine")
@@ -127,16 +161,35 @@ def mine_command(
     repo: Annotated[
         str, typer.Argument(callback=existing_path, help="A git repository folder or bundle.")
     ],
-    run_dir: Annotated[Path, typer.Option("--run-dir", help="Where the run is stored.")],
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir",
+            help="Where the run is stored (default: runs/ape-<repository>-<hash of the "
+            "mining settings>, as eval's; `ape synthesize|eval|report` take that folder).",
+        ),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only commits after DATE (git's syntax).")
     ] = None,
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N commits only.")
     ] = None,
-    validate: Annotated[
+    backend: Annotated[
         str | None,
-        typer.Option("--validate", help="Compile before/after of kept tasks: coq or lean."),
+        typer.Option(
+            "--backend",
+            help="coq or lean: keep a task only if, in the project at its commit with the "
+            "file's dependencies built, its before file compiles, its after (gold) file "
+            "compiles, and the after file is complete (no declaration rests on an axiom or "
+            "hole the before file had not). Warnings are recorded, not reasons. Failures at "
+            "commits whose opam/CI files declare another Coq are reported as 'made for Coq "
+            "X (running Y)'. Ctrl-C stops at once (exit 130); rerun to resume. Default: no "
+            "validation.",
+        ),
+    ] = None,
+    validate: Annotated[
+        str | None, typer.Option("--validate", hidden=True, callback=renamed("--backend"))
     ] = None,
     types: Annotated[
         str | None,
@@ -187,14 +240,14 @@ def mine_command(
     toolchain: ToolchainOption = None,
 ) -> None:
     """Mine tasks from a history: commits -> candidates -> filters (-> compile validation)."""
-    from rich.console import Console
-
-    from formalbench.cli.progress import make_progress
+    from formalbench.cli.progress import LongProgress, reporter
     from formalbench.pipelines.ape.mining import mine
     from formalbench.pipelines.ape.task import MineConfig
+    from formalbench.pipelines.stopping import Interrupted, interrupt_on_signals
 
+    validate = pick_renamed("--backend", backend, "--validate", validate)
     if validate not in (None, "coq", "lean"):
-        raise InputError(f"--validate {validate}: expected coq or lean")
+        raise InputError(f"--backend {validate}: expected coq or lean")
     if executor not in ("local", "ray"):
         raise InputError(f"--executor must be local or ray, not {executor!r}")
     if type_source not in ("auto", "conventional", "inferred"):
@@ -210,39 +263,50 @@ def mine_command(
         since=since,
         limit=limit,
     )
-    console = Console(stderr=True)
-    with make_progress(console) as progress:
-        bar = progress.add_task("mining commits", total=None, status="")
+    if run_dir is None:  # one folder per history and settings (pipelines/run_dir.py)
+        from formalbench.pipelines.run_dir import default_run_dir
 
-        def tick(done: int, total: int, _summary: object) -> None:
-            progress.update(bar, completed=done, total=total)
-
-        summary = mine(repo, run_dir, cfg, on_progress=tick)
+        run_dir = default_run_dir("ape", repo, cfg.model_dump(mode="json"))
+    with LongProgress() as progress:
+        try:
+            with interrupt_on_signals():  # each commit is one transaction: a rerun resumes
+                summary = mine(
+                    repo, run_dir, cfg, on_progress=reporter(progress, "mining", unit="commit")
+                )
+        except Interrupted:
+            progress.stop(failed=True)
+            typer.echo(
+                f"mining interrupted: the commits walked are kept in {run_dir}; "
+                "rerun the same command to resume",
+                err=True,
+            )
+            raise
     result: dict[str, object] = {
         "commits": summary.commits,
         "candidates": summary.candidates,
         "funnel": summary.funnel,
         "kept": summary.kept,
         "language": summary.language,
+        "run_dir": str(run_dir),
     }
     if validate is not None:
         from formalbench.pipelines.ape.validate import validate_run
 
-        with make_progress(console) as progress:
-            bar = progress.add_task("validating", total=None, status="")
-
-            def vtick(done: int, total: int, status: str) -> None:
-                progress.update(bar, completed=done, total=total, status=status)
-
-            outcome = validate_run(
-                run_dir,
-                validate,
-                limit=validate_limit,
-                on_progress=vtick,
-                workers=workers,
-                executor=executor,
-                ray_address=ray_address,
-            )
+        with LongProgress() as progress:
+            try:
+                outcome = validate_run(
+                    run_dir,
+                    validate,
+                    limit=validate_limit,
+                    on_progress=reporter(progress, "validating", unit="task"),
+                    workers=workers,
+                    executor=executor,
+                    ray_address=ray_address,
+                )
+            except Interrupted:
+                progress.stop(failed=True)
+                _interrupted_validation(run_dir)
+                raise
         result["validated"] = outcome.kept
         result["validation"] = outcome.summary()
     if json_out:
@@ -250,6 +314,7 @@ def mine_command(
     else:
         typer.echo(
             f"{summary.commits} commits, {summary.candidates} candidates, {summary.kept} kept"
+            f" (run: {run_dir})"
         )
         for name, left in summary.funnel.items():
             typer.echo(f"  after {name:18} {left}")
@@ -257,6 +322,19 @@ def mine_command(
             typer.echo(f"  validated          {result['validated']}")
     if validate is not None:
         _stage_end(outcome)
+
+
+def _interrupted_validation(run_dir: Path) -> None:
+    """After a stop of validation (`--backend`): what was kept, and how to go on."""
+    from formalbench.store.ape import ApeStore
+
+    with ApeStore(run_dir / "ape.sqlite") as store:
+        done = len(store.results("validate"))
+    typer.echo(
+        f"validation interrupted: {done} task(s) validated are kept in {run_dir}; "
+        "rerun the same command to resume",
+        err=True,
+    )
 
 
 def _stage_end(outcome: StageOutcome) -> None:
@@ -267,21 +345,21 @@ def _stage_end(outcome: StageOutcome) -> None:
         typer.echo(err + ":", err=True)
         for line in outcome.lines():
             typer.echo(f"  {line}", err=True)
+    for note in outcome.notes:
+        typer.echo(f"{outcome.stage}: {note}", err=True)
     reason = outcome.single_reason()
     if reason is not None:
         typer.echo(f"{outcome.stage} failed for every task ({outcome.total}): {reason}", err=True)
         raise typer.Exit(1)
 
 
-def _with_bar(label: str, step: Callable[[Callable[[int, int, str], None]], T]) -> T:
-    """Run `step` with a progress bar on stderr; `step` reports (done, total, status)."""
-    from rich.console import Console
+def _with_bar(label: str, step: Callable[[Report], T]) -> T:
+    """Run `step` with its progress on stderr (`cli.progress`); `step` reports (done, total,
+    status, resumed), counted in tasks."""
+    from formalbench.cli.progress import LongProgress, reporter
 
-    from formalbench.cli.progress import make_progress
-
-    with make_progress(Console(stderr=True)) as progress:
-        bar = progress.add_task(label, total=None, status="")
-        return step(lambda d, t, s: progress.update(bar, completed=d, total=t, status=s))
+    with LongProgress() as progress:
+        return step(reporter(progress, label, unit="task"))
 
 
 def _models(spec: str, judge: str | None, run_dir: Path):
@@ -306,6 +384,7 @@ def synthesize_command(
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    record: RecordOption = None,
     limit: Annotated[
         int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
     ] = None,
@@ -315,7 +394,10 @@ def synthesize_command(
     ] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Write instructions for the validated tasks and keep those the judge confirms."""
+    """Write instructions for the validated tasks and keep those the judge confirms.
+
+    Model calls: per task, 1 instruction call (--model) and 4 judge calls (--judge) for the
+    reverse validation of the kept ones; a rerun answers repeats from the run's cache."""
     from formalbench.pipelines.ape.evaluate import synthesize_run
 
     chat, judge_model = _models(model, judge, run_dir)
@@ -333,27 +415,97 @@ def synthesize_command(
     _stage_end(outcome)
 
 
-@ape_app.command("eval")
+EVAL_HELP = """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`.
+
+SOURCE is a run folder after `ape synthesize`, or an export of `ape export` (its folder or
+its tasks.jsonl), whose results then go to --run-dir. Model calls: per task, --samples
+patch calls (20 by default) and 4 judge calls for each patch that compiles; a rerun answers
+repeats from the run's response cache."""
+
+
+@ape_app.command("eval", help=EVAL_HELP)
 @user_errors
 def eval_command(
-    run_dir: Annotated[
+    source: Annotated[
         Path,
-        typer.Argument(callback=existing_folder, help="A run folder after `ape synthesize`."),
+        typer.Argument(
+            callback=existing_path,
+            help="A run folder after `ape synthesize`, or an export (folder or tasks.jsonl).",
+        ),
     ],
     model: Annotated[str, typer.Option("--model", help="Model spec of the patch writer.")],
     samples: Annotated[
-        int, typer.Option("--samples", callback=at_least(1), help="Patches per task.")
+        int,
+        typer.Option(
+            "--samples",
+            callback=at_least(1),
+            help="Patches per task: one model call each, and 4 judge calls for each patch "
+            "that compiles.",
+        ),
     ] = 20,
     judge: Annotated[
         str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
     ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
+    ] = None,
+    retry_errors: Annotated[
+        bool,
+        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
+    ] = False,
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--run-dir",
+            help="Where an export's results are stored (a run keeps its own; default: "
+            "runs/ape-eval-<export>-<hash of the export>).",
+        ),
+    ] = None,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            "--repo",
+            help="An export's repository (clone or bundle) [default: the export's "
+            "repository.bundle, else the path its tasks name].",
+        ),
+    ] = None,
+    record: RecordOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Patches, DiffRepair, apply, compile and judge; figures via `formalbench report`."""
     from formalbench.pipelines.ape.evaluate import evaluate_run
+    from formalbench.pipelines.ape.imported import prepare_run
 
-    chat, judge_model = _models(model, judge, run_dir)
-    solved = _with_bar(
-        "evaluating", lambda report: evaluate_run(run_dir, chat, samples, judge_model, report)
+    run = prepare_run(source, run_dir, repo)
+    if run != source:  # an export: made elsewhere, perhaps validated with another Coq
+        from formalbench.pipelines.ape.imported import toolchain_drift
+
+        drift = toolchain_drift(run)
+        if drift is not None:
+            typer.echo(f"note: {drift}", err=True)
+    chat, judge_model = _models(model, judge, run)
+    outcome = _with_bar(
+        "evaluating",
+        lambda report: evaluate_run(
+            run, chat, samples, judge_model, report, limit=limit, retry_errors=retry_errors
+        ),
     )
-    typer.echo(f"{solved} tasks with at least one judged pass; see `formalbench report`")
+    typer.echo(
+        f"{outcome.solved} tasks with at least one judged pass; see `formalbench report {run}`"
+    )
+    if outcome.error_tasks:
+        if not retry_errors:
+            typer.echo(
+                f"{outcome.error_tasks} task(s) ended in an error; `--retry-errors` redoes them",
+                err=True,
+            )
+        for why, n in outcome.errors.most_common():
+            example = outcome.examples.get(why, "")
+            tail = f" (e.g. {example[:160]})" if example else ""
+            typer.echo(f"  {n} sample(s): {why}{tail}", err=True)
+    single = outcome.single_reason()
+    if single is not None:
+        typer.echo(f"evaluation failed for every task ({outcome.tasks}): {single}", err=True)
+        raise typer.Exit(1)
+
+
+from formalbench.cli import ape_export  # noqa: E402, F401  (registers `ape export`)

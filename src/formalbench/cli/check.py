@@ -165,7 +165,7 @@ def check(
         False, "--static-only", help="Text checks only; no assistant."
     ),
     timeout: float | None = typer.Option(
-        None, "--timeout", callback=seconds, help="Seconds for the assistant."
+        None, "--timeout", callback=seconds, help="Seconds for the assistant (default: 60)."
     ),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object (per pair)."),
     kind: str = typer.Option(
@@ -216,7 +216,10 @@ def check(
     allow_axioms: AllowAxiomsOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input."""
+    """Verify CANDIDATE strictly against ORIGINAL: exit 0 if it passes, 1 if not, 2 on bad input.
+
+    Exit codes: 0 the candidate passed (with --pairs: every pair did), 1 it failed, 2 bad
+    input. `compare` differs: it exits 0 whatever its verdict, 2 on bad input."""
     task_kind = _parse_kind(kind)
     names, presets = axiom_policy(allow_axiom, allow_axioms)
     if pairs is not None:

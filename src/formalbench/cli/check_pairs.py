@@ -14,6 +14,7 @@ from typing import Any
 from formalbench.backends.base import Backend
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.cli.verdict_cache import open_cache
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
@@ -73,13 +74,15 @@ def run_pairs(
             )
         return verifiers[name]
 
-    async def main() -> tuple[int, int, int]:
+    async def main(pairs: Stage) -> tuple[int, int, int]:
         counts = [0, 0, 0]  # passed, failed, errors
         window = max(16, 4 * (workers or 4))
         async for result in check_pairs(
             (with_kind(i) for i in items), verifier_for, timeout=timeout, window=window
         ):
             counts[0 if result["passed"] else 2 if "error" in result else 1] += 1
+            hits = verdict_cache.hits if verdict_cache is not None else 0
+            pairs.update(sum(counts), status=f"{counts[0]} passed", resumed=hits)
             if json_out:
                 sys.stdout.write(json.dumps(result, ensure_ascii=False) + "\n")
             else:
@@ -88,7 +91,11 @@ def run_pairs(
         return counts[0], counts[1], counts[2]
 
     try:
-        passed, failed, errors = asyncio.run(main())
+        with LongProgress() as shown:
+            stage = shown.stage(
+                "pairs", total=_count_lines(path), unit="pair", skipped_word="cached"
+            )
+            passed, failed, errors = asyncio.run(main(stage))
         if passed + failed + errors == 0:
             raise InputError(
                 f"--pairs {path!r}: no pair in it (empty file; one JSON object a line)"
@@ -101,6 +108,16 @@ def run_pairs(
     if not json_out:
         sys.stderr.write(f"{passed} passed, {failed} failed, {errors} not checked (errors)\n")
     return failed == 0 and errors == 0
+
+
+def _count_lines(path: str) -> int | None:
+    """The pairs of the file as `read_pairs` yields them (its non-blank lines), for the
+    progress total; None when it cannot be read (`read_pairs` says why)."""
+    try:
+        with open(path, "rb") as handle:
+            return sum(1 for line in handle if line.strip())
+    except OSError:
+        return None
 
 
 def _line(result: dict[str, Any]) -> str:

@@ -14,6 +14,7 @@ import typer
 
 from formalbench.cli.main import app, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
@@ -41,6 +42,7 @@ def compare_command(
         str | None,
         typer.Option(help="Model spec for BEq tier 2 (proofs of the directions left open)."),
     ] = None,
+    record: RecordOption = None,
     samples: Annotated[
         int, typer.Option(callback=at_least(1), help="Tier 2: samples per direction.")
     ] = 4,
@@ -63,7 +65,12 @@ def compare_command(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """BEq and GTED of a candidate statement against a reference."""
+    """BEq and GTED of a candidate statement against a reference.
+
+    Exit codes: 0 when the comparison ran, whatever its verdict (equivalent, not equivalent
+    or undecided: the first line, or `beq` and `undecided` with --json); 2 on bad input.
+    Unlike `check` (0 passed, 1 failed, 2 bad input), not equivalent is not a failure of
+    the command: read the verdict, not the exit code."""
     from formalbench.comparison.compare import compare
     from formalbench.llm.registry import make_model
     from formalbench.pipelines.pairs import pick_backend

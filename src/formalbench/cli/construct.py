@@ -18,12 +18,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, user_errors
-from formalbench.cli.options import ToolchainOption, at_least, seconds
-from formalbench.cli.progress import make_progress
+from formalbench.cli.options import RecordOption, ToolchainOption, at_least, seconds
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.pipelines.construct.config import (
     PHASES,
@@ -33,23 +32,24 @@ from formalbench.pipelines.construct.config import (
 )
 from formalbench.pipelines.construct.report import ConstructReport
 from formalbench.pipelines.construct.runner import ConstructResult, run_construct
+from formalbench.pipelines.run_dir import default_run_dir
 
 console = Console(highlight=False)
 
 
 class PhaseProgress:
-    """One bar per phase (extraction, source stages, each formal stage)."""
+    """One stage per phase (extraction, source stages, each formal stage), counted in
+    exercises; those an earlier run finished are left out of the rate (`cli.progress`)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.tasks: dict[str, TaskID] = {}
+        self.stages: dict[str, Stage] = {}
 
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        task = self.tasks.get(phase)
-        if task is None:
-            task = self.progress.add_task(phase, total=total, completed=done, status="")
-            self.tasks[phase] = task
-        self.progress.update(task, total=total, completed=done)
+    def __call__(self, phase: str, done: int, total: int, resumed: int = 0, /) -> None:
+        stage = self.stages.get(phase)
+        if stage is None:
+            stage = self.stages[phase] = self.progress.stage(phase, unit="exercise")
+        stage.update(done, total, resumed=resumed)
 
 
 def _rate(value: float | None) -> str:
@@ -155,10 +155,15 @@ def construct_command(
             + "."
         ),
     ] = None,
+    record: RecordOption = None,
     backend: Annotated[str, typer.Option(help="coq | lean (the formal stages).")] = "coq",
-    run_dir: Annotated[Path, typer.Option(help="Where the store and files go.")] = Path(
-        "runs/construct"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store and files go (default: runs/construct-<source>-<hash of "
+            "the extraction settings>: later stages of the same source continue there)."
+        ),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(callback=at_least(1), help="The first N exercises.")
     ] = None,
@@ -176,8 +181,11 @@ def construct_command(
     concurrency: Annotated[
         int, typer.Option(callback=at_least(1), help="Exercises in flight.")
     ] = 8,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 0.0,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 0.0,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Output cap of one model call (default: the provider's)."),
+    ] = None,
     repair_rounds: Annotated[int, typer.Option(min=0, help="R: compile repairs per block.")] = 8,
     review_rounds: Annotated[int, typer.Option(min=0, help="S: semantic reviews per block.")] = 8,
     timeout: Annotated[
@@ -219,11 +227,12 @@ def construct_command(
         review_rounds=review_rounds,
         timeout=timeout,
     )
+    if run_dir is None:  # one folder per extraction (pipelines/run_dir.py)
+        run_dir = default_run_dir("construct", config.source, config.extraction_identity())
     if quiet:
         result = run_construct(config, run_dir)
     else:
-        progress = make_progress(console)
-        with progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_construct(config, run_dir, PhaseProgress(progress))
         _print_outcome(result)
         from formalbench.pipelines.construct.report import construct_report

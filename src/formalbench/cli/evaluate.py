@@ -7,12 +7,12 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, TaskID
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
     AllowAxiomOption,
     AllowAxiomsOption,
+    RecordOption,
     ToolchainOption,
     at_least,
     axiom_policy,
@@ -20,11 +20,11 @@ from formalbench.cli.options import (
     existing_folder,
     seconds,
 )
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.core.records import Attempt
 from formalbench.pipelines.evaluate import EvalResult, run_evaluation
-from formalbench.pipelines.run_config import EvalConfig, Selection
+from formalbench.pipelines.run_config import EvalConfig, Selection, default_eval_dir
 from formalbench.pipelines.run_files import load_summary
 from formalbench.reporting.html import write_html
 from formalbench.reporting.tables import print_report
@@ -33,34 +33,31 @@ console = Console(highlight=False)
 
 
 class ProgressBar:
-    """A rich progress bar: attempts done / total, pass rate so far, attempts per second."""
+    """Attempts done / total with the pass rate so far; `cli.progress` measures the rate
+    and the estimate (the attempts a resume found done are left out of both)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.task: TaskID | None = None
+        self.stage: Stage | None = None
         self.done = 0
         self.passed = 0
 
     def started(self, total: int, done: int, passed: int) -> None:
         self.done, self.passed = done, passed
-        self.task = self.progress.add_task("attempts", total=total, completed=done, status="")
-        self._refresh()
+        self.stage = self.progress.stage(
+            "attempts", total=total, done=done, resumed=done, unit="attempt", status=self._status()
+        )
 
     def attempt_done(self, attempt: Attempt) -> None:
         self.done += 1
         self.passed += bool(attempt.verdict and attempt.verdict.passed)
-        if self.task is not None:
-            self.progress.advance(self.task)
-        self._refresh()
+        if self.stage is not None:
+            self.stage.advance(status=self._status())
 
-    def _refresh(self) -> None:
-        if self.task is not None:
-            rate = (
-                f"{self.passed}/{self.done} passed ({self.passed / self.done:.0%})"
-                if self.done
-                else ""
-            )
-            self.progress.update(self.task, status=rate)
+    def _status(self) -> str:
+        if not self.done:
+            return ""
+        return f"{self.passed}/{self.done} passed ({self.passed / self.done:.0%})"
 
 
 def split_tactics(text: str) -> list[str]:
@@ -110,9 +107,11 @@ def _print_outcome(result: EvalResult) -> None:
         console.print(f"[yellow]note:[/] {note}")
     if result.stopped:
         console.print(f"[yellow]stopped early:[/] {result.stopped}; rerun to resume")
+    # what this run did, truly: samples the preflight left out are neither new nor done
+    left_out = f"{result.not_attempted} not attempted (environment), " * bool(result.not_attempted)
     console.print(
         f"{result.new_attempts} new attempt(s), {result.skipped_attempts} already done, "
-        f"{result.tasks} task(s) x {result.samples} sample(s) in {result.elapsed:.1f}s"
+        f"{left_out}{result.tasks} task(s) x {result.samples} sample(s) in {result.elapsed:.1f}s"
     )
 
 
@@ -128,6 +127,7 @@ def eval_command(
     model: Annotated[
         str | None, typer.Option(help="openai:MODEL[@URL], anthropic:MODEL, replay:FILE")
     ] = None,
+    record: RecordOption = None,
     samples: Annotated[
         int, typer.Option(callback=at_least(1), help="Attempts per task (n of pass@k).")
     ] = 1,
@@ -147,17 +147,27 @@ def eval_command(
     model_concurrency: Annotated[
         int | None,
         typer.Option(
-            callback=at_least(1), help="Model calls in flight at once (the provider's limit)."
+            callback=at_least(1),
+            help="Model calls in flight at once (default: the provider's: openai 8, anthropic 4).",
         ),
     ] = None,
-    run_dir: Annotated[Path, typer.Option(help="Where the store, log and report go.")] = Path(
-        "runs/latest"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store, log and report go (default: runs/eval-<dataset>-<hash of "
+            "the settings>, so the same command resumes its run and another gets its own)."
+        ),
+    ] = None,
     workers: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Proof-assistant processes (default: the CPUs)."),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Attempts in flight.")
+        int | None,
+        typer.Option(
+            callback=at_least(1),
+            help="Attempts in flight (default: 4 per worker with a model, else 2).",
+        ),
     ] = None,
     timeout: Annotated[float, typer.Option(callback=seconds, help="Seconds for one check.")] = 60.0,
     executor: Annotated[str, typer.Option(help="local | ray")] = "local",
@@ -174,9 +184,12 @@ def eval_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of --sample-tasks.")] = 0,
-    temperature: Annotated[float | None, typer.Option(min=0.0)] = None,
+    temperature: Annotated[
+        float | None,
+        typer.Option(min=0.0, help="Sampling temperature (default: whole 1.0, others 0.4)."),
+    ] = None,
     max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Output cap of one model call.")
+        int | None, typer.Option(min=1, help="Output cap of one model call (default: 16000).")
     ] = None,
     max_turns: Annotated[
         int | None,
@@ -191,9 +204,11 @@ def eval_command(
             help="Show the model the expected answer of construction tasks (off: fair pass@k)."
         ),
     ] = False,
-    token_budget: Annotated[int | None, typer.Option(min=1, help="Tokens per task.")] = None,
+    token_budget: Annotated[
+        int | None, typer.Option(min=1, help="Tokens per task (default: 1000000).")
+    ] = None,
     run_token_budget: Annotated[
-        int | None, typer.Option(min=1, help="Tokens for the whole run.")
+        int | None, typer.Option(min=1, help="Tokens for the whole run (default: no limit).")
     ] = None,
     skip_bad_lines: Annotated[
         bool, typer.Option(help="Skip malformed dataset lines instead of stopping.")
@@ -286,6 +301,8 @@ def eval_command(
         axiom_presets=presets,
         replay=replay,
     )
+    if run_dir is None:
+        run_dir = default_eval_dir(config)
     if quiet:
         result = run_evaluation(config, run_dir)
         # --quiet drops the bar and the tables, never what went wrong (on stderr)
@@ -294,7 +311,7 @@ def eval_command(
         if result.stopped:
             say_error(f"stopped early: {result.stopped}; rerun to resume")
     else:
-        with make_progress(console) as progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_evaluation(config, run_dir, ProgressBar(progress))
     summary = load_summary(run_dir)
     write_html(summary, result.files.report, title=f"formalbench: {dataset} / {solver}")

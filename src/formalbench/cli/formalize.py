@@ -7,18 +7,20 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
+    RecordOption,
     ToolchainOption,
     at_least,
     existing_file,
     existing_folder,
+    pick_renamed,
+    renamed,
     seconds,
 )
-from formalbench.cli.progress import make_progress
+from formalbench.cli.progress import LongProgress, Stage
 from formalbench.core.errors import InputError
 from formalbench.core.formalization import Candidate
 from formalbench.pipelines.formalize import (
@@ -29,30 +31,33 @@ from formalbench.pipelines.formalize import (
     run_formalize,
 )
 from formalbench.pipelines.formalize.config import DEFAULT_CATEGORIES
+from formalbench.pipelines.run_dir import default_run_dir
 
 console = Console(highlight=False)
 
 
 class ChainProgress:
-    """Chains (one per model and sample) done / total, with compiled and aligned counts."""
+    """Chains (one per model and sample) done / total, with compiled and aligned counts;
+    the chains a resume found done are left out of the rate (`cli.progress`)."""
 
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: LongProgress) -> None:
         self.progress = progress
-        self.task: TaskID | None = None
+        self.stage: Stage | None = None
         self.compiled = 0
         self.aligned = 0
 
     def started(self, total: int, done: int) -> None:
-        self.task = self.progress.add_task("candidates", total=total, completed=done, counts="")
+        self.stage = self.progress.stage(
+            "candidates", total=total, done=done, resumed=done, unit="chain"
+        )
 
     def chain_done(self, candidate: Candidate) -> None:
         self.compiled += candidate.compiled
         a = candidate.alignment
         self.aligned += bool(a is not None and a.error is None and a.aligned)
-        if self.task is not None:
-            self.progress.advance(self.task)
+        if self.stage is not None:
             counts = f"{self.compiled} compiled, {self.aligned} aligned (this session)"
-            self.progress.update(self.task, counts=counts)
+            self.stage.advance(status=counts)
 
 
 def _rate(value: float | None) -> str:
@@ -152,14 +157,19 @@ def formalize_command(
             help="Translator model (repeat for an ensemble): openai:NAME or openai:NAME@URL, ..."
         ),
     ],
+    record: RecordOption = None,
     backend: Annotated[
         str, typer.Option(help="coq | lean | kimina (default: coq, as for every informal input).")
     ] = "coq",
-    run_dir: Annotated[Path, typer.Option(help="Where the store and log go.")] = Path(
-        "runs/formalize"
-    ),
+    run_dir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Where the store and log go (default: runs/formalize-<problems>-<hash of "
+            "the settings>, so the same command resumes its run and another gets its own)."
+        ),
+    ] = None,
     samples: Annotated[int, typer.Option(callback=at_least(1), help="Translations per model.")] = 5,
-    temperature: Annotated[float, typer.Option(min=0.0)] = 1.0,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature.")] = 1.0,
     repair_rounds: Annotated[
         int,
         typer.Option(
@@ -170,8 +180,14 @@ def formalize_command(
     retranslations: Annotated[
         int, typer.Option(min=0, help="Fresh translations after a failed alignment check.")
     ] = 1,
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge", help="Judge model spec: decomposes, judges, ranks (default: first --model)."
+        ),
+    ] = None,
     judge_model: Annotated[
-        str | None, typer.Option(help="Decomposes, judges, ranks (default: first --model).")
+        str | None, typer.Option("--judge-model", hidden=True, callback=renamed("--judge"))
     ] = None,
     categories: Annotated[
         str, typer.Option(help="Comma-separated category list for labelling.")
@@ -203,16 +219,21 @@ def formalize_command(
     split_parts: Annotated[
         bool, typer.Option(help="Split multi-part problems into `<id>#<i>` sub-problems.")
     ] = False,
-    max_tokens: Annotated[int | None, typer.Option(min=1)] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(min=1, help="Output cap of one model call (default: the provider's)."),
+    ] = None,
     judge_retries: Annotated[int, typer.Option(min=0)] = 2,
     timeout: Annotated[
         float, typer.Option(callback=seconds, help="Seconds for one compile.")
     ] = 60.0,
     workers: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Proof-assistant processes.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Proof-assistant processes (default: the CPUs)."),
     ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(callback=at_least(1), help="Candidates in flight.")
+        int | None,
+        typer.Option(callback=at_least(1), help="Candidates in flight (default: 4 per worker)."),
     ] = None,
     lean_project: Annotated[
         Path | None, typer.Option(callback=existing_folder, help="Lake project (Lean).")
@@ -221,11 +242,21 @@ def formalize_command(
     index_cache: Annotated[
         Path | None, typer.Option(help="Where retrieval indexes are kept.")
     ] = None,
-    run_token_budget: Annotated[int | None, typer.Option(min=1)] = None,
+    run_token_budget: Annotated[
+        int | None, typer.Option(min=1, help="Tokens for the whole run (default: no limit).")
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="No progress bar or tables.")] = False,
     toolchain: ToolchainOption = None,
 ) -> None:
     """Translate informal problems with an ensemble, compile with feedback, judge, rank."""
+    seen: set[str] = set()
+    for spec in model:
+        if spec.strip() in seen:
+            raise InputError(
+                f"--model {spec.strip()} is given twice: name each model of the ensemble once "
+                "(--samples sets the translations per model)"
+            )
+        seen.add(spec.strip())
     options: dict[str, object] = {}
     if lean_project is not None:
         options["project_dir"] = str(lean_project)
@@ -249,7 +280,7 @@ def formalize_command(
         temperature=temperature,
         repair_rounds=repair_rounds,
         retranslations=retranslations,
-        judge_model=judge_model,
+        judge_model=pick_renamed("--judge", judge, "--judge-model", judge_model),
         judge_retries=judge_retries,
         categories=names,
         context_file=str(context) if context else None,
@@ -266,11 +297,12 @@ def formalize_command(
         index_cache=str(index_cache) if index_cache else None,
         run_token_budget=run_token_budget,
     )
+    if run_dir is None:  # one folder per configuration (pipelines/run_dir.py)
+        run_dir = default_run_dir("formalize", config.problems, config.identity())
     if quiet:
         result = run_formalize(config, run_dir)
     else:
-        progress = make_progress(console, "counts")
-        with progress:
+        with LongProgress() as progress:  # on stderr: stdout keeps the tables
             result = run_formalize(config, run_dir, ChainProgress(progress))
     if not quiet:
         _print_outcome(result)

@@ -24,6 +24,7 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
+from formalbench.cli.helptext import tidy
 from formalbench.core.errors import FormalbenchError
 
 # pydantic looks for plugins (entry points of every installed distribution, through
@@ -93,7 +94,8 @@ LAZY_COMMANDS = {
 
 class FormalbenchGroup(TyperGroup):
     """The command group, with click's own errors printed as one line (exit 2), whose
-    sub-commands are imported only when they are looked up (see LAZY_COMMANDS)."""
+    sub-commands are imported only when they are looked up (see LAZY_COMMANDS), each with plain
+    placeholders in its help (`cli.helptext`)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = [name for name in LAZY_COMMANDS if self.get_command(ctx, name) is not None]
@@ -102,7 +104,7 @@ class FormalbenchGroup(TyperGroup):
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = super().get_command(ctx, cmd_name)
         if found is not None or cmd_name not in LAZY_COMMANDS:
-            return found
+            return None if found is None else tidy(found)
         if not _load(LAZY_COMMANDS[cmd_name]):
             return None
         for info in app.registered_commands:
@@ -112,7 +114,7 @@ class FormalbenchGroup(TyperGroup):
                     pretty_exceptions_short=app.pretty_exceptions_short,
                     rich_markup_mode=app.rich_markup_mode,
                 )
-                self.add_command(command, cmd_name)
+                self.add_command(tidy(command), cmd_name)
                 return command
         for group in app.registered_groups:  # a command with sub-commands (`snapshot put` …)
             if group.name == cmd_name:
@@ -122,7 +124,7 @@ class FormalbenchGroup(TyperGroup):
                     suggest_commands=True,
                     rich_markup_mode=app.rich_markup_mode,
                 )
-                self.add_command(command, cmd_name)
+                self.add_command(tidy(command), cmd_name)
                 return command
         return None
 
@@ -176,12 +178,24 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def user_errors(func: F) -> F:
-    """Turn a FormalbenchError into one stderr line and its exit code, never a traceback."""
+    """Turn a FormalbenchError into one stderr line and its exit code, never a traceback.
+
+    A command with a `record` parameter (`cli.options.RecordOption`, `--record FILE`) has
+    every model it makes record to FILE while it runs, and no longer (the recording is
+    switched off however the command ends)."""
 
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return func(*args, **kwargs)
+            if kwargs.get("record") is None:
+                return func(*args, **kwargs)
+            from formalbench.llm.registry import record_every_model
+
+            record_every_model(kwargs["record"])
+            try:
+                return func(*args, **kwargs)
+            finally:
+                record_every_model(None)
         except FormalbenchError as exc:
             say_error(f"formalbench: error: {exc}")
             raise typer.Exit(exc.exit_code) from None

@@ -210,3 +210,70 @@ AllowAxiomsOption = Annotated[
     list[str] | None, typer.Option("--allow-axioms", help=ALLOW_AXIOMS_HELP)
 ]
 ToolchainOption = Annotated[str | None, typer.Option(callback=toolchain, help=TOOLCHAIN_HELP)]
+
+
+def record(_ctx: Any, param: Any, value: Path | None) -> Path | None:
+    """A callback for `--record FILE`, the file every model of the command (the prover, a
+    judge, an ensemble's) appends each request it answers to, in the format `replay:FILE`
+    reads (`cli.main.user_errors` turns the recording on for the length of the command).
+    FILE must be a file that can be appended to, or be creatable: a folder, or a place that
+    cannot be written, is one line now, not an error after the first paid call. Nothing is
+    created here (parsing a command line has no side effect)."""
+    if value is None:
+        return None
+    import os
+
+    path = Path(value)
+    if path.is_dir():
+        raise InputError(f"{_label(param)} {str(path)!r}: is a directory, not a file")
+    if path.exists():
+        writable = os.access(path, os.W_OK)
+    else:  # the nearest folder that exists must let the missing ones be made
+        folder = path.parent
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        writable = folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
+    if not writable:
+        raise InputError(f"{_label(param)} {str(path)!r}: cannot be written")
+    return path
+
+
+record.formalbench_check = "record"  # type: ignore[attr-defined]
+
+RECORD_HELP = (
+    "Append every model request and its answer to FILE (JSON Lines), so that "
+    "`--model replay:FILE` replays the run offline; appends to an existing file."
+)
+RecordOption = Annotated[
+    Path | None, typer.Option("--record", metavar="FILE", callback=record, help=RECORD_HELP)
+]
+
+
+def renamed(new: str) -> Callable[[Any, Any, Any], Any]:
+    """A callback for the old, hidden spelling of an option now called `new`: it still
+    works, with a one-line note on stderr saying the new name (the command merges the two
+    values, see `pick_renamed`)."""
+
+    def note(_ctx: Any, param: Any, value: Any) -> Any:
+        if value is not None and value != [] and value != ():
+            import sys
+
+            sys.stderr.write(
+                f"formalbench: note: {_label(param)} is now {new} (the old name still works)\n"
+            )
+        return value
+
+    note.formalbench_check = "renamed"  # type: ignore[attr-defined]
+    return note
+
+
+def pick_renamed(new: str, value: Any, old: str, old_value: Any) -> Any:
+    """The value of an option given under its new name `new` or its old one `old`; both,
+    with different values, is one line."""
+    if old_value is None:
+        return value
+    if value is not None and value != old_value:
+        raise InputError(
+            f"{new} {value} and {old} {old_value}: give one ({old} is {new}'s old name)"
+        )
+    return old_value

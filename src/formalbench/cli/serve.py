@@ -1,4 +1,5 @@
-"""`formalbench serve`: the strict verifier as a Kimina-compatible HTTP service (Coq).
+"""`formalbench serve`: the strict verifier as a Kimina-compatible HTTP service (Coq, or Lean
+with `--backend lean`: one backend per service, `service/backend.py`).
 
 Bad input (a short key, another interface without a key, a busy port, a store that cannot be
 opened, a missing toolchain) is one line on stderr and exit code 2. See
@@ -76,6 +77,17 @@ def serve(
         help="SQLite file for the verdict cache and the registered tasks (created if absent; "
         "default: in memory, lost at exit).",
     ),
+    backend_name: str = typer.Option(
+        "coq",
+        "--backend",
+        help="The proof assistant the service checks with: coq, or lean (the REPL of a Lake "
+        "project, else `lean --json` per file).",
+    ),
+    lean_project: str | None = typer.Option(
+        None,
+        "--lean-project",
+        help="Lake project for --backend lean (default: the one around the current folder).",
+    ),
     coq_project: str | None = typer.Option(
         None,
         "--coq-project",
@@ -109,11 +121,12 @@ def serve(
     allow_axioms: AllowAxiomsOption = None,
     toolchain: ToolchainOption = None,
 ) -> None:
-    """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq): /verify,
-    /check, /tasks, /health, /metrics."""
+    """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq or Lean):
+    /verify, /check, /tasks, /health, /metrics."""
     from formalbench.backends.base import default_workers
-    from formalbench.backends.registry import language_of, make_backend
+    from formalbench.backends.registry import language_of
     from formalbench.core.config import VerifierPolicy
+    from formalbench.service.backend import open_backend, served
     from formalbench.service.engine import Engine
     from formalbench.service.server import check_key
     from formalbench.service.server import serve as run_server
@@ -125,12 +138,11 @@ def serve(
     if ray is None and (replicas != 1 or max_replicas is not None):
         raise InputError("--replicas and --max-replicas are read only with --ray")
     names, presets = axiom_policy(allow_axiom, allow_axioms)
-    policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
-        names, language_of("coq")
-    )
     if ray is not None:
+        key = served(backend_name, coq_project, lean_project)
         _serve_on_ray(
             ray,
+            backend=key,
             host=host,
             port=port,
             api_key=api_key,
@@ -143,14 +155,23 @@ def serve(
             max_body_mb=max_body_mb,
             store=store,
             coq_project=coq_project,
-            policy=policy,
+            lean_project=lean_project,
+            policy=VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
+                names, language_of(key)
+            ),
         )
         return
     count = workers or default_workers()
-    options: dict[str, object] = {"workers": count, "timeout": timeout}
-    if coq_project is not None:
-        options["project_dir"] = coq_project
-    backend = make_backend("coq", **options)
+    backend = open_backend(
+        backend_name,
+        workers=count,
+        timeout=timeout,
+        coq_project=coq_project,
+        lean_project=lean_project,
+    )
+    policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
+        names, backend.language
+    )
     path = store or MEMORY
     try:
         cache, tasks = VerdictCache(path), TaskStore(path)
@@ -178,6 +199,7 @@ def serve(
 def _serve_on_ray(
     address: str,
     *,
+    backend: str,
     host: str,
     port: int,
     api_key: str | None,
@@ -190,11 +212,13 @@ def _serve_on_ray(
     max_body_mb: int,
     store: str | None,
     coq_project: str | None,
+    lean_project: str | None,
     policy: VerifierPolicy,
 ) -> None:
     """`serve --ray ADDRESS`: the same service as Ray Serve replicas (service/ray_serve.py).
-    Each replica builds its backend from these options on its own machine; the toolchain is
-    the driver's by name, so a worker's environment cannot pick another Coq."""
+    Each replica opens its backend from these options on its own machine, as `serve` does
+    (`service.backend.open_backend`); Coq's toolchain is the driver's by name, so a worker's
+    environment cannot pick another Coq; project folders are made absolute."""
     from pathlib import Path
 
     from formalbench.service.ray_serve import RayPlan, replicas_for, serve_on_ray, store_path
@@ -202,10 +226,10 @@ def _serve_on_ray(
     from formalbench.store.verdict_cache import VerdictCache
     from formalbench.toolchains.toolchain import default_name
 
+    def absolute(folder: str | None) -> str | None:
+        return None if folder is None else str(Path(folder).expanduser().resolve())
+
     low, high = replicas_for(replicas, max_replicas)
-    options: dict[str, object] = {"timeout": timeout, "toolchain": default_name()}
-    if coq_project is not None:
-        options["project_dir"] = str(Path(coq_project).expanduser().resolve())
     path = store_path(store)
     try:  # the shared actor opens it on this machine: a bad path is one line here first
         TaskStore(path).close()
@@ -217,7 +241,11 @@ def _serve_on_ray(
         host=host,
         port=port,
         api_key=api_key,
-        backend_options=options,
+        backend=backend,
+        toolchain=default_name() if backend == "coq" else None,
+        coq_project=absolute(coq_project),
+        lean_project=absolute(lean_project),
+        timeout=timeout,
         policy=policy,
         store=path,
         workers=workers,

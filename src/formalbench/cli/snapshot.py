@@ -63,8 +63,10 @@ def put(
     as_json: Json = False,
 ) -> None:
     """Store DIR under --id (idempotent for the same content)."""
+    from formalbench.cli.progress import counted
+
     info = _open(store, must_exist=False).put(
-        tree, snapshot_id, progress=not as_json, exclude=exclude or ()
+        tree, snapshot_id, progress=None if as_json else counted, exclude=exclude or ()
     )
     _emit(info.as_dict(), as_json)
 
@@ -82,12 +84,14 @@ def restore(
     as_json: Json = False,
 ) -> None:
     """Recreate snapshot ID at --to."""
+    from formalbench.cli.progress import counted
+
     info = _open(store).restore(
         snapshot_id,
         to,
         mode=mode,  # type: ignore[arg-type]  # checked by restore
         verify=verify,
-        progress=not as_json,
+        progress=None if as_json else counted,
     )
     _emit(info.as_dict(), as_json)
 

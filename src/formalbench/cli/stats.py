@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from formalbench.cli.main import app, user_errors
+from formalbench.cli.main import app, say_error, user_errors
 from formalbench.cli.options import (
     ToolchainOption,
     at_least,
@@ -71,6 +71,13 @@ def stats_command(
             callback=existing_folder, help="Lean: the Lake project whose Mathlib the tasks use."
         ),
     ] = None,
+    coq_project: Annotated[
+        Path | None,
+        typer.Option(
+            help="Coq: the project (folder of a _CoqProject) whose compiled libraries the "
+            "tasks Require, used read-only; default: the tasks' coq_project field."
+        ),
+    ] = None,
     timeout: Annotated[
         float, typer.Option(callback=seconds, help="Seconds per assistant run.")
     ] = 120.0,
@@ -80,12 +87,13 @@ def stats_command(
     1..k hops of each statement's type, as the proof assistant elaborates it."""
     if backend is not None and backend not in BACKENDS:
         raise InputError(f"--backend {backend!r}: expected one of {', '.join(BACKENDS)}")
+    from formalbench.cli.progress import LongProgress
     from formalbench.datasets.loader import load_tasks
     from formalbench.deps.stats import dependency_density
     from formalbench.metrics.density import trivial_default
     from formalbench.store.deps_cache import DepsCache
 
-    loaded = load_tasks(dataset, on_error="skip")
+    loaded = load_tasks(dataset, on_error="skip", project_given=coq_project is not None)
     if backend is None:  # the one rule of every command (docs/decisions.md)
         languages = sorted({t.language.value for t in loaded.tasks})
         if len(languages) > 1:
@@ -94,20 +102,31 @@ def stats_command(
     tasks = [t for t in loaded.tasks if t.language.value == backend]
     if not tasks:
         raise InputError(f"{dataset}: no {backend} task")
+    if coq_project is not None and backend != "coq":
+        raise InputError("--coq-project is for --backend coq")
     names = (
         [n.strip() for n in trivial.split(",") if n.strip()]
         if trivial is not None
         else list(trivial_default(backend))
     )
     store = DepsCache(None if no_cache else (cache or default_cache()))
+    shown = LongProgress()
+    statements = shown.stage("statements", total=len(tasks), unit="task", skipped_word="cached")
+
+    def progress(n: int, cached: bool) -> None:
+        statements.advance(n, resumed=cached)
+
     if backend == "coq":
         from formalbench.backends.coq import CoqBackend
+        from formalbench.backends.coq_project import tasks_project
         from formalbench.deps.coq_walk import CoqDependencyWalker
 
-        coq = CoqBackend(workers=workers, timeout=timeout)
-        with coq, store:
+        # `--coq-project` over the tasks' field, as `check` and `eval` (issue 30 item 8)
+        project = str(coq_project.resolve()) if coq_project else tasks_project(tasks)
+        coq = CoqBackend(workers=workers, timeout=timeout, project_dir=project)
+        with coq, store, shown:
             walker = CoqDependencyWalker(coq, store, workers=workers, timeout=timeout)
-            report = dependency_density(tasks, walker, k=k, trivial=names)
+            report = dependency_density(tasks, walker, k=k, trivial=names, progress=progress)
     else:
         from formalbench.backends.registry import make_backend
         from formalbench.deps.lean_walk import LeanDependencyWalker
@@ -116,17 +135,33 @@ def stats_command(
         if lean_project is not None:
             options["project_dir"] = lean_project
         lean = make_backend("lean", **options)
-        with lean, store:
+        with lean, store, shown:
             lean_walker = LeanDependencyWalker(lean, store, workers=workers, timeout=timeout)
-            report = dependency_density(tasks, lean_walker, k=k, trivial=names)
+            report = dependency_density(tasks, lean_walker, k=k, trivial=names, progress=progress)
     if html is not None:
         from formalbench.reporting.density import write_density_html
 
         write_density_html(report, html, title=f"Dependency density: {dataset}")
     if json_out:
         sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False) + "\n")
-        return
-    _print_table(report, dataset)
+    else:
+        _print_table(report, dataset)
+    if not report.measured:  # mean and median of nothing: say why, and exit 1 (as `eval`)
+        say_error(f"formalbench: error: {_nothing_measured(report)}")
+        raise typer.Exit(1)
+
+
+def _nothing_measured(report: object) -> str:
+    """One line: no task was measured, and the commonest reasons why."""
+    from collections import Counter
+
+    from formalbench.deps.stats import DensityReport
+
+    assert isinstance(report, DensityReport)
+    reasons = Counter(" ".join(str(t.skipped).split()) for t in report.skipped)
+    shown = "; ".join(f"{why} ({n})" for why, n in reasons.most_common(2))
+    more = f"; {len(reasons) - 2} other reason(s)" if len(reasons) > 2 else ""
+    return f"no task measured ({len(report.skipped)} skipped): {shown}{more}"
 
 
 def _print_table(report: object, dataset: str) -> None:

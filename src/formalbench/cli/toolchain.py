@@ -1,7 +1,7 @@
 """`formalbench toolchain install|list|remove NAME`: provisioned Coq/Rocq toolchains.
 
-The work is in `toolchains/provision.py`; this module only shows progress (rich bars for the
-downloaded bytes, the unpacked packages and the smoke files) and prints the outcome.
+The work is in `toolchains/provision.py`; this module only shows progress (`cli.progress`:
+the downloaded MiB, the unpacked packages and the smoke files) and prints the outcome.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from formalbench.cli.main import app, user_errors
+from formalbench.cli.options import seconds
 
 toolchain_app = typer.Typer(
     help="Coq/Rocq toolchains: pinned Debian roots in the user's cache, run through bwrap.",
@@ -19,7 +20,12 @@ toolchain_app = typer.Typer(
 )
 app.add_typer(toolchain_app, name="toolchain")
 
-_PHASES = {"download": "download (MiB)", "extract": "unpack (packages)", "smoke": "smoke test"}
+_PHASES = {"download": "download", "extract": "unpack", "smoke": "smoke test"}
+_UNITS = {
+    "download": ("MiB", "MiB"),
+    "extract": ("package", "packages"),
+    "smoke": ("file", "files"),
+}
 
 
 @toolchain_app.command("install")
@@ -34,27 +40,32 @@ def install_command(
     """Download the toolchain's pinned packages, unpack them into a root in the user's cache,
     smoke-test it (the standard library and every library must load) and only then make it
     visible. Re-running continues an interrupted download."""
-    from rich.console import Console
-
-    from formalbench.cli.progress import make_progress
+    from formalbench.cli.progress import LongProgress, Stage
     from formalbench.core.errors import InputError
     from formalbench.toolchains import manifest, provision
 
     if name == manifest.HOST:
         raise InputError("`host` is the coqc on PATH: there is nothing to install")
     manifest.load(name)  # an unknown name: one line before anything starts
-    console = Console(stderr=True)
-    bars = make_progress(console, status_field="phase")
-    tasks: dict[str, object] = {}
+    stages: dict[str, Stage] = {}
+    resumed: dict[str, int] = {}
 
     def show(phase: str, done: int, total: int) -> None:
-        if phase == "download":
-            done, total = done >> 20, max(total >> 20, 1)
-        if phase not in tasks:
-            tasks[phase] = bars.add_task(_PHASES[phase], total=total, phase="")
-        bars.update(tasks[phase], completed=done, total=total)  # type: ignore[arg-type]
+        if phase not in stages:
+            unit, units = _UNITS[phase]
+            stages[phase] = bars.stage(_PHASES[phase], unit=unit, units=units)
+            # the download's first report, before any fetch, is what an earlier try left
+            resumed[phase] = done if phase == "download" else 0
+        skip = resumed[phase]
+        if phase == "download":  # in MiB; all of it is all of it, however small
 
-    with bars:
+            def mib(n: int, whole: int = total) -> int:
+                return max(whole >> 20, 1) if n >= whole else n >> 20
+
+            done, total, skip = mib(done), mib(total), mib(skip)
+        stages[phase].update(done, total, resumed=skip)
+
+    with LongProgress() as bars:
         done = provision.install(name, progress=show, force=force, keep_downloads=keep_downloads)
     if done.already:
         sys.stdout.write(f"{name} is already installed in {done.root} (Coq {done.coq_version})\n")
@@ -103,3 +114,41 @@ def remove_command(
     if not provision.remove(name):
         raise InputError(f"toolchain {name!r} is not installed")
     sys.stdout.write(f"removed {name}\n")
+
+
+@toolchain_app.command("run")
+@user_errors
+def run_command(
+    name: Annotated[str, typer.Argument(help="Installed toolchain (or `host`).")],
+    command: Annotated[
+        list[str], typer.Argument(help="The command and its arguments, after `--`.")
+    ],
+    folder: Annotated[
+        str, typer.Option("--in", help="The folder it runs in, the one it may write.")
+    ] = ".",
+    timeout: Annotated[
+        float, typer.Option(callback=seconds, help="Seconds before it is stopped.")
+    ] = 3600.0,
+) -> None:
+    """Run COMMAND with the toolchain's programs, e.g. build a Coq project with the coqc the
+    checks use: `formalbench toolchain run rocq-9.2 --in DIR -- make` (a project's `.vo`
+    files load only in the Coq that compiled them). It runs in the toolchain's sandbox: its
+    root as `/`, the folder --in writable, no network; its output is printed when it ends
+    and its exit code is this command's."""
+    import subprocess
+    from pathlib import Path
+
+    from formalbench.core.errors import InputError
+    from formalbench.toolchains.toolchain import resolve
+
+    where = Path(folder).expanduser()
+    if not where.is_dir():
+        raise InputError(f"--in {folder}: no such folder")
+    chain = resolve(name)
+    try:
+        done = chain.run(list(command), cwd=where.resolve(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise InputError(f"{' '.join(command)}: stopped after {timeout:g}s (--timeout)") from None
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    raise typer.Exit(done.returncode)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from formalbench.backends.coq import CoqBackend
+from formalbench.backends.coq_environment import ENVIRONMENT, environment_message
 from formalbench.backends.coq_print import MAX_RERUNS, Answers, ask
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.backends.coq_terms import Printed, parse_about, parse_print
@@ -107,6 +108,14 @@ class CoqDependencyWalker:
         self.stats.coqc_runs += answers.runs
         return answers
 
+    def _not_compiled(self, error: str) -> str:
+        """Why a task is skipped: coqc's error, led by what is missing and how to fix it
+        when a library cannot be loaded (`backends/coq_environment`; issue 30 item 8)."""
+        if ENVIRONMENT.search(error):
+            project, chain = self.backend.project, self.backend.toolchain
+            return f"does not compile here: {environment_message(error, project, chain)}"
+        return f"does not compile: {error}"
+
     # --- step 1: the task's own file ------------------------------------------------------
     def _prepare(self, task: Task) -> StatementDeps | _Pending:
         """The task's statement from the cache, or what to ask coqc about it."""
@@ -144,7 +153,7 @@ class CoqDependencyWalker:
         answers = self._ask(pending.prefix, _queries(pending.names, ""))
         if answers.source_error is not None:
             # a file that does not compile here (a missing library, another Coq) stays so
-            payload = {"error": f"does not compile: {answers.source_error}", "cacheable": True}
+            payload = {"error": self._not_compiled(answers.source_error), "cacheable": True}
         elif answers.status.value != "ok":
             payload = {"error": f"coqc ended with {answers.status.value}"}
         else:
@@ -178,7 +187,7 @@ class CoqDependencyWalker:
             where = answers.source_line or 0
             broken = next((i for i, (a, b) in enumerate(spans) if a <= where <= b), None)
             if broken is None:  # the shared context itself
-                payload = {"error": f"does not compile: {answers.source_error}", "cacheable": True}
+                payload = {"error": self._not_compiled(answers.source_error), "cacheable": True}
                 return [self._keep(p, payload) for p in pendings]
             alone = self._single(pendings[broken])
             rest = self._batch(context, pendings[:broken] + pendings[broken + 1 :])
@@ -322,9 +331,10 @@ class CoqDependencyWalker:
         self,
         tasks: Sequence[Task],
         depth: int,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, bool], None] | None = None,
     ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]:
-        """Each task's own part and the library part of the walk to distance `depth`."""
+        """Each task's own part and the library part of the walk to distance `depth`;
+        `progress(n, cached)` counts the statements done."""
 
         prepared = [self._prepare(task) for task in tasks]
         groups: dict[str, list[_Pending]] = {}
@@ -337,12 +347,12 @@ class CoqDependencyWalker:
             for i in range(0, len(members), self.batch)
         ]
         if progress is not None:
-            progress(sum(isinstance(p, StatementDeps) for p in prepared))
+            progress(sum(isinstance(p, StatementDeps) for p in prepared), True)
 
         def one(item: tuple[str, list[_Pending]]) -> list[StatementDeps]:
             done = self._batch(*item)
             if progress is not None:
-                progress(len(done))
+                progress(len(done), False)
             return done
 
         with ThreadPoolExecutor(self.workers) as pool:

@@ -157,12 +157,12 @@ class LeanDependencyWalker:
         self,
         tasks: Sequence[Task],
         depth: int,
-        progress: Callable[[int], None] | None = None,
+        progress: Callable[[int, bool], None] | None = None,
     ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]:
         def one(task: Task) -> tuple[StatementDeps, str]:
             done = self.statement(task)
             if progress is not None:
-                progress(1)
+                progress(1, False)  # a statement read from the cache is counted as worked
             return done
 
         with ThreadPoolExecutor(self.workers) as pool:

@@ -21,12 +21,13 @@ from formalbench.metrics.density import rho, summarize
 
 
 class Walker(Protocol):
-    """What `dependency_density` needs of a walk (`CoqDependencyWalker`, `LeanDependencyWalker`)."""
+    """What `dependency_density` needs of a walk (`CoqDependencyWalker`, `LeanDependencyWalker`).
+    `progress(n, cached)`: n more statements done, read from the cache or not."""
 
     stats: WalkStats
 
     def walk(
-        self, tasks: Sequence[Task], depth: int, progress: Callable[[int], None] | None = None
+        self, tasks: Sequence[Task], depth: int, progress: Callable[[int, bool], None] | None = None
     ) -> tuple[list[StatementDeps], dict[str, tuple[str, list[str]]]]: ...
 
 
@@ -106,7 +107,7 @@ def dependency_density(
     *,
     k: int = 3,
     trivial: Collection[str] = (),
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[int, bool], None] | None = None,
 ) -> DensityReport:
     """rho_1..rho_k of each task and the dataset's mean, median and distribution."""
     import time

@@ -62,7 +62,11 @@ class Group:
 
 
 def model_name(spec: str) -> str:
-    """`openai:gpt-x@http://host/v1` -> `openai:gpt-x` (endpoints make poor labels)."""
+    """`openai:gpt-x@http://host/v1` -> `openai:gpt-x` (endpoints make poor labels); a
+    replay of one model's recording, `replay:FILE#openai:gpt-x`, is named as that model, so
+    that the prompts that name models (the ranking's) are those of the recorded run."""
+    if spec.startswith("replay:") and "#" in spec:
+        spec = spec.partition("#")[2]
     return spec.split("@http", 1)[0]
 
 

@@ -5,11 +5,15 @@ Specs:
   openai:MODEL@http://HOST/v1  an explicit OpenAI-compatible endpoint (vLLM, SGLang, Ollama...)
   anthropic:MODEL              needs the optional extra `formalbench[anthropic]`
   replay:PATH.jsonl            recorded responses (see llm.replay)
+  replay:PATH.jsonl#SPEC       those of the model SPEC only (a file of several models)
 
 Options common to every spec: `cache=PATH|ResponseCache` (serve repeats from a response cache)
-and `record=PATH` (append every answered request to a replay file). The others go to the
-provider (`timeout`, `concurrency`, `max_retries`, `api_key_env`, ...); an option the provider
-does not take is an InputError naming it.
+and `record=PATH` (append every answered request to a replay file). `record_every_model(PATH)`
+makes every model made afterwards record there too (the command line's `--record FILE`, so
+that the models a pipeline makes deep inside, a judge's included, record without each taking
+an option); `record_every_model(None)` stops it. The others go to the provider (`timeout`,
+`concurrency`, `max_retries`, `api_key_env`, ...); an option the provider does not take is
+an InputError naming it.
 
 Preflight: before a run, `await preflight(model)` (or `preflight_sync`) asks the endpoint for
 its model list with a short timeout and one attempt, so a missing key, a refused key, a dead
@@ -42,6 +46,14 @@ _OPTIONS: dict[str, frozenset[str]] = {
 }
 PROVIDERS: tuple[str, ...] = tuple(sorted(_OPTIONS))
 _AT_URL = re.compile(r"^(.*?)@(https?://.+)$")
+_RECORD_EVERY: Path | None = None  # see record_every_model
+
+
+def record_every_model(path: Path | None) -> None:
+    """Record every model `make_model` makes from now on to the replay file `path` (None:
+    stop). Set by `--record FILE` for the length of one command (`cli.main.user_errors`)."""
+    global _RECORD_EVERY
+    _RECORD_EVERY = path
 
 
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
@@ -86,7 +98,12 @@ def _anthropic(name: str, url: str | None, options: dict[str, Any]) -> ChatModel
 
 
 def _replay(name: str, url: str | None, options: dict[str, Any]) -> ChatModel:
-    return ReplayModel(Path(name if url is None else f"{name}@{url}"), **options)
+    text = name if url is None else f"{name}@{url}"
+    path, mark, source = text.partition("#")
+    if mark and ":" in source:  # `FILE#SPEC`: the model SPEC's lines of a shared file
+        options.setdefault("source_spec", source.strip())
+        return ReplayModel(Path(path), **options)
+    return ReplayModel(Path(text), **options)
 
 
 _MAKERS: dict[str, Callable[[str, str | None, dict[str, Any]], ChatModel]] = {
@@ -100,7 +117,7 @@ def make_model(spec: str, **options: Any) -> ChatModel:
     """The model named by `spec`, wrapped in a cache and/or recorder when asked."""
     provider, name, url = parse_spec(spec)
     cache = options.pop("cache", None)
-    record = options.pop("record", None)
+    record = options.pop("record", None) or _RECORD_EVERY
     unknown = sorted(set(options) - _OPTIONS[provider])
     if unknown:
         raise InputError(

@@ -9,6 +9,9 @@
 Replay files are keyed by the request *without* the provider spec (`canonical_request(None,
 ...)`), so a recording of `openai:gpt-4o-mini` replays under `replay:FILE`. Each line is
 `{"key", "spec", "request", "completions"}`; the key is recomputed from `request` on load.
+A file in which two models answered the same request (an ensemble given one prompt) is
+replayed one model at a time: `source_spec` (`replay:FILE#SPEC` on the command line) keeps
+the lines of that model, named as recorded or without its `@URL`.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class ReplayModel(ChatModel):
 
     def __init__(self, path: str | Path, *, source_spec: str | None = None) -> None:
         self.path = Path(path)
-        self.spec = f"replay:{self.path}"
+        self.spec = f"replay:{self.path}" + (f"#{source_spec}" if source_spec else "")
         self.source_spec = source_spec
         self._answers = self._load()
 
@@ -47,6 +50,7 @@ class ReplayModel(ChatModel):
             raise InputError(f"replay file {self.path}: not found")
         answers: dict[str, list[Completion]] = {}
         spec_of: dict[str, str] = {}
+        recorded: set[str] = set()
         try:
             lines = self.path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
@@ -65,17 +69,23 @@ class ReplayModel(ChatModel):
                 raise InputError(f"{where}: not a recorded response ({exc})") from None
             except ValidationError as exc:
                 raise InputError(f"{where}: bad completion: {exc.errors()[0]['msg']}") from None
-            if self.source_spec is not None and spec != self.source_spec:
+            recorded.add(spec)
+            if self.source_spec is not None and not _same_source(spec, self.source_spec):
                 continue
             key = request_key(request)
             if key in answers:
                 if spec_of[key] != spec:
                     raise InputError(
                         f"{where}: the same request is recorded for {spec_of[key]!r} and "
-                        f"{spec!r}; choose one with source_spec="
+                        f"{spec!r}; replay one model at a time: replay:{self.path}#SPEC"
                     )
                 continue  # the first recording wins, as in the response cache
             answers[key], spec_of[key] = completions, spec
+        if self.source_spec is not None and not answers and recorded:
+            raise InputError(
+                f"replay file {self.path}: nothing recorded for {self.source_spec!r}; it holds "
+                + ", ".join(repr(s) for s in sorted(recorded)[:5])
+            )
         return answers
 
     def __len__(self) -> int:
@@ -119,14 +129,19 @@ class ReplayModel(ChatModel):
         return ScriptedModel(script, spec=spec)
 
 
+# One lock for every recorder: a command's models (a prover and its judge, an ensemble)
+# record to one file, and a line must never be written into the middle of another.
+_WRITE_LOCK = threading.Lock()
+
+
 class RecordingModel(ModelWrapper):
-    """`inner`, with every answered request appended to a replay file at `path`."""
+    """`inner`, with every answered request appended to a replay file at `path` (one line
+    per request, written whole, so that `ReplayModel(path)` serves it unchanged)."""
 
     def __init__(self, inner: ChatModel, path: str | Path) -> None:
         super().__init__(inner)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
 
     async def generate(
         self,
@@ -153,9 +168,15 @@ class RecordingModel(ModelWrapper):
             "completions": [c.model_dump(mode="json", exclude={"cached"}) for c in completions],
         }
         line = json.dumps(row, ensure_ascii=False) + "\n"
-        with self._lock, self.path.open("a", encoding="utf-8") as out:
+        with _WRITE_LOCK, self.path.open("a", encoding="utf-8") as out:
             out.write(line)
         return completions
+
+
+def _same_source(recorded: str, wanted: str) -> bool:
+    """Whether the line of model `recorded` belongs to `wanted`: the same spec, or the same
+    without the endpoint (`openai:m1` for `openai:m1@http://host/v1`)."""
+    return recorded == wanted or recorded.partition("@")[0] == wanted
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from typing import Any
 
 import networkx as nx
 
+from formalbench.core.coq_names import coq8_name
+
 COQ_TRIVIAL: tuple[str, ...] = (
     tuple(
         f"Coq.Init.{name}"
@@ -66,15 +68,16 @@ def distances(graph: nx.DiGraph, root: str, k: int) -> dict[str, int]:
 
 
 def is_trivial(name: str, trivial: Collection[str]) -> bool:
-    """Whether `name` is in the trivial set: listed, or ending as a `*suffix` entry says."""
-    if name in trivial:
+    """Whether `name` (Coq 8's or Rocq 9's spelling) is in the trivial set: listed, or ending
+    as a `*suffix` entry says."""
+    if name in trivial or coq8_name(name) in trivial:
         return True
     return any(t.startswith("*") and name.endswith(t[1:]) for t in trivial)
 
 
 def rho(graph: nx.DiGraph, root: str, k: int, trivial: Collection[str]) -> dict[int, int]:
     """rho_1 .. rho_k of `root`: counted, non-trivial nodes at distance 1..j, for each j."""
-    trivial_set = frozenset(trivial)
+    trivial_set = frozenset(coq8_name(t) for t in trivial) | frozenset(trivial)
     at = Counter(
         d
         for node, d in distances(graph, root, k).items()

@@ -31,7 +31,7 @@ from formalbench import __version__
 from formalbench.backends.base import Backend
 from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_prepare import preparation_note, prepare_tasks
-from formalbench.backends.coq_project import tasks_project
+from formalbench.backends.coq_project import tasks_project, without_build
 from formalbench.backends.ray_backend import check_executor
 from formalbench.backends.registry import language_of, make_backend
 from formalbench.checking.verifier import StrictVerifier
@@ -66,6 +66,7 @@ from formalbench.toolchains.prepare import toolchain_facts
 from formalbench.toolchains.toolchain import tasks_toolchain
 
 RUN_BUDGET_NAME = "run"
+RETRY_NOTE = "fix that and rerun the same command: they are tried again"
 
 
 class EvalObserver(Protocol):
@@ -91,6 +92,9 @@ class EvalResult:
     # Set when every attempt of the run ended without a verdict (a model, backend, format
     # or environment error): one line with the count and the reasons; the command exits 1.
     failed: str | None = None
+    # Samples the preflight recorded as `environment` in this run (their tasks' originals do
+    # not compile here): neither new attempts nor done before; tried again on the next run.
+    not_attempted: int = 0
 
 
 def every_attempt_failed(attempts: Sequence[Attempt]) -> str | None:
@@ -101,6 +105,13 @@ def every_attempt_failed(attempts: Sequence[Attempt]) -> str | None:
     reasons = Counter(_first_line(str(a.error)) for a in attempts if a.error is not None)
     shown = "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3))
     more = f"; {len(reasons) - 3} other reason(s)" if len(reasons) > 3 else ""
+    if all(a.error is not None and a.error.kind == ErrorKind.environment for a in attempts):
+        # the preflight's: nothing was attempted, and saying "attempts failed" would not be true
+        tasks = len({a.task_id for a in attempts})
+        # the line must keep the fix it names (a build command): a longer cut than the others
+        reasons = Counter(_first_line(str(a.error), 600) for a in attempts if a.error)
+        shown = "; ".join(f"{why} ({n})" for why, n in reasons.most_common(3))
+        return f"{tasks} task(s) not attempted: {shown}{more}; {RETRY_NOTE}"
     return f"{len(attempts)} of {len(attempts)} attempts failed before a verdict: {shown}{more}"
 
 
@@ -210,11 +221,16 @@ def solver_config(config: EvalConfig, samples: int, language: Language) -> Solve
 
 
 def versions_of(backend: Backend, model: ChatModel | None) -> dict[str, Any]:
+    """What a run records it ran with. `backend` (compared on resume) leaves out a Coq
+    project's build digest, kept apart in `backend_build`: a rerun after building the
+    project resumes the same run (`coq_project.without_build`)."""
+    version = backend.version()
     return {
         "formalbench": __version__,
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
-        "backend": backend.version(),
+        "backend": without_build(version),
+        "backend_build": version,
         "model": model.spec if model is not None else None,
         "toolchain": info.model_dump() if (info := backend.toolchain_info()) else None,
     }
@@ -321,8 +337,18 @@ async def _evaluate(
             if config.retry_errors:
                 retried = store.forget_retryable(run_id, solver=solver.name)
                 notes.append(f"--retry-errors: {retried} failed attempt(s) to make again")
+            else:  # a task not attempted for its environment is tried on every run (item 7)
+                retried = store.forget_retryable(
+                    run_id, solver=solver.name, error_tags=(ErrorKind.environment,), reasons=()
+                )
+                if retried:
+                    notes.append(
+                        f"{retried} sample(s) not attempted before for their environment "
+                        "(a library missing): tried again"
+                    )
             done = store.done_samples(run_id, solver=solver.name)
             todo = [(t, i) for t in tasks for i in range(samples) if (t.id, i) not in done]
+            before_preflight = len(todo)
             if config.wants_preflight() and todo:
                 todo, note = await _preflight(
                     config, backend, store, run_id, solver.name, todo, known
@@ -356,7 +382,8 @@ async def _evaluate(
         tasks=len(tasks),
         samples=samples,
         new_attempts=new,
-        skipped_attempts=len(tasks) * samples - len(todo),
+        skipped_attempts=len(tasks) * samples - before_preflight,
+        not_attempted=before_preflight - len(todo),
         elapsed=time.perf_counter() - start,
         stopped=stopped,
         problems=problems,
@@ -396,7 +423,8 @@ async def _preflight(
     names = ", ".join(sorted(failed)[:10]) + (" ..." if len(failed) > 10 else "")
     note = (
         f"preflight: {len(failed)} task(s) cannot compile here and were not attempted "
-        f"(recorded as environment failures): {names}; e.g. {first[0]}: {first[1][0]}"
+        f"(recorded as environment failures; {RETRY_NOTE}): {names}; "
+        f"e.g. {first[0]}: {first[1][0]}"
     )
     return [(t, i) for t, i in todo if t.id not in failed], note
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from formalbench.backends.base import Backend
+from formalbench.backends.coq_prepare import sentences
 from formalbench.checking.holes import fill_holes, find_holes
 from formalbench.core.errors import InputError
 from formalbench.core.records import (
@@ -37,6 +38,10 @@ from formalbench.core.records import (
 _QED = re.compile(r"\bQed\.")
 _SHOWN_ERRORS = 3
 _BATCH = 40  # Coq originals compiled in one file (a failing batch is redone one by one)
+# The least time an original gets: the run's `--timeout` is for attempts (a portfolio's 10 s),
+# and an original cut short here is attempted, so a statement that does not compile would be
+# counted as the prover's failure (PutnamBench's mathcomp-analysis files on a loaded machine).
+MIN_TIMEOUT = 120.0
 
 
 def admitted_original(task: Task) -> str:
@@ -69,13 +74,26 @@ async def check_originals(
     Loading a Coq library costs more than checking a statement (about 2 s for `Reals` on a
     busy machine), so Coq originals are first compiled together, each (header included)
     inside a `Module` of its own; only a batch that fails is checked again task by task.
-    A benchmark whose tasks all compile then costs one check per `_BATCH` tasks. (A task
-    that forgot a `Require` an earlier task of its batch made would pass here and fail in
-    its attempts; Coq warns about `Require` inside a module, which is not an error.)"""
+    A batch must never pass a task that fails alone, so it holds only tasks that `Require`
+    the same libraries (a library stays loaded after its module ends; the rest of a task's
+    state, its imports, scopes and options, is undone at `End`), and a task that changes
+    state beyond its module (`Global`, `#[global]`, `Load`, `Declare`) is checked alone."""
+    timeout = max(timeout, MIN_TIMEOUT)
     coq = [t for t in tasks if t.language == Language.coq]
     singles = [t for t in tasks if t.language != Language.coq]
-    batches = [coq[i : i + _BATCH] for i in range(0, len(coq), _BATCH)] if len(coq) > 1 else []
-    singles += coq if len(coq) == 1 else []
+    groups: dict[tuple[str, ...], list[Task]] = {}
+    for task in coq:
+        key = _loads(task)
+        if key is None:
+            singles.append(task)
+        else:
+            groups.setdefault(key, []).append(task)
+    batches: list[list[Task]] = []
+    for group in groups.values():
+        if len(group) == 1:
+            singles += group
+        else:
+            batches += [group[i : i + _BATCH] for i in range(0, len(group), _BATCH)]
 
     async def batch(group: list[Task]) -> list[Task]:
         limit = min(timeout * len(group), max(timeout, 300.0))
@@ -95,6 +113,22 @@ async def check_originals(
         if why is not None:
             failed[task.id] = (why, result.errors[:_SHOWN_ERRORS])
     return failed
+
+
+_BEYOND_MODULE = frozenset({"Global", "global", "Load", "Declare"})
+
+
+def _loads(task: Task) -> tuple[str, ...] | None:
+    """The task's `Require` sentences (comments left out, spacing normalised), sorted: tasks
+    with the same ones load the same libraries. None when the task must be checked alone."""
+    requires: set[str] = set()
+    for sentence in sentences(task.source_text):
+        words = [token.text for token in sentence]
+        if _BEYOND_MODULE.intersection(words):
+            return None
+        if "Require" in words:
+            requires.add(" ".join(words))
+    return tuple(sorted(requires))
 
 
 def _batch_text(group: list[Task]) -> str:

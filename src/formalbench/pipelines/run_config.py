@@ -8,6 +8,7 @@ by the store, so one run never mixes incompatible attempts.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -15,6 +16,7 @@ from pydantic import Field
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import InputError
 from formalbench.core.records import Language, Record
+from formalbench.pipelines.run_dir import default_run_dir
 
 
 class Selection(Record):
@@ -110,6 +112,14 @@ class EvalConfig(Record):
             if k in data
         }
         return data
+
+
+def default_eval_dir(config: EvalConfig) -> Path:
+    """The run folder of `config` when `--run-dir` is not given (`run_dir.default_run_dir`):
+    keyed by the identity a resume compares, less `samples`, which a resume may raise."""
+    identity = config.identity()
+    identity.pop("samples", None)
+    return default_run_dir("eval", config.dataset, identity)
 
 
 def check_seconds(option: str, value: float) -> float:

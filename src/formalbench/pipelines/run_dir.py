@@ -10,6 +10,12 @@ about the folder, not about the run. A run folder
   waiting and held for the life of the run, so a second `eval`/`formalize` on the same
   folder refuses at once instead of computing every attempt a second time (the kernel drops
   the lock when the process dies, SIGKILL included, so a stale lock cannot exist);
+- is, when the user names none, `runs/<command>-<name>-<hash>` (`default_run_dir`): the
+  command, the dataset's (or source's) name, and a short hash of the settings that decide
+  what the run stores. The same command resumes its folder; another `--pattern`, model or
+  dataset gets a folder of its own instead of being refused by the one `runs/latest` every
+  run shared (issue 30 item 10). Settings a resume may change (workers, budgets, `eval`'s
+  `--samples`, which may grow) are left out of the hash, so they keep the folder;
 - has its JSON files (`run.json`, `formalize.json`, `metrics.json`, `summary.json`) written
   through a temporary file and `os.replace`, so a reader or a kill never sees half a file;
   one that is corrupt anyway (edited by hand, a copy cut short) is a one-line error.
@@ -19,11 +25,13 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import json
 import os
+import re
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +52,23 @@ _COMMANDS = {
 }
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
+
+
+RUNS_FOLDER = Path("runs")  # where default run folders go, under the working folder
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def default_run_dir(command: str, name: str, identity: Mapping[str, Any]) -> Path:
+    """`runs/<command>-<name>-<8 hex>`: the folder a run of `command` uses when no
+    `--run-dir` is given. `name`: the dataset or source as given (its file stem is shown,
+    made safe for a folder name); `identity`: the settings that decide what the run stores
+    (the hash of their JSON), so that one configuration always finds its own folder."""
+    text = json.dumps(identity, sort_keys=True, ensure_ascii=False, default=str)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    stem = name.rstrip("/").rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem[1:] else stem
+    stem = _NAME_CHARS.sub("-", stem).strip("-.")[:40].strip("-.")
+    return RUNS_FOLDER / (f"{command}-{stem}-{digest}" if stem else f"{command}-{digest}")
 
 
 def describe_os_error(exc: OSError) -> str:

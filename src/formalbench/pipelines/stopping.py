@@ -62,3 +62,56 @@ def stop_on_signals(work: asyncio.Future, in_flight: Callable[[], int]) -> Itera
     finally:
         for installed_signum in installed:
             loop.remove_signal_handler(installed_signum)
+
+
+@contextlib.contextmanager
+def stop_threads_on_signals(what: str, in_flight: Callable[[], int]) -> Iterator[Caught]:
+    """`stop_on_signals` for work that runs in threads, not on an event loop (`ape mine
+    --validate`): on SIGINT/SIGTERM one line ("stopping: N `what` in flight…"), every live
+    assistant process killed and no new one started; the caller sees `caught.signum`, stops
+    waiting, records nothing its killed work returns and raises `Interrupted`. Main thread
+    only (elsewhere the signals keep their handlers); the old handlers come back after."""
+    caught = Caught()
+    sandbox.resume_starting()
+
+    def handle(signum: int, _frame: object) -> None:
+        if caught.signum is not None:
+            return
+        caught.signum = signum
+        print(f"stopping: {in_flight()} {what} in flight…", file=sys.stderr, flush=True)
+        sandbox.stop_all()
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for wanted in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                previous[wanted] = signal.signal(wanted, handle)
+    try:
+        yield caught
+    finally:
+        for number, old in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, old)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def interrupt_on_signals() -> Iterator[None]:
+    """For work in the main thread that is safe to stop between two Python steps (each of
+    its writes one transaction, e.g. `ape mine`'s walk): SIGINT and SIGTERM raise
+    `Interrupted` there, so SIGTERM too ends with 143 and the rerun resumes. Elsewhere
+    than the main thread the signals keep their handlers."""
+
+    def handle(signum: int, _frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for wanted in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(ValueError, OSError):
+                previous[wanted] = signal.signal(wanted, handle)
+    try:
+        yield
+    finally:
+        for number, old in previous.items():
+            with contextlib.suppress(ValueError, OSError, TypeError):
+                signal.signal(number, old)  # type: ignore[arg-type]

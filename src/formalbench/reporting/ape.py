@@ -25,7 +25,7 @@ def print_ape_report(report: dict[str, Any], out: Console) -> None:
     head.add_row("candidates", plain(report.get("candidates")))
     head.add_row("tasks kept by the filters", plain(report.get("tasks")))
     if report.get("validated") is None:
-        head.add_row("validated", "not run (`ape mine --validate coq|lean`)")
+        head.add_row("validated", "not run (`ape mine --backend coq|lean`)")
     else:
         head.add_row(
             "validated", f"{report['validated']} of {report.get('validation_checked', 0)} checked"
@@ -41,7 +41,12 @@ def print_ape_report(report: dict[str, Any], out: Console) -> None:
         head.add_row("samples per task", plain(report["samples"]))
     else:
         head.add_row("evaluation", "not run (`ape eval`)")
+    if report.get("imported_from"):
+        head.add_row("tasks imported from", Text(plain(report["imported_from"])))
     out.print(head)
+    failures = _failures_table(report)
+    if failures is not None:
+        out.print(failures)
     funnel = Table(title="mining funnel (left after each filter)")
     funnel.add_column("filter")
     funnel.add_column("left", justify="right")
@@ -74,4 +79,26 @@ def _pass_table(groups: list[tuple[str, str, dict[str, Any]]]) -> Table:
             cells.append(f"{pct(comp)} / {pct(judged)}")
             cells.append(pct(figures.get(f"semantic_drop@{k}")))
         table.add_row(*cells)
+    return table
+
+
+def _failures_table(report: dict[str, Any]) -> Table | None:
+    """Why tasks were not kept, by stage and reason, most frequent first (errors, which
+    `--retry-errors` redoes, among them), and the evaluation's samples that ended in an
+    error; None when nothing failed."""
+    rows: list[tuple[str, str, int]] = []
+    for stage in ("validation", "synthesis"):
+        reasons = (report.get(stage) or {}).get("reasons") or {}
+        rows += [(stage, str(r), int(n)) for r, n in reasons.items()]
+    errors = (report.get("answer_summary") or {}).get("errors") or {}
+    ranked = sorted(errors.items(), key=lambda item: -int(item[1]))
+    rows += [("evaluation (samples)", str(r), int(n)) for r, n in ranked]
+    if not rows:
+        return None
+    table = Table(title="not kept, by reason")
+    table.add_column("stage")
+    table.add_column("reason", overflow="fold")
+    table.add_column("count", justify="right")
+    for stage, reason, n in rows:
+        table.add_row(stage, Text(reason), str(n))
     return table

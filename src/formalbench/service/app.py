@@ -204,14 +204,12 @@ def create_app(
         return {"status": "ok", "backend": engine.backend.version()}
 
     async def metrics_route(format: str = "prometheus") -> Response:  # noqa: A002 - the query name
-        from formalbench.backends import coq_session
-
         cache = engine.cache
         values = metrics.snapshot(
             queue_length=admission.held,
             queue_capacity=capacity,
             workers=engine.workers,
-            sessions=coq_session.live_sessions(),
+            sessions=engine.sessions(),
             cache_hits=cache.hits if cache is not None else 0,
             cache_misses=cache.misses if cache is not None else 0,
             checks_shared=engine.shared,

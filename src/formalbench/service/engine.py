@@ -3,8 +3,10 @@
 An item with a task (`original`, or a registered `task_id`) is decided by
 `StrictVerifier.verify`, the very call `formalbench check --json` makes, with the same
 policy defaults (the kernel route for Coq, its warm coqtop sessions for the dumps, the coqchk
-replay), and answered with the same JSON object. An item without a task is compiled only
-(`Backend.check`, behind the same gate, in the same sandbox) and answered in Kimina's shape.
+replay; for Lean the REPL pool and Lean's own statement and axiom queries), and answered
+with the same JSON object. An item without a task is compiled only (`Backend.check`, behind
+the same gate, in the same sandbox) and answered in Kimina's shape (Lean's positions counted
+as Kimina counts them, `answers.body_lines`).
 
 The verdict cache is the verifier's own (`store/verdict_cache.py`: keyed by the backend's
 version, which names the toolchain, the rules, the task text and the candidate text); a
@@ -37,7 +39,7 @@ from formalbench.backends.base import Backend, build_thread_records
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.errors import FormalbenchError
-from formalbench.core.records import TaskKind, Verdict
+from formalbench.core.records import Language, TaskKind, Verdict
 from formalbench.service import answers
 from formalbench.service.models import Item
 from formalbench.store.service_tasks import TaskStore
@@ -98,9 +100,10 @@ class Engine:
                     "POST /tasks)",
                     "route": "error",
                 }
+        offset = answers.body_lines(candidate, self.backend.language)
         if original is None:
             result = self.backend.check(candidate, timeout=timeout)
-            error, response = answers.compiled(result)
+            error, response = answers.compiled(result, offset)
             return {"error": error, "response": response, "route": "compile"}
         verifier = self.cached if use_cache else self.fresh
         try:
@@ -119,7 +122,7 @@ class Engine:
             "kind": kind.value,
             **verdict.model_dump(mode="json"),
         }
-        error, body = answers.strict(verdict, payload)
+        error, body = answers.strict(verdict, payload, offset)
         return {"error": error, **body, "route": "strict"}
 
     def _once(
@@ -152,6 +155,15 @@ class Engine:
         finally:
             with self._inflight_lock:
                 self._inflight.pop(key, None)
+
+    def sessions(self) -> int:
+        """Warm assistant processes held: Coq's coqtop sessions, Lean's live REPLs."""
+        if self.backend.language == Language.lean:
+            stats = getattr(self.backend, "pool_stats", None)
+            return int(stats().get("alive", 0)) if stats is not None else 0
+        from formalbench.backends import coq_session
+
+        return coq_session.live_sessions()
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

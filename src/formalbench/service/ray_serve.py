@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -60,7 +61,11 @@ class RayPlan:
     host: str
     port: int
     api_key: str | None
-    backend_options: dict[str, Any]
+    backend: str  # coq or lean (`service.backend.served`)
+    toolchain: str | None  # Coq's toolchain, by name (the driver's)
+    coq_project: str | None
+    lean_project: str | None
+    timeout: float
     policy: VerifierPolicy
     store: str
     workers: int = 1
@@ -70,7 +75,6 @@ class RayPlan:
     max_body_bytes: int = 16 << 20
     max_timeout: float = 300.0
     request_timeout: float = 900.0
-    service: dict[str, Any] = field(default_factory=dict)
 
     def autoscaling(self) -> dict[str, Any]:
         """Ray Serve's autoscaling config: scale on ongoing requests per replica, one
@@ -165,14 +169,24 @@ class Verifier:
     """The body of one replica: an Engine of its own and the service's FastAPI app over it."""
 
     def __init__(self, plan: RayPlan, shared: Any) -> None:
-        from formalbench.backends.registry import make_backend
+        from formalbench.service.backend import open_backend
         from formalbench.service.engine import Engine
         from formalbench.store.service_tasks import TaskStore
         from formalbench.store.verdict_cache import VerdictCache
 
         _log_to_stderr()
         self.plan = plan
-        backend = make_backend("coq", **{**plan.backend_options, "workers": plan.workers})
+        if plan.toolchain is not None:  # this process serves this replica only
+            from formalbench.toolchains.toolchain import ENV_VAR
+
+            os.environ[ENV_VAR] = plan.toolchain
+        backend = open_backend(
+            plan.backend,
+            workers=plan.workers,
+            timeout=plan.timeout,
+            coq_project=plan.coq_project,
+            lean_project=plan.lean_project,
+        )
         self.engine = Engine(
             backend,
             cast(TaskStore, RemoteTasks(shared)),

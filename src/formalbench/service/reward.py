@@ -9,9 +9,10 @@ adds an axiom or leaves an `Admitted` gets 0. The verdict's reason is kept: when
 is a dict, `extra_info["formalbench"]` is set to `{"passed", "reasons", "error", "findings"}`
 (and `score_details` returns the same with the score, for trainers that log dicts).
 
-The candidate is the last fenced Coq block of the answer (`solvers.extract.pick_block`), or
-the whole answer when it has no fence; it is sent as written, whole: the service decides
-whether its statement is the task's.
+The candidate is the last fenced Coq block of the answer (`solvers.extract.pick_block`; with
+`language="lean"`, for a service started with `--backend lean`, the last Lean block), or the
+whole answer when it has no fence; it is sent as written, whole: the service decides whether
+its statement is the task's.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from formalbench.service.client import ServiceError, VerifierClient
 from formalbench.store.service_tasks import ID_PREFIX
 
 
-def candidate_of(solution_str: str) -> str:
-    """The Coq text in a model's answer: its last fenced Coq block, else the answer itself."""
+def candidate_of(solution_str: str, language: str = "coq") -> str:
+    """The proof text in a model's answer: its last fenced block of `language` (coq or
+    lean), else the answer itself."""
     from formalbench.solvers.extract import FormatFailure, pick_block
 
     try:
-        return pick_block(solution_str, Language.coq).body
+        return pick_block(solution_str, Language(language)).body
     except FormatFailure:
         return solution_str
 
@@ -42,9 +44,11 @@ def score_details(
     url: str | None = None,
     api_key: str | None = None,
     timeout: float = 300.0,
+    language: str = "coq",
 ) -> dict[str, Any]:
-    """`{"score", "passed", "reasons", "error", "findings"}` for one answer (blocking)."""
-    item: dict[str, Any] = {"custom_id": "reward", "proof": candidate_of(solution_str)}
+    """`{"score", "passed", "reasons", "error", "findings"}` for one answer (blocking);
+    `language`: the service's (`lean` for `serve --backend lean`)."""
+    item: dict[str, Any] = {"custom_id": "reward", "proof": candidate_of(solution_str, language)}
     if ground_truth.startswith(ID_PREFIX) and "\n" not in ground_truth:
         item["task_id"] = ground_truth
     else:
@@ -84,7 +88,7 @@ def compute_score(
 ) -> float:
     """1.0 if the strict verifier passes the answer's proof of `ground_truth`, else 0.0; the
     verdict's reason goes into `extra_info["formalbench"]` (module doc). `options`: `url`,
-    `api_key`, `timeout` for the service."""
+    `api_key`, `timeout` for the service, `language` of its backend (coq, lean)."""
     details = score_details(solution_str, ground_truth, **options)
     if isinstance(extra_info, dict):
         extra_info["formalbench"] = {k: v for k, v in details.items() if k != "score"}

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from formalbench.store.db import connect, ensure_schema, transaction
+from formalbench.store.db import open_component, transaction
 
 STORE_NAME = "ape.sqlite"  # the store's file in the run folder
 SCHEMA_VERSION = 1
@@ -44,10 +44,11 @@ CREATE TABLE IF NOT EXISTS ape_results (
 class ApeStore:
     """Thread-safe access to one run's `ape.sqlite`."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+        """`readonly`: an existing store read without writing anything (`ape export` of a
+        run on read-only storage); a file that is not an ape store is refused either way."""
         self.path = Path(path)
-        self.conn = connect(self.path)
-        ensure_schema(self.conn, "ape", SCHEMA_VERSION, _SCHEMA)
+        self.conn = open_component(self.path, "ape", SCHEMA_VERSION, _SCHEMA, readonly=readonly)
         self._lock = threading.Lock()
 
     def close(self) -> None:

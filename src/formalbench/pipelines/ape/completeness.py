@@ -4,8 +4,13 @@ A compile with no error and no warning is not enough: `Program Definition cheat 
 _. Admit Obligations.` or a top-level `Variable cheat : False.` under `Set Warnings "-all"`
 compile cleanly and prove `False`. So an edited file is complete only if
 
-- it compiles with no error and no warning (read from the backend's structured diagnostics
-  by the strict verifier's `assistant_findings`, warnings forbidden as for every APE task);
+- it compiles: the assistant ran to its end (no timeout, crash, memory limit) and reported
+  no error (the backend's structured diagnostics: what Coq prints as `Error:`, `Anomaly`,
+  `Fatal error`). Warnings (`Warning: … [name,category]`) are recorded, never a reason: in
+  Coq a hole or an axiom is read from Coq itself (below), not from a warning, and a
+  history made for an older Coq warns on every file under a newer one (issue 30 item 3:
+  `From Coq` deprecated in Rocq 9); a warning the project makes an error (`-w +x`) is
+  printed as `Error:` and counts;
 - every declaration Coq finds in it rests on no assumption that no declaration of the file
   before the edit already rested on, library axioms aside where the verifier's allow-list
   lists them (`checking.coq_presets.allowed_names`, the rule of `formalbench check`);
@@ -40,6 +45,7 @@ from formalbench.backends.sandbox import work_dir
 from formalbench.checking.decls import COQ_POSTULATES, Decl, split_decls
 from formalbench.core.config import VerifierPolicy
 from formalbench.core.records import CheckResult, CheckStatus, Language, Reason
+from formalbench.pipelines.ape.outcome import shorten
 
 QUERY_MODULE = "FbApeView"
 LOCAL = LOCAL_MODULE + "."
@@ -223,14 +229,13 @@ def text_baseline(content: str) -> FileView:
 
 
 def run_reasons(result: CheckResult) -> list[str]:
-    """Why a compile is not clean, the strict verifier's way with warnings forbidden (the
-    APE rule): the run did not end normally, an error, a warning. Holes are compared with
-    the file before, not refused outright (a library may keep its own `Admitted`)."""
+    """Why a compile failed: the run did not end normally, or an error (warnings are not
+    reasons, see the module doc). Holes are compared with the file before, not refused
+    outright (a library may keep its own `Admitted`)."""
     if result.status != CheckStatus.ok:
         detail = f": {result.detail}" if result.detail else ""
-        return [f"the assistant ended with {result.status.value}{detail}"[:300]]
-    out = [f"{Reason.compile_error.value}: {d.message}"[:300] for d in result.errors]
-    return out + [f"{Reason.compile_warning.value}: {d.message}"[:300] for d in result.warnings]
+        return [shorten(f"the assistant ended with {result.status.value}{detail}")]
+    return [shorten(f"{Reason.compile_error.value}: {d.message}") for d in result.errors]
 
 
 def judge_completeness(
@@ -257,7 +262,7 @@ def judge_completeness(
     if after.problem and after.result.compiled:
         reasons.append(after.problem)
     new_holes = list((Counter(after.holes) - Counter(before.holes)).elements())
-    reasons += [f"a hole the file before did not have, in `{k}`"[:300] for k in new_holes]
+    reasons += [shorten(f"a hole the file before did not have, in `{k}`") for k in new_holes]
     rested = {a for axioms in before.assumptions.values() for a in axioms}  # the file before
     local = set(after.statements)
     new_local: dict[str, list[str]] = {}
@@ -272,12 +277,14 @@ def judge_completeness(
                 new_library.add(ax)
     for name, axioms in sorted(new_local.items()):
         reasons.append(
-            f"`{name}` rests on {', '.join(f'`{a}`' for a in axioms)}, "[:250]
-            + "which the file before did not"
+            shorten(
+                f"`{name}` rests on {', '.join(f'`{a}`' for a in axioms)}, "
+                "which the file before did not"
+            )
         )
     refused = sorted(new_library - set(allowed))
     if refused:
-        reasons.append(f"new library axioms not on the allow-list: {', '.join(refused)}"[:300])
+        reasons.append(shorten(f"new library axioms not on the allow-list: {', '.join(refused)}"))
     return {
         "complete": not reasons,
         "reasons": reasons,
@@ -301,12 +308,31 @@ def declaration_changes(before: FileView, after: FileView) -> dict[str, Any] | N
     }
 
 
-def backend_for(tree: Path, timeout: float = 300.0) -> CoqBackend:
-    """The Coq backend with the project's `_CoqProject` flags (absolute paths)."""
+def backend_for(tree: Path, timeout: float = 300.0, path: str | None = None) -> CoqBackend:
+    """The Coq backend with the project's flags (absolute paths; those of `path`'s library
+    when the project gives libraries their own)."""
     from formalbench.pipelines.ape.project import coq_project_args
 
-    _, flags = coq_project_args(tree)
+    _, flags = coq_project_args(tree, path)
     return CoqBackend(args=flags, timeout=timeout, workers=1)
+
+
+def compile_record(result: CheckResult) -> dict[str, Any]:
+    """A compile as results store it: status, whether it compiled (ran to its end, no
+    error), the errors and the warnings, each message whole (`outcome.shorten`)."""
+    return {
+        "status": str(result.status),
+        "compiled": result.compiled,
+        "errors": [shorten(d.message) for d in result.errors],
+        "warnings": [shorten(d.message) for d in result.warnings],
+    }
+
+
+def allowed_axioms(backend: CoqBackend, policy: VerifierPolicy) -> frozenset[str]:
+    """The library axioms a new use of which is no reason, as this backend's Coq names them."""
+    from formalbench.checking.coq_presets import allowed_names
+
+    return frozenset(allowed_names(policy.axiom_presets, (), backend.toolchain, backend.args))
 
 
 def baseline(tree: Path, before: str, timeout: float = 300.0) -> FileView:
@@ -317,21 +343,15 @@ def baseline(tree: Path, before: str, timeout: float = 300.0) -> FileView:
 
 
 def check_answer(tree: Path, before: FileView, content: str, timeout: float = 300.0) -> dict:
-    """The verdict on one edited file: its compile (as `validate.check_in_tree` reports it)
-    and `complete` by `judge_completeness` against the file before."""
+    """The verdict on one edited file: its compile (`compile_record`) and `complete` by
+    `judge_completeness` against the file before."""
     backend = backend_for(tree, timeout)
     after = read_view(backend, content, timeout, guesses=list(before.statements))
-    result = after.result
     out: dict[str, Any] = {
-        "status": str(result.status),
-        "errors": [d.message[:500] for d in result.errors],
-        "warnings": [d.message[:500] for d in result.warnings],
+        **compile_record(after.result),
         "version": " ".join(backend.version().split()[:2]),
         "baseline": "coq" if before.problem is None else "text (before does not compile)",
     }
-    from formalbench.checking.coq_presets import allowed_names
-
     policy = VerifierPolicy()
-    allowed = allowed_names(policy.axiom_presets, (), backend.toolchain, backend.args)
-    out.update(judge_completeness(before, after, policy, allowed))
+    out.update(judge_completeness(before, after, policy, allowed_axioms(backend, policy)))
     return out

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import difflib
+from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.errors import InputError
-from formalbench.llm.base import ChatModel
+from formalbench.llm.base import ChatModel, Message, ModelCallError
 from formalbench.llm.prompts import load_prompt
 from formalbench.pipelines.ape.completeness import FileView, check_answer
 from formalbench.pipelines.ape.completeness import baseline as before_view
@@ -50,7 +52,7 @@ def synthesize_run(
     model: ChatModel,
     judge: ChatModel | None = None,
     limit: int | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
     retry_errors: bool = False,
 ) -> StageOutcome:
     """Instructions for the validated tasks. A stored verdict is kept; a stored error (an
@@ -58,7 +60,7 @@ def synthesize_run(
     model, so a rerun neither pays twice nor keeps a model's failure for good."""
     with _open(run_dir) as store:
         tasks = _validated(store)[:limit]
-        kept = 0
+        kept = resumed = 0
         results: list[dict[str, Any]] = []
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "synthesize")
@@ -66,11 +68,32 @@ def synthesize_run(
                 attempt = 0 if done is None else int(done.get("attempt", 0)) + 1
                 done = asyncio.run(synthesize_task(model, task, judge, attempt=attempt))
                 store.put_result(task["id"], "synthesize", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
             kept += bool(done.get("kept"))
             results.append(done)
             if on_progress:
-                on_progress(n, len(tasks), f"{kept} kept")
+                on_progress(n, len(tasks), f"{kept} kept", resumed)
         return StageOutcome.of("synthesis", results)
+
+
+@dataclass
+class EvalOutcome:
+    """What `evaluate_run` did: tasks attempted, those with a judged pass, and the samples
+    that ended in an error (a failed call, no readable judge grade), by reason."""
+
+    tasks: int = 0
+    solved: int = 0
+    error_tasks: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    samples: int = 0
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def single_reason(self) -> str | None:
+        """The reason, when every sample of every task ended in that one error."""
+        if self.samples and sum(self.errors.values()) == self.samples and len(self.errors) == 1:
+            return next(iter(self.errors))
+        return None
 
 
 def evaluate_run(
@@ -78,15 +101,19 @@ def evaluate_run(
     model: ChatModel,
     samples: int,
     judge: ChatModel | None = None,
-    on_progress: Callable[[int, int, str], None] | None = None,
-) -> int:
-    """Evaluate every benchmark task; returns how many got at least one judged pass."""
+    on_progress: Callable[[int, int, str, int], None] | None = None,
+    limit: int | None = None,
+    retry_errors: bool = False,
+) -> EvalOutcome:
+    """Evaluate the benchmark tasks (newest first, the first `limit`). A task stored with
+    `samples` samples is kept; one stored with fewer is evaluated again (the response cache
+    answers the samples it had). Samples stored as errors are kept on a plain rerun and
+    redone with `retry_errors`, as `synthesize_run` does."""
     with _open(run_dir) as store:
         synth = store.results("synthesize")
         if not synth:
             raise InputError(f"{run_dir}: no instructions yet; run `ape synthesize` first")
-        by_id = {t["id"]: t for t in _validated(store)}
-        tasks = [by_id[tid] for tid, s in synth.items() if s.get("kept") and tid in by_id]
+        tasks = [t for t in _validated(store) if (synth.get(t["id"]) or {}).get("kept")][:limit]
         repo = GitRepo.open(store.get_meta("source"), Path(run_dir))
         from formalbench.store.snapshots import SnapshotStore
 
@@ -95,19 +122,37 @@ def evaluate_run(
             Path(run_dir) / "trees",
             SnapshotStore(Path(run_dir) / "snapshots"),
         )
-        solved = 0
+        out = EvalOutcome(tasks=len(tasks))
+        resumed = 0
         for n, task in enumerate(tasks, start=1):
             done = store.get_result(task["id"], "eval")
+            labels = synth[task["id"]]
             if done is None or len(done.get("samples", [])) < samples:
                 done = asyncio.run(
-                    _evaluate_task(model, judge or model, trees, task, synth[task["id"]], samples)
+                    _evaluate_task(model, judge or model, trees, task, labels, samples)
                 )
                 store.put_result(task["id"], "eval", done)
-            solved += any(s.get("judged") for s in done["samples"])
+            elif retry_errors and any(s.get("error") for s in done["samples"]):
+                done = asyncio.run(
+                    _evaluate_task(
+                        model, judge or model, trees, task, labels, samples, done["samples"]
+                    )
+                )
+                store.put_result(task["id"], "eval", done)
+            else:
+                resumed += 1  # stored by an earlier run: not timed
+            out.solved += any(s.get("judged") for s in done["samples"])
+            failed = [s for s in done["samples"] if s.get("error")]
+            out.error_tasks += bool(failed)
+            out.samples += len(done["samples"])
+            for s in failed:
+                reason = str(s.get("reason") or "no reason recorded")
+                out.errors[reason] += 1
+                out.examples.setdefault(reason, str(s.get("detail") or ""))
             if on_progress:
-                on_progress(n, len(tasks), f"{solved} solved")
+                on_progress(n, len(tasks), f"{out.solved} solved", resumed)
         repo.close()
-        return solved
+        return out
 
 
 async def _evaluate_task(
@@ -117,23 +162,54 @@ async def _evaluate_task(
     task: dict[str, Any],
     labels: dict[str, Any],
     samples: int,
+    previous: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """`samples` samples of one task; with `previous`, only its error samples are redone
+    (attempt + 1: the judge asks with new seeds, so the cache cannot serve the same
+    unreadable replies again) and the others kept."""
     messages = load_prompt("ape_patch").render(
         path=task["file_path_after"],
         language=task["language"],
         instruction=labels["instruction"],
         content_before=task["content_before"],
     )
-    temperature = 0.0 if samples == 1 else 0.6
-    replies = await asyncio.gather(
-        *(model.generate(messages, n=1, temperature=temperature, seed=i) for i in range(samples))
-    )
-    out = []
+    count = samples if previous is None else len(previous)
+    temperature = 0.0 if count == 1 else 0.6
+    redo = [i for i in range(count) if previous is None or previous[i].get("error")]
+    attempts = {i: 0 if previous is None else int(previous[i].get("attempt", 0)) + 1 for i in redo}
+    replies = await asyncio.gather(*(_patch(model, messages, temperature, i) for i in redo))
+    out = list(previous) if previous is not None else [{} for _ in range(count)]
     baseline: dict[str, FileView] = {}  # Coq's view of the file before, read once per task
-    for reply in replies:
-        text = reply[0].text if reply else ""
-        out.append(await _one_sample(judge, trees, task, labels, text, baseline))
+    for i, reply in zip(redo, replies, strict=True):
+        if isinstance(reply, ModelCallError):
+            failed = _sample_error(model, "the model call failed", str(reply), attempts[i])
+            out[i] = {"applied": False, "compiled": False, "judged": False, **failed}
+            continue
+        out[i] = await _one_sample(judge, trees, task, labels, reply, baseline, attempts[i])
     return {"samples": out}
+
+
+async def _patch(
+    model: ChatModel, messages: list[Message], temperature: float, seed: int
+) -> str | ModelCallError:
+    """Sample `seed`'s reply, or the failed call (an error sample, not a verdict)."""
+    try:
+        reply = await model.generate(messages, n=1, temperature=temperature, seed=seed)
+    except ModelCallError as exc:
+        return exc
+    return reply[0].text if reply else ""
+
+
+def _sample_error(model: ChatModel, reason: str, detail: str, attempt: int) -> dict[str, Any]:
+    """A sample that is no verdict on the answer: kept for `--retry-errors`, counted by
+    reason (as synthesis records its errors)."""
+    return {
+        "error": True,
+        "reason": reason,
+        "detail": detail[:300],
+        "model": model.spec,
+        "attempt": attempt,
+    }
 
 
 async def _one_sample(
@@ -143,6 +219,7 @@ async def _one_sample(
     labels: dict[str, Any],
     reply: str,
     baseline: dict[str, FileView],
+    attempt: int = 0,
 ) -> dict[str, Any]:
     before = task["content_before"]
     result = apply_reply(reply, before, path=task["file_path_after"], language=task["language"])
@@ -167,7 +244,17 @@ async def _one_sample(
             before.splitlines(), result.content.splitlines(), "a", "b", n=3, lineterm=""
         )
     )
-    verdict = await judge_patch(judge, labels["instruction"], before, patch, task["language"])
+    try:
+        verdict = await judge_patch(
+            judge, labels["instruction"], before, patch, task["language"], first_seed=attempt * 4
+        )
+    except ModelCallError as exc:
+        return {**sample, **_sample_error(judge, "the judge call failed", str(exc), attempt)}
+    if not any(verdict["grades"]):  # no judge sample graded anything: no verdict was given
+        error = _sample_error(judge, "unreadable judge replies", "no grade in any sample", attempt)
+        return {**sample, **error, "judge": verdict}
     sample["judge"] = verdict
     sample["judged"] = verdict["passed"]
+    if attempt:
+        sample["attempt"] = attempt
     return sample

@@ -253,20 +253,43 @@ def filter_chain(cfg: Thresholds) -> list[tuple[str, Callable[[ApeTask], bool]]]
     ]
 
 
+def _inside_command(text: str, language: str) -> Callable[[int], bool]:
+    """Whether an offset of `text` lies strictly inside one of its top-level commands (a
+    declaration with its proof), as the verifier's declaration splitter reads them."""
+    from bisect import bisect_right
+
+    from formalbench.checking.decls import split_decls
+    from formalbench.core.records import Language
+
+    spans = [(d.start, d.end) for d in split_decls(text, Language(language))]
+    starts = [a for a, _ in spans]
+
+    def inside(offset: int) -> bool:
+        at = bisect_right(starts, offset) - 1
+        return at >= 0 and spans[at][0] < offset < spans[at][1]
+
+    return inside
+
+
 def chunks(
     before: str, after: str, change_type: str, language: str, limit: int
 ) -> list[tuple[str, str]]:
     """(before, after) pairs: the whole change, or chunks of at most `limit` changed lines.
 
-    A created file is split at blank lines outside comments and packed greedily; a modified
+    A created file is split at blank lines outside comments and outside every top-level
+    command (a lemma with a blank line between its statement and its proof stays whole, so
+    no chunk's start ends mid-lemma: issue 30 item 2), and packed greedily; a modified
     file is split hunk by hunk, each chunk's "before" carrying the earlier hunks applied.
     Anything that does not split cleanly stays one unsplit pair."""
     if counts(diff_lines(before, after)).pure_changes <= limit:
         return [(before, after)]
     if change_type == "created" or not before:
         blanked = blank_comments(after, language)
+        inside = _inside_command(after, language)
         blocks, start = [], 0
         for m in re.finditer(r"\n\s*\n", blanked):
+            if inside(m.end()):
+                continue
             blocks.append(after[start : m.end()])
             start = m.end()
         blocks.append(after[start:])

@@ -47,6 +47,9 @@ def ape_report(run_dir: Path) -> dict[str, Any]:
             "tasks": summary.kept,
             "validated": None,  # set once `--validate` has run
         }
+        imported = store.get_meta("export")
+        if isinstance(imported, dict):  # a run of `ape eval EXPORT`: its tasks came from there
+            out["imported_from"] = imported.get("path")
         validation = store.results("validate")
         if validation:
             out["validation_checked"] = len(validation)
@@ -70,11 +73,14 @@ def answer_summary(evals: dict[str, Any]) -> dict[str, Any]:
     """Counts over all answers: why those that applied were not complete, and how many
     changed, removed or added declarations (as Coq lists them)."""
     why: dict[str, int] = defaultdict(int)
+    errors: dict[str, int] = defaultdict(int)  # no verdict: a failed call, no judge grade
     edits = {"changed": 0, "removed": 0, "added": 0}
     total = applied = compiled = 0
     for done in evals.values():
         for s in done.get("samples", []):
             total += 1
+            if s.get("error"):
+                errors[str(s.get("reason") or "no reason recorded")] += 1
             applied += bool(s.get("applied"))
             compiled += bool(s.get("compiled"))
             check = s.get("check") or {}
@@ -96,6 +102,7 @@ def answer_summary(evals: dict[str, Any]) -> dict[str, Any]:
         "applied": applied,
         "compiled": compiled,
         "not_complete_because": dict(why),
+        "errors": dict(errors),
         "answers_that_changed_statements": edits["changed"],
         "answers_that_removed_declarations": edits["removed"],
         "answers_that_added_declarations": edits["added"],

@@ -8,13 +8,13 @@ stored without contents. State lives in `ape.sqlite`; a walk resumes where it st
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from formalbench.core.errors import InputError
+from formalbench.pipelines.ape.coqversions import declared_at
 from formalbench.pipelines.ape.filters import (
     chunks,
     conventional_type,
@@ -60,12 +60,12 @@ def funnel(store: ApeStore, cfg: MineConfig) -> MineSummary:
 def _toolchain(repo: GitRepo, rev: str, language: str) -> str:
     if language == "lean":
         return (repo.show(rev, "lean-toolchain") or "").strip()
-    for name in repo.git("ls-tree", "--name-only", rev).split():
-        if name.endswith(".opam"):
-            m = re.search(r'"coq"\s*\{([^}]*)\}', repo.show(rev, name) or "")
-            if m:
-                return f"coq {m.group(1).strip()}"
-    return "coq"
+    found = declared_at(repo, rev)  # the opam files' Coq constraint, else the CI's versions
+    if found is None:
+        return "coq"
+    if found.formula is not None:
+        return f"coq {found.formula.strip().strip('{}').strip()}"
+    return f"coq {found.range} ({found.source})"
 
 
 def mine(
@@ -73,7 +73,7 @@ def mine(
     run_dir: Path,
     cfg: MineConfig,
     language: str | None = None,
-    on_progress: Callable[[int, int, MineSummary | None], None] | None = None,
+    on_progress: Callable[[int, int, str, int], None] | None = None,
 ) -> MineSummary:
     """Walk `source`'s history into `run_dir/ape.sqlite`; resumable."""
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -102,6 +102,7 @@ def mine(
         thresholds = cfg.thresholds(lang)
         store.set_meta("thresholds", thresholds.model_dump())
         chain = filter_chain(thresholds)
+        resumed = 0
         for position, commit in enumerate(commits):
             if commit.sha not in done:
                 store.put_commit(
@@ -110,8 +111,10 @@ def mine(
                     _type(commit, type_source),
                     _candidates(repo, commit, lang, type_source, cfg, chain),
                 )
-            if on_progress:
-                on_progress(position + 1, len(commits), None)
+            else:
+                resumed += 1
+            if on_progress:  # (done, total, status, resumed): resumed commits are not timed
+                on_progress(position + 1, len(commits), "", resumed)
         store.set_meta("commits_total", len(commits))
         return funnel(store, cfg)
     finally:

@@ -14,6 +14,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+MESSAGE_CAP = 2000  # characters of one stored message (Coq's longest usual errors fit whole)
+
+
+def shorten(text: str, limit: int = MESSAGE_CAP) -> str:
+    """`text` whole when it fits in `limit` characters; else cut at the last line break
+    before the limit (else the last sentence end, else the last space) with " …" after
+    it, so a reason never ends mid-word or mid-line (issue 30 item 3: "expected to have
+    type \"n" was a message cut at 300 characters)."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 2]
+    for mark in ("\n", ". ", " "):
+        at = head.rfind(mark)
+        if at >= limit // 3:
+            return head[: at + (1 if mark == ". " else 0)].rstrip() + " …"
+    return head.rstrip() + " …"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` with its lines joined, shortened at a word for a one-line summary."""
+    return shorten(" ".join(text.split()), limit)
+
 
 @dataclass
 class StageOutcome:
@@ -23,6 +46,7 @@ class StageOutcome:
     errors: int = 0  # results recorded as errors (kept for a retry, never a verdict)
     reasons: Counter[str] = field(default_factory=Counter)
     examples: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # said after the reasons (Coq versions)
 
     @classmethod
     def of(cls, stage: str, results: Iterable[dict[str, Any]]) -> StageOutcome:
@@ -53,15 +77,18 @@ class StageOutcome:
         out = []
         for reason, n in self.reasons.most_common():
             example = self.examples.get(reason, "")
-            tail = f" (e.g. {example[:160]})" if example else ""
+            tail = f" (e.g. {one_line(example, 240)})" if example else ""
             out.append(f"{n} {reason}{tail}")
         return out
 
     def summary(self) -> dict[str, Any]:
         """The figures as `report` shows them."""
-        return {
+        out: dict[str, Any] = {
             "checked": self.total,
             "kept": self.kept,
             "errors": self.errors,
             "reasons": dict(self.reasons.most_common()),
         }
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out

@@ -16,16 +16,17 @@ cannot be loaded ("Error when parsing .vo"), so the snapshot id names the toolch
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import threading
 from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from formalbench.backends.sandbox import run_limited, scrubbed_env
+from formalbench.backends.sandbox import ProcessOutcome, run_limited, scrubbed_env
 from formalbench.core.errors import BackendError, InputError
 from formalbench.core.gate import refusal
-from formalbench.core.records import CheckStatus, Language
+from formalbench.core.records import CheckStatus, Language, Severity
 from formalbench.pipelines.ape.coqlayout import CoqLayout, tree_layout
 
 if TYPE_CHECKING:
@@ -36,6 +37,9 @@ def _toolchain(toolchain: Toolchain | None) -> Toolchain:
     from formalbench.toolchains.toolchain import resolve
 
     return toolchain if toolchain is not None else resolve()
+
+
+INDEX_NAME = "index.jsonl"  # in the trees folder: which snapshot built which file's closure
 
 
 class TreeProvider(Protocol):
@@ -111,7 +115,9 @@ def dependency_closure(tree: Path, target: str, toolchain: Toolchain | None = No
         timeout=300,
     )
     if run.returncode != 0 and not run.stdout.strip():
-        raise ProjectError("coqdep failed", f"{tree.name}: {run.stderr.strip()[:300]}")
+        from formalbench.pipelines.ape.outcome import shorten
+
+        raise ProjectError("coqdep failed", f"{tree.name}: {shorten(run.stderr)}")
     deps: dict[str, list[str]] = {}
     for line in run.stdout.splitlines():
         head, _, tail = line.partition(":")
@@ -146,6 +152,23 @@ def _relative(tree: Path, path: str) -> str:
     return path
 
 
+def build_error(run: ProcessOutcome) -> str:
+    """Why a dependency's coqc failed: its first error as Coq printed it, whole (up to
+    `outcome.MESSAGE_CAP`, then cut at a line), with its line; warnings are not errors and
+    are left out (Rocq 9 prints deprecations before the error)."""
+    from formalbench.backends.coq_output import parse_messages
+    from formalbench.pipelines.ape.outcome import shorten
+
+    errors = [m for m in parse_messages(run.stderr, []) if m.severity == Severity.error]
+    if errors:
+        first = errors[0]
+        where = f"line {first.line}: " if first.line else ""
+        return shorten(where + first.text)
+    if run.status != CheckStatus.ok:
+        return f"coqc ended with {run.status.value}"
+    return shorten(run.stderr) or f"coqc exited with {run.returncode}"
+
+
 class BuiltTrees:
     """Project trees at revisions with a file's dependencies compiled, cached as snapshots."""
 
@@ -164,6 +187,7 @@ class BuiltTrees:
         self.timeout = timeout
         self._guard = threading.Lock()
         self._locks: dict[str, threading.Lock] = defaultdict(threading.Lock)
+        self._noted: set[str] = set()
 
     def _lock(self, key: str) -> threading.Lock:
         with self._guard:
@@ -183,7 +207,20 @@ class BuiltTrees:
         key = hashlib.sha256("\n".join([built_by, *closure]).encode()).hexdigest()[:12]
         snap_id = f"coq-{rev}-{key}"
         with self._lock(snap_id):
-            return self._built(rev, src, closure, snap_id, chain)
+            tree = self._built(rev, src, closure, snap_id, chain)
+        self._note(rev, target, snap_id, built_by)
+        return tree
+
+    def _note(self, rev: str, target: str, snap_id: str, built_by: str) -> None:
+        """One line of `INDEX_NAME` per (revision, file, snapshot): which snapshot holds the
+        file's closure, read by `ape export` (the id alone does not name the file)."""
+        line = json.dumps({"rev": rev, "file": target, "snapshot": snap_id, "built_by": built_by})
+        with self._guard:
+            if line in self._noted:
+                return
+            self._noted.add(line)
+            with (self.work / INDEX_NAME).open("a", encoding="utf-8") as index:
+                index.write(line + "\n")
 
     def _source(self, rev: str) -> Path:
         src = self.work / "src" / rev
@@ -230,10 +267,9 @@ class BuiltTrees:
                 root=chain.sandbox_root,
             )
             if run.status != CheckStatus.ok or run.returncode != 0:
-                said = run.stderr.strip()
-                at = said.find("Error")  # past the warnings (Rocq 9 prints deprecations first)
-                why = said[max(at, 0) :][:300] or run.status.value
-                raise ProjectError("a dependency does not build", f"{rev[:12]}: {dep}: {why}")
+                raise ProjectError(
+                    "a dependency does not build", f"{rev[:12]}: {dep}: {build_error(run)}"
+                )
         part.rename(dest)
         if self.store is not None:
             self.store.put(dest, snap_id)

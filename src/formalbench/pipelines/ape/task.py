@@ -5,10 +5,12 @@ Field names follow the APE-Bench I dataset card, so a mined run can be compared 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 
 class ChangeCounts(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # an exported task's counts are read back
+
     added_lines: int = 0
     total_changes: int = 0  # added + removed lines
     pure_changes: int = 0  # a removed line directly followed by an added one counts once

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from formalbench.backends.base import Backend
 from formalbench.core.construct import ConstructProblem
@@ -43,7 +43,13 @@ from formalbench.store.db import StoreError
 __all__ = ["FormalResult", "FormalStageConfig", "formal_summary", "run_formal_stages"]
 
 DATABASE = "construct.sqlite"
-Progress = Callable[[str, int, int], None]
+
+
+class Progress(Protocol):
+    """(phase, done, total, resumed): `resumed` of `done` were finished by an earlier run
+    (the progress display leaves them out of the rate)."""
+
+    def __call__(self, phase: str, done: int, total: int, resumed: int = 0, /) -> None: ...
 
 
 @dataclass
@@ -89,20 +95,22 @@ async def run_formal_stages(
         for problem in problems:
             store.add_problem(problem.id, problem.model_dump(mode="json"))
         total = len(problems)
-        done = 0
+        done = resumed = 0
         limit = asyncio.Semaphore(max(1, config.concurrency))
 
         async def one(problem: ConstructProblem) -> dict[str, Any]:
-            nonlocal done
+            nonlocal done, resumed
             result = store.result(problem.id)
             if result is None:
                 async with limit:
                     result = await construct_exercise(session, problem, stems[problem.id])
                 store.finish_problem(problem.id, result["status"], result)
+            else:
+                resumed += 1
             write_package(instances_dir, result)
             done += 1
-            if progress is not None:
-                progress("exercises", done, total)  # shown as "formal: exercises"
+            if progress is not None:  # shown as "formal: exercises"
+                progress("exercises", done, total, resumed)
             return result
 
         # A TaskGroup: when one exercise fails (the model endpoint is gone, a budget is

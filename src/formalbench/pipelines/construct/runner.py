@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formalbench import __version__
 from formalbench.backends.base import Backend
@@ -57,11 +57,13 @@ from formalbench.pipelines.stopping import Interrupted, stop_on_signals
 from formalbench.store.construct import ConstructStore
 from formalbench.store.response_cache import ResponseCache
 
+if TYPE_CHECKING:
+    from formalbench.pipelines.construct.formal import Progress
+
 KIND = "construct"
 STORE_NAME = "construct.sqlite"
 RESPONSES_NAME = "responses.sqlite"
 LOG_NAME = "construct.json"
-Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
 @dataclass
@@ -250,6 +252,7 @@ async def _extraction(
     before the store was opened) or a new one."""
     identity = config.extraction_identity()
     stored = store.meta("extraction_identity")
+    resumed = 0  # an extraction read back from the store is not timed
     if stored is not None and store.extraction_stats() is not None:
         if stored != identity:
             changed = sorted(k for k in identity if stored.get(k) != identity[k])
@@ -260,12 +263,13 @@ async def _extraction(
         exercises = store.exercises()
         if not exercises:  # stored by a formalbench that did not refuse an empty selection
             raise InputError(_nothing_selected(config, store.extraction_stats() or {}))
+        resumed = len(exercises)
     else:
         exercises, stats = fresh if fresh is not None else await _extract(config)
         store.put_exercises(exercises, stats)
         store.set_meta("extraction_identity", identity)
     if progress is not None:
-        progress("extract", len(exercises), len(exercises))
+        progress("extract", len(exercises), len(exercises), resumed)
     return exercises
 
 
@@ -281,7 +285,7 @@ async def _source(
     total = len(exercises)
     done = sum(session.store.problem(e.id) is not None for e in exercises)
     if progress is not None:
-        progress("source", done, total)
+        progress("source", done, total, done)
     semaphore = asyncio.Semaphore(config.concurrency)
     finished = done
 
@@ -298,7 +302,7 @@ async def _source(
                 return None
         finished += 1
         if progress is not None:
-            progress("source", finished, total)
+            progress("source", finished, total, done)
         return problem
 
     outcomes = await asyncio.gather(*(one(i, e) for i, e in enumerate(exercises)))
@@ -333,9 +337,10 @@ def _formal(
                 concurrency=config.concurrency,
             )
 
-            def report(stage: str, done: int, total: int) -> None:
+            def report(stage: str, done: int, total: int, resumed: int = 0) -> None:
                 if progress is not None:  # "formal", not "formal: formal"
-                    progress("formal" if stage == "formal" else f"formal: {stage}", done, total)
+                    name = "formal" if stage == "formal" else f"formal: {stage}"
+                    progress(name, done, total, resumed)
 
             outcome = await run_formal_stages(
                 usable,

@@ -1,35 +1,22 @@
-"""A rich progress bar on stderr for long puts and restores, or nothing."""
+"""How a long put or restore reports its progress: through the caller's bar, or not at all.
+
+The store is below the command line and draws nothing itself: `formalbench snapshot` passes
+the command line's bar (`cli.progress.counted`), every other caller passes None."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+
+# (description, total) -> a context yielding advance(n)
+Bar = Callable[[str, int], AbstractContextManager[Callable[[int], None]]]
 
 
 @contextmanager
-def bar(enabled: bool, description: str, total: int) -> Iterator[Callable[[int], None]]:
-    """Yield `advance(n)`; draws a bar only when `enabled` (stderr, removed when done)."""
-    if not enabled:
+def bar(factory: Bar | None, description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """Yield `advance(n)`: the factory's, or one that does nothing."""
+    if factory is None:
         yield lambda n: None
         return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda n: progress.advance(task, n)
+    with factory(description, total) as advance:
+        yield advance

@@ -48,7 +48,7 @@ from formalbench.store.snapshots.objects import (
     cache_name,
     hash_file,
 )
-from formalbench.store.snapshots.progress import bar
+from formalbench.store.snapshots.progress import Bar, bar
 from formalbench.store.snapshots.records import (
     Entry,
     GcInfo,
@@ -154,7 +154,7 @@ class SnapshotStore:
         tree: Path,
         snapshot_id: str,
         *,
-        progress: bool = False,
+        progress: Bar | None = None,
         exclude: Collection[str] = (),
     ) -> SnapshotInfo:
         """Store the tree under `snapshot_id`, leaving out the relative paths in `exclude`
@@ -257,7 +257,7 @@ class SnapshotStore:
         *,
         mode: RestoreMode = "auto",
         verify: bool = False,
-        progress: bool = False,
+        progress: Bar | None = None,
     ) -> RestoreInfo:
         """Recreate the snapshot at `dest` (absent or an empty directory).
 
@@ -307,7 +307,7 @@ class SnapshotStore:
         dest: Path,
         mode: RestoreMode,
         verify: bool,
-        progress: bool,
+        progress: Bar | None,
         start: float,
     ) -> RestoreInfo:
         resolved = self._resolve(mode, dest)
