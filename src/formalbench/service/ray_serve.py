@@ -50,6 +50,7 @@ UPSCALE_DELAY_S = 5.0
 DOWNSCALE_DELAY_S = 120.0
 METRICS_INTERVAL_S = 2.0
 LOOK_BACK_S = 10.0
+ITEMS_METRIC = "items_held"  # what each replica reports to the autoscaler
 WATCH_S = 5.0  # how often the driver checks that its application is still deployed
 
 
@@ -88,7 +89,26 @@ class RayPlan:
             "downscale_delay_s": DOWNSCALE_DELAY_S,
             "metrics_interval_s": METRICS_INTERVAL_S,
             "look_back_period_s": LOOK_BACK_S,
+            "policy": {"policy_function": items_policy},
         }
+
+
+def items_policy(ctx: Any) -> tuple[float, dict[str, Any]]:
+    """Ray Serve autoscaling policy on the service's queue of *items*: the replicas each
+    report the items they hold (`Verifier.record_autoscaling_stats`: waiting or running, the
+    count the app's admission keeps), requests still waiting at the proxy add one each, and
+    the replicas wanted are that total over one replica's `workers` (Serve's
+    `target_ongoing_requests` here). Serve applies the bounds and the up/down delays. Until
+    the replicas have reported, Serve's own measure (ongoing requests) stands in."""
+    running = ctx.current_num_replicas
+    if running == 0:
+        return ctx.target_num_replicas, {}
+    per_replica = ctx.config.get_target_ongoing_requests()
+    reported = (ctx.aggregated_metrics or {}).get(ITEMS_METRIC)
+    if not reported:
+        return ctx.total_num_requests / per_replica, {}
+    held = sum(reported.values()) + (ctx.total_queued_requests or 0.0)
+    return held / per_replica, {}
 
 
 class Shared:
@@ -199,7 +219,7 @@ class Verifier:
         from formalbench.service.app import create_app
 
         plan = self.plan
-        return create_app(
+        self.service_app = create_app(
             self.engine,
             api_key=plan.api_key,
             capacity=plan.capacity,
@@ -207,6 +227,13 @@ class Verifier:
             max_timeout=plan.max_timeout,
             request_timeout=plan.request_timeout,
         )
+        return self.service_app
+
+    def record_autoscaling_stats(self) -> dict[str, float]:
+        """Ray Serve's hook: the items this replica holds (waiting or running), for
+        `items_policy`."""
+        app = getattr(self, "service_app", None)
+        return {ITEMS_METRIC: float(app.state.admission.held if app is not None else 0)}
 
     def version(self) -> str:
         return self.engine.backend.version()
