@@ -11,9 +11,10 @@ both in `--store` as without Ray.
 Ray Serve's HTTP proxy runs on the head node only (one address, as Kimina's clients expect)
 on `--host`/`--port`; the key rule is checked before anything starts. A replica takes at
 most `--workers` requests at once; the rest wait at the proxy (at most `--queue`, then 503)
-for the first free replica. Replicas are autoscaled by Ray Serve on their ongoing requests
-(running plus queued at the proxy), from `--replicas` up to `--max-replicas`; each takes
-`--workers` CPUs, so Ray places them where CPUs are free, across the cluster's machines. Joining the cluster follows the Ray executor's
+for the first free replica. Replicas are autoscaled on the service's queue of items (each
+replica reports the items it holds; `items_policy`), from `--replicas` up to
+`--max-replicas`; each takes `--workers` CPUs, so Ray places them where CPUs are free,
+across the cluster's machines. Joining the cluster follows the Ray executor's
 rules (`backends/ray_backend.init_ray`: a closed port is one line at once, every wait is
 bounded and hears signals). Ctrl-C or SIGTERM deletes the application (each replica closes
 its engine and kills its checkers in `__del__`), shuts Serve down when no other application
