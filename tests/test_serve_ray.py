@@ -254,10 +254,12 @@ def test_a_task_registered_once_is_known_to_every_replica(ray_serve: RayServe) -
 
 
 def test_the_autoscaler_adds_a_replica_for_a_queue_of_items(ray_serve: RayServe) -> None:
-    """One request of twelve slow items: one ongoing request, which Serve's own policy (on
-    requests) would not scale for, but twelve items queued on one worker: a third replica
+    """One request of eight slow items: one ongoing request, which Serve's own policy (on
+    requests) would not scale for, but eight items queued on one worker: a third replica
     starts, on the third node."""
-    codes = [{"custom_id": i, "proof": SLOW.format(i=f"batch{i}")} for i in range(12)]
+    # each item a few seconds: the batch must outlast the upscale delay on a fast machine
+    slower = SLOW.replace("f 700", "f 1400")
+    codes = [{"custom_id": i, "proof": slower.format(i=f"batch{i}")} for i in range(8)]
     answers: list[Any] = []
     batch = threading.Thread(
         target=lambda: answers.append(post(ray_serve, "/verify", {"codes": codes}))
@@ -274,7 +276,7 @@ def test_the_autoscaler_adds_a_replica_for_a_queue_of_items(ray_serve: RayServe)
         batch.join()
     assert len(set(ray_serve.replicas().values())) == 3  # one replica on each node
     results = answers[0]["results"]
-    assert [r["custom_id"] for r in results] == [str(i) for i in range(12)]
+    assert [r["custom_id"] for r in results] == [str(i) for i in range(8)]
     assert all(r["error"] is None for r in results)
 
 
