@@ -13,18 +13,23 @@ and failures, as a training loop sends them. Modes, each over every candidate wi
   task's own build and dump already done (a training loop's steady state);
 - `strict-cached`: the same requests with the cache on (what a repeated sample costs).
 
+With `--ray N`, the service is `serve --ray` on a local Ray cluster of N nodes of one CPU
+each (`ray.cluster_utils.Cluster`, started here), N replicas of one worker: the same modes
+through Ray Serve's proxy (on one machine this measures the proxy's cost, not a scale-out).
+
 Prints checks per second and p50/p95/p99 latency per mode; with `--compare-check`, also runs
 `formalbench check --json` on every candidate and counts the verdicts that differ from the
 service's (passed, reasons, finding reasons, axioms). Figures measured on a shared machine
 are "under load", not final.
 
-    python bench/bench_serve.py --concurrency 2 [--limit 6] [--compare-check]
+    python bench/bench_serve.py --concurrency 2 [--limit 6] [--compare-check] [--ray 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -33,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -42,7 +48,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 from formalbench.service.client import VerifierClient  # noqa: E402
-from tests.serve_helpers import KEY, running  # noqa: E402
+from tests.serve_helpers import KEY, SRC, Server, running  # noqa: E402
 
 EXAMPLES = ROOT / "src/formalbench/datasets/examples/example-coq.jsonl"
 
@@ -192,11 +198,12 @@ def load_mix(items: list[tuple[str, str, str]]) -> list[tuple[str, dict[str, Any
 
 
 async def load_test(
-    url: str, mix: list[tuple[str, dict[str, Any], str]], n: int, clients: int, pid: int
+    url: str, mix: list[tuple[str, dict[str, Any], str]], n: int, clients: int
 ) -> None:
     """`n` requests from `clients` concurrent clients, one item each, drawn in turn from `mix`:
-    every answer's id and outcome checked, 429s retried after `Retry-After`, the service's
-    RSS (its process tree) sampled."""
+    every answer's id and outcome checked, 429s (and Ray Serve's proxy's 503 when its queue
+    is full) retried after `Retry-After`, the RSS of every process this bench started (the
+    service's tree; with --ray also the cluster's) sampled."""
     import psutil
 
     gate = asyncio.Semaphore(clients)
@@ -208,9 +215,12 @@ async def load_test(
     async def sample() -> None:
         nonlocal peak
         while True:
-            top = psutil.Process(pid)
-            procs = [top, *top.children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in procs if p.is_running()))
+            procs = psutil.Process().children(recursive=True)
+            rss = 0
+            for p in procs:
+                with contextlib.suppress(psutil.Error):
+                    rss += p.memory_info().rss
+            peak = max(peak, rss)
             await asyncio.sleep(0.5)
 
     async def one(http: httpx.AsyncClient, i: int) -> None:
@@ -221,7 +231,7 @@ async def load_test(
         async with gate:
             while True:
                 r = await http.post(url + "/verify", json=body)
-                if r.status_code != 429:
+                if r.status_code not in (429, 503):
                     break
                 busy += 1
                 await asyncio.sleep(float(r.headers.get("retry-after", "1")))
@@ -259,6 +269,49 @@ async def load_test(
     )
 
 
+@contextlib.contextmanager
+def running_on_ray(tmp: Path, nodes: int, *args: str) -> Iterator[Server]:
+    """`serve --ray` on a local cluster of `nodes` one-CPU nodes, `nodes` replicas; stopped
+    with SIGTERM (it undeploys), then the cluster is shut down."""
+    import re
+    import signal
+    import socket
+
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False}
+    )
+    proc = None
+    try:
+        for _ in range(nodes - 1):
+            cluster.add_node(num_cpus=1)
+        cluster.wait_for_nodes()
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = dict(os.environ, PYTHONPATH=str(SRC), FORMALBENCH_SERVE_API_KEY=KEY)
+        log = tmp / "serve-ray.log"
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "formalbench", "serve", "--ray", cluster.address]
+                + ["--port", str(port), "--replicas", str(nodes), "--workers", "1", *args],
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+                text=True,
+            )
+        assert proc.stdout is not None
+        found = re.search(r"at (http://127\.0\.0\.1:\d+)", proc.stdout.readline())
+        assert found, log.read_text()
+        yield Server(proc, found.group(1), log)
+    finally:
+        if proc is not None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=120)
+        cluster.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--concurrency", type=int, default=2)
@@ -269,6 +322,9 @@ def main() -> None:
     parser.add_argument(
         "--clients", type=int, default=64, help="concurrent clients of the load test"
     )
+    parser.add_argument(
+        "--ray", type=int, default=0, help="serve --ray on a local cluster of N one-CPU nodes"
+    )
     args = parser.parse_args()
     os.environ["FORMALBENCH_TOOLCHAIN"] = "host"  # the same coqc as the baseline
     items = candidates(args.limit)
@@ -276,10 +332,14 @@ def main() -> None:
     wall, lat = cold_coqc(items, args.concurrency)
     base = report("coqc", wall, lat)
     extra = ["--no-replay"] if args.no_replay else []
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp,
-        running(Path(tmp), "--workers", str(args.concurrency), "--queue", "32", *extra) as server,
-    ):
+    with contextlib.ExitStack() as stack:
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-serve-")))
+        if args.ray:
+            print(f"serve --ray: a local cluster of {args.ray} one-CPU nodes, one replica each")
+            service = running_on_ray(tmp, args.ray, "--queue", "32", *extra)
+        else:
+            service = running(tmp, "--workers", str(args.concurrency), "--queue", "32", *extra)
+        server = stack.enter_context(service)
 
         async def register() -> dict[str, str]:
             async with VerifierClient(server.url, api_key=KEY) as client:
@@ -308,7 +368,7 @@ def main() -> None:
         print(f"{'':14s} {rate / base:.2f}x cold coqc")
         if args.load:
             mix = load_mix(items)
-            asyncio.run(load_test(server.url, mix, args.load, args.clients, server.proc.pid))
+            asyncio.run(load_test(server.url, mix, args.load, args.clients))
     wall, lat = cold_coqc(items, args.concurrency)  # again: the load drifts on a shared machine
     report("coqc (again)", wall, lat)
     if args.compare_check:

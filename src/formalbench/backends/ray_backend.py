@@ -54,7 +54,8 @@ def _ray(joining: bool = False) -> Any:
         import ray
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise InputError(
-            "--executor ray needs Ray: install it with `pip install 'formalbench[ray]'`"
+            "Ray is not installed (--executor ray, serve --ray): install it with "
+            "`pip install 'formalbench[ray]'`"
         ) from exc
     return ray
 
@@ -90,9 +91,12 @@ def _host_port(address: str) -> tuple[str, int] | None:
     return host.strip("[]"), int(port)
 
 
-def check_reachable(address: str, timeout: float = CONNECT_STEP_S) -> None:
+def check_reachable(
+    address: str, timeout: float = CONNECT_STEP_S, flag: str = "--ray-address"
+) -> None:
     """Open (and close) a TCP connection to `address`: a RayConnectError at once when
-    nothing listens there, the host is unknown, or it does not answer within `timeout`."""
+    nothing listens there, the host is unknown, or it does not answer within `timeout`.
+    `flag` is the option that named the address, for the message."""
     target = _host_port(address)
     if target is None:
         return
@@ -101,14 +105,14 @@ def check_reachable(address: str, timeout: float = CONNECT_STEP_S) -> None:
             pass
     except TimeoutError:
         raise RayConnectError(
-            f"--ray-address {address}: no answer within {timeout:g} s; is the head node up?"
+            f"{flag} {address}: no answer within {timeout:g} s; is the head node up?"
         ) from None
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
+        local = f", or leave out {flag} for a local Ray" if flag == "--ray-address" else ""
         raise RayConnectError(
-            f"--ray-address {address}: cannot connect ({why.lower()}); start a cluster with "
-            "`ray start --head` and pass the address it prints, or leave out --ray-address "
-            "for a local Ray"
+            f"{flag} {address}: cannot connect ({why.lower()}); start a cluster with "
+            f"`ray start --head` and pass the address it prints{local}"
         ) from None
 
 
@@ -165,18 +169,25 @@ def _sigint_raises() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def init_ray(address: str | None, num_cpus: int, *, step: float = CONNECT_STEP_S) -> None:
+def init_ray(
+    address: str | None,
+    num_cpus: int,
+    *,
+    step: float = CONNECT_STEP_S,
+    flag: str = "--ray-address",
+) -> None:
     """Join the cluster at `address`, or start a local Ray with `num_cpus` (once per process),
-    within a time limit (see the module doc); a RayConnectError when that fails."""
+    within a time limit (see the module doc); a RayConnectError, naming the option `flag`
+    that gave the address, when that fails."""
     with _sigint_raises():
-        _init_ray(address, num_cpus, step)
+        _init_ray(address, num_cpus, step, flag)
 
 
-def _init_ray(address: str | None, num_cpus: int, step: float) -> None:
+def _init_ray(address: str | None, num_cpus: int, step: float, flag: str) -> None:
     if "ray" in sys.modules and sys.modules["ray"].is_initialized():
         return
     if address:
-        check_reachable(address, step)
+        check_reachable(address, step, flag)
     ray = _ray(joining=bool(address))
 
     def start() -> None:
@@ -193,14 +204,14 @@ def _init_ray(address: str | None, num_cpus: int, step: float) -> None:
 
     try:
         if address:  # a network peer: waited for from a thread, within a limit
-            _in_thread(start, 6.0 * step + 10, f"--ray-address {address}")
+            _in_thread(start, 6.0 * step + 10, f"{flag} {address}")
         else:  # a local head registers signal handlers, which only the main thread may do
             start()
     except (ConnectionError, RuntimeError, ValueError) as exc:  # Ray's own failures to join
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if address:
             raise RayConnectError(
-                f"--ray-address {address}: no Ray cluster answered there ({first})"
+                f"{flag} {address}: no Ray cluster answered there ({first})"
             ) from None
         raise RayConnectError(f"cannot start a local Ray: {first}") from None
 

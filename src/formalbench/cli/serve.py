@@ -9,6 +9,7 @@ opened, a missing toolchain) is one line on stderr and exit code 2. See
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,6 +24,9 @@ from formalbench.cli.options import (
 )
 from formalbench.cli.options import port as check_port
 from formalbench.core.errors import InputError
+
+if TYPE_CHECKING:
+    from formalbench.core.config import VerifierPolicy
 
 MEMORY = ":memory:"
 
@@ -44,7 +48,10 @@ def serve(
         "Kimina's clients send it, or `X-API-Key`); at least 16 characters.",
     ),
     workers: int | None = typer.Option(
-        None, "--workers", callback=at_least(1), help="Checks at once (default: the CPU count)."
+        None,
+        "--workers",
+        callback=at_least(1),
+        help="Checks at once (default: the CPU count; with --ray, per replica, default 1).",
     ),
     queue: int = typer.Option(
         64, "--queue", min=1, help="Items held at most (waiting or running); more get 429."
@@ -92,6 +99,24 @@ def serve(
         "--replay/--no-replay",
         help="Confirm a pass with coqchk of the same Coq (default on), as `check` does.",
     ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Deploy on the Ray cluster at ADDRESS (its head's host:port, or auto; run this "
+        "on a machine of the cluster) with Ray Serve: replicas of this service, each with its "
+        "own workers and warm sessions, autoscaled on their queue; the HTTP proxy listens on "
+        "--host/--port of the head node.",
+    ),
+    replicas: int = typer.Option(
+        1, "--replicas", min=1, help="With --ray: replicas kept at least (and started with)."
+    ),
+    max_replicas: int | None = typer.Option(
+        None,
+        "--max-replicas",
+        min=1,
+        help="With --ray: replicas at most under load (default: --replicas).",
+    ),
     allow_axiom: AllowAxiomOption = None,
     allow_axioms: AllowAxiomsOption = None,
     toolchain: ToolchainOption = None,
@@ -99,8 +124,9 @@ def serve(
     """Serve the strict verifier over HTTP with Kimina Lean Server's API (Coq or Lean):
     /verify, /check, /tasks, /health, /metrics."""
     from formalbench.backends.base import default_workers
+    from formalbench.backends.registry import language_of
     from formalbench.core.config import VerifierPolicy
-    from formalbench.service.backend import open_backend
+    from formalbench.service.backend import open_backend, served
     from formalbench.service.engine import Engine
     from formalbench.service.server import check_key
     from formalbench.service.server import serve as run_server
@@ -109,7 +135,32 @@ def serve(
 
     api_key = api_key or None  # an empty FORMALBENCH_SERVE_API_KEY is no key
     check_key(host, api_key)  # before the backend starts: the key rule is one line first
+    if ray is None and (replicas != 1 or max_replicas is not None):
+        raise InputError("--replicas and --max-replicas are read only with --ray")
     names, presets = axiom_policy(allow_axiom, allow_axioms)
+    if ray is not None:
+        key = served(backend_name, coq_project, lean_project)
+        _serve_on_ray(
+            ray,
+            backend=key,
+            host=host,
+            port=port,
+            api_key=api_key,
+            workers=workers or 1,
+            replicas=replicas,
+            max_replicas=max_replicas,
+            capacity=queue,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            max_body_mb=max_body_mb,
+            store=store,
+            coq_project=coq_project,
+            lean_project=lean_project,
+            policy=VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
+                names, language_of(key)
+            ),
+        )
+        return
     count = workers or default_workers()
     backend = open_backend(
         backend_name,
@@ -143,3 +194,70 @@ def serve(
         request_timeout=request_timeout,
         announce=announce,
     )
+
+
+def _serve_on_ray(
+    address: str,
+    *,
+    backend: str,
+    host: str,
+    port: int,
+    api_key: str | None,
+    workers: int,
+    replicas: int,
+    max_replicas: int | None,
+    capacity: int,
+    timeout: float,
+    request_timeout: float,
+    max_body_mb: int,
+    store: str | None,
+    coq_project: str | None,
+    lean_project: str | None,
+    policy: VerifierPolicy,
+) -> None:
+    """`serve --ray ADDRESS`: the same service as Ray Serve replicas (service/ray_serve.py).
+    Each replica opens its backend from these options on its own machine, as `serve` does
+    (`service.backend.open_backend`); Coq's toolchain is the driver's by name, so a worker's
+    environment cannot pick another Coq; project folders are made absolute."""
+    from pathlib import Path
+
+    from formalbench.service.ray_serve import RayPlan, replicas_for, serve_on_ray, store_path
+    from formalbench.store.service_tasks import TaskStore
+    from formalbench.store.verdict_cache import VerdictCache
+    from formalbench.toolchains.toolchain import default_name
+
+    def absolute(folder: str | None) -> str | None:
+        return None if folder is None else str(Path(folder).expanduser().resolve())
+
+    low, high = replicas_for(replicas, max_replicas)
+    path = store_path(store)
+    try:  # the shared actor opens it on this machine: a bad path is one line here first
+        TaskStore(path).close()
+        VerdictCache(path).close()
+    except (OSError, sqlite3.Error) as exc:
+        raise InputError(f"--store {store!r}: cannot open ({exc})") from None
+    plan = RayPlan(
+        address=address,
+        host=host,
+        port=port,
+        api_key=api_key,
+        backend=backend,
+        toolchain=default_name() if backend == "coq" else None,
+        coq_project=absolute(coq_project),
+        lean_project=absolute(lean_project),
+        timeout=timeout,
+        policy=policy,
+        store=path,
+        workers=workers,
+        replicas=low,
+        max_replicas=high,
+        capacity=capacity,
+        max_body_bytes=max_body_mb << 20,
+        max_timeout=timeout,
+        request_timeout=request_timeout,
+    )
+
+    def announce(line: str) -> None:
+        print(line, flush=True)
+
+    serve_on_ray(plan, announce)

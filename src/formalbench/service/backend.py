@@ -25,6 +25,19 @@ from formalbench.core.errors import InputError, ToolchainMissingError
 SERVED = ("coq", "lean")
 
 
+def served(name: str, coq_project: str | None, lean_project: str | None) -> str:
+    """The assistant `name` names (coq or lean), its project option checked against it; the
+    checks `serve --ray` makes before it deploys replicas that each open the backend."""
+    key = name.strip().lower()
+    if key not in SERVED:
+        raise InputError(f"--backend {name!r}: serve checks with one of {', '.join(SERVED)}")
+    if coq_project is not None and key != "coq":
+        raise InputError("--coq-project is for --backend coq")
+    if lean_project is not None and key != "lean":
+        raise InputError("--lean-project is for --backend lean")
+    return key
+
+
 def open_backend(
     name: str,
     *,
@@ -34,13 +47,7 @@ def open_backend(
     lean_project: str | None = None,
 ) -> Backend:
     """The service's backend `name` (coq or lean) with its project, or one clear error."""
-    key = name.strip().lower()
-    if key not in SERVED:
-        raise InputError(f"--backend {name!r}: serve checks with one of {', '.join(SERVED)}")
-    if coq_project is not None and key != "coq":
-        raise InputError("--coq-project is for --backend coq")
-    if lean_project is not None and key != "lean":
-        raise InputError("--lean-project is for --backend lean")
+    key = served(name, coq_project, lean_project)
     options: dict[str, object] = {"workers": workers, "timeout": timeout}
     if key == "coq":
         if coq_project is not None:
