@@ -19,6 +19,7 @@ service's (passed, reasons, finding reasons, axioms). Figures measured on a shar
 are "under load", not final.
 
     python bench/bench_serve.py --concurrency 2 [--limit 6] [--compare-check]
+        [--toolchain rocq-9.2 [--zygote]]
 """
 
 from __future__ import annotations
@@ -80,12 +81,20 @@ def report(mode: str, wall: float, latencies: list[float]) -> float:
 
 def cold_coqc(items: list[tuple[str, str, str]], concurrency: int) -> tuple[float, list[float]]:
     coqc = shutil.which("coqc") or "coqc"
+    chain = None
+    if os.environ["FORMALBENCH_TOOLCHAIN"] != "host":
+        from formalbench.toolchains.toolchain import resolve
+
+        chain = resolve()
 
     def one(text: str) -> float:
         with tempfile.TemporaryDirectory(prefix="bench-serve-") as folder:
             path = Path(folder) / "Candidate.v"
             path.write_text(text)
             t0 = time.monotonic()
+            if chain is not None:  # its coqc in its root through bwrap, as the service runs it
+                chain.run([chain.program("coqc"), path.name], cwd=folder, timeout=600)
+                return time.monotonic() - t0
             # in a session of its own, as formalbench starts every checker process: under
             # Linux's autogroup scheduling a process that shares the bench's session gets a
             # share of the CPU with it, and on a loaded machine ran twice as slow
@@ -269,8 +278,17 @@ def main() -> None:
     parser.add_argument(
         "--clients", type=int, default=64, help="concurrent clients of the load test"
     )
+    parser.add_argument(
+        "--toolchain", default="host", help="the Coq of the service and of the baseline"
+    )
+    parser.add_argument(
+        "--zygote", action="store_true", help="the service compiles through zygotes (rocq-9.2)"
+    )
     args = parser.parse_args()
-    os.environ["FORMALBENCH_TOOLCHAIN"] = "host"  # the same coqc as the baseline
+    os.environ["FORMALBENCH_TOOLCHAIN"] = args.toolchain  # the same coqc as the baseline
+    env = {"FORMALBENCH_TOOLCHAIN": args.toolchain}
+    if args.zygote:
+        env["FORMALBENCH_COQ_ZYGOTE"] = "1"
     items = candidates(args.limit)
     print(f"{len(items)} candidates, concurrency {args.concurrency}, load {os.getloadavg()[0]:.1f}")
     wall, lat = cold_coqc(items, args.concurrency)
@@ -278,7 +296,9 @@ def main() -> None:
     extra = ["--no-replay"] if args.no_replay else []
     with (
         tempfile.TemporaryDirectory(prefix="bench-serve-") as tmp,
-        running(Path(tmp), "--workers", str(args.concurrency), "--queue", "32", *extra) as server,
+        running(
+            Path(tmp), "--workers", str(args.concurrency), "--queue", "32", *extra, extra_env=env
+        ) as server,
     ):
 
         async def register() -> dict[str, str]:
