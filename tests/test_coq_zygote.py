@@ -127,23 +127,18 @@ def test_a_candidate_cannot_affect_the_next(backends) -> None:
         REALS + "Ltac loop := idtac; loop.\nGoal True. loop. Qed.\n",  # runs past its limit
         REALS + "Reset Initial.\nBack 3.\nDefinition leak := 2.\n",
     ]
-    zygote = None
+    _compiled(warm, probe)  # its zygote started
+    zygotes = dict(coq_zygote.POOL._zygotes)
     for text in hostile:
         with tempfile.TemporaryDirectory() as folder:
             outcome = warm.compile(Path(folder), LOCAL_MODULE, text, 5, ["-time"])
         if "loop" in text:
             assert outcome.status == CheckStatus.timeout
-        now = coq_zygote.POOL.get(warm.toolchain, _args(warm, text), warm.memory_mb, [])
-        assert zygote is None or now is zygote  # the same zygote served them all
-        zygote, served = now, now.served
+        served = sum(z.served for z in zygotes.values())
         assert _compiled(warm, probe) == expected
-        assert now.served == served + 1
-
-
-def _args(backend: CoqBackend, text: str) -> list[str]:
-    key = coq_zygote.zygote_key(text)
-    assert key is not None
-    return ["-q", "-time", *backend.args, *coq_zygote.key_args(key)]
+        # the same zygotes served them all, the probe through one of them
+        assert coq_zygote.POOL._zygotes == zygotes
+        assert sum(z.served for z in zygotes.values()) == served + 1
 
 
 def _processes(marker: str) -> list[int]:
@@ -188,3 +183,33 @@ def test_no_zygote_outlives_a_killed_verifier(backends) -> None:
     while _processes(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not _processes(marker)
+
+
+def _replay_served() -> int:
+    return sum(
+        z.served
+        for z in coq_zygote.POOL._zygotes.values()
+        if "fb_chk_zygote" in " ".join(map(str, z.proc.args))
+    )
+
+
+def test_replay_zygote_accepts_what_coqchk_accepts_and_defers_the_rest(backends) -> None:
+    from formalbench.checking.coq_replay import replay_findings
+
+    cold, warm = backends
+    with tempfile.TemporaryDirectory() as folder:
+        work = Path(folder)
+        assert warm.compile(work, LOCAL_MODULE, PROOF, 60).returncode == 0
+        before = _replay_served()
+        assert replay_findings(warm, work, 60, source=PROOF) == []
+        assert replay_findings(cold, work, 60, source=PROOF) == []
+        assert _replay_served() == before + 1  # the zygote accepted it
+        # a damaged library: the zygote's child refuses it, the cold coqchk's verdict and
+        # message stand
+        vo = work / "Candidate.vo"
+        data = vo.read_bytes()
+        vo.write_bytes(data[: len(data) * 2 // 3])
+        expected = replay_findings(cold, work, 60, source=PROOF)
+        assert [f.reason for f in expected] == ["replay_failed"]
+        assert replay_findings(warm, work, 60, source=PROOF) == expected
+        assert _replay_served() == before + 2

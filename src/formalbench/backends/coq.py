@@ -215,10 +215,10 @@ class CoqBackend(Backend):
             return None
         try:
             zygote = coq_zygote.POOL.get(
-                self.toolchain, [*args, *coq_zygote.key_args(key)], self.memory_mb,
-                self.read_only(library),
+                self.toolchain, "fb_zygote", [*args, *coq_zygote.key_args(key), "Candidate.v"],
+                self.memory_mb, self.read_only(library), coq_zygote.placeholder,
             )  # fmt: skip
-            return zygote.compile(work, text.encode("utf-8"), timeout)
+            return zygote.run({"Candidate.v": text.encode("utf-8")}, timeout, work)
         except coq_zygote.ZygoteUnavailable as why:
             log.info("compiled cold: %s", why)
             return None

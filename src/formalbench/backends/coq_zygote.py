@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from formalbench.backends import sandbox
@@ -51,11 +51,16 @@ from formalbench.toolchains.toolchain import Toolchain
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("ocaml") / "zygote92" / "fb_zygote.ml"
+SOURCES = Path(__file__).with_name("ocaml") / "zygote92"
+# the executables: (sources, findlib packages)
+PROGRAMS = {
+    "fb_zygote": (("fb_serve.ml", "fb_zygote.ml"), "rocq-runtime.toplevel,findlib.dynload"),
+    "fb_chk_zygote": (("fb_serve.ml", "fb_chk_zygote.ml"), "rocq-runtime.checklib"),
+}
 _LIB = re.compile(r"[A-Za-z_][\w']*(\.[A-Za-z_][\w']*)*\Z")
 _SCOPE = (("Open", "Scope"), ("Local", "Open", "Scope"))
 _OUTPUTS = (".zygote.out", ".zygote.err")
-MAX_ZYGOTES = 4  # keys kept warm (LRU); each is one coqc with its libraries loaded
+MAX_ZYGOTES = 16  # kept warm (LRU), compile and replay ones together (~170 and ~100 MB RSS)
 
 
 def supported(chain: Toolchain) -> bool:
@@ -112,46 +117,51 @@ _built: dict[str, Path] = {}
 _build_lock = threading.Lock()
 
 
-def binary(chain: Toolchain) -> Path:
-    """fb_zygote built for `chain` with its own ocamlfind, once per process, in a private
-    folder removed at exit (never a file another process could have changed)."""
+def binary(chain: Toolchain, name: str) -> Path:
+    """The zygote program `name` (PROGRAMS) built for `chain` with its own ocamlfind, once
+    per process, in a private folder removed at exit (never a file another process could
+    have changed)."""
     with _build_lock:
         if chain.name in _built:
-            return _built[chain.name]
+            return _built[chain.name] / name
         folder = Path(tempfile.mkdtemp(prefix=f"formalbench-zygote-{os.getpid()}-"))
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
-        shutil.copyfile(SOURCE, folder / SOURCE.name)
-        argv = [
-            chain.program("ocamlfind"), "ocamlopt", "-rectypes", "-thread", "-linkpkg",
-            "-linkall", "-package", "rocq-runtime.toplevel,findlib.dynload",
-            "-o", "fb_zygote", SOURCE.name,
-        ]  # fmt: skip
-        try:
-            done = chain.run(argv, cwd=folder, timeout=600)
-        except subprocess.TimeoutExpired as exc:
-            raise ZygoteUnavailable("building fb_zygote took too long") from exc
-        if done.returncode != 0 or not (folder / "fb_zygote").is_file():
-            said = " ".join(done.stderr.split())[:300]
-            raise ZygoteUnavailable(f"fb_zygote did not build: {said}")
+        for program, (sources, packages) in PROGRAMS.items():
+            for source in sources:
+                shutil.copyfile(SOURCES / source, folder / source)
+            argv = [
+                chain.program("ocamlfind"), "ocamlopt", "-rectypes", "-thread", "-linkpkg",
+                "-linkall", "-package", packages, "-o", program, *sources,
+            ]  # fmt: skip
+            try:
+                done = chain.run(argv, cwd=folder, timeout=600)
+            except subprocess.TimeoutExpired as exc:
+                raise ZygoteUnavailable(f"building {program} took too long") from exc
+            if done.returncode != 0 or not (folder / program).is_file():
+                said = " ".join(done.stderr.split())[:300]
+                raise ZygoteUnavailable(f"{program} did not build: {said}")
         for junk in folder.iterdir():
-            if junk.name != "fb_zygote":
+            if junk.name not in PROGRAMS:
                 shutil.rmtree(junk) if junk.is_dir() else junk.unlink()
         os.chmod(folder, 0o500)
-        _built[chain.name] = folder / "fb_zygote"
-        return _built[chain.name]
+        _built[chain.name] = folder
+        return folder / name
 
 
 class Zygote:
-    """One fb_zygote process for one (toolchain, arguments, key): compiles candidates."""
+    """One zygote process (`program`: fb_zygote or fb_chk_zygote) for one (toolchain,
+    arguments): serves candidates, each in a forked child. `setup(spool)` writes the files
+    the program reads at start into its folder (fb_zygote: the empty placeholder
+    `Candidate.v`; fb_chk_zygote: the stub library)."""
 
     def __init__(
-        self, chain: Toolchain, args: Sequence[str], memory_mb: int | None,
-        read_only: Sequence[str],
+        self, chain: Toolchain, program_name: str, args: Sequence[str],
+        memory_mb: int | None, read_only: Sequence[str], setup: Callable[[Path], None],
     ) -> None:  # fmt: skip
         self.spool = Path(tempfile.mkdtemp(prefix=f"{sandbox._PREFIX}zygote-{os.getpid()}-"))
-        (self.spool / "Candidate.v").write_text("", encoding="utf-8")  # the placeholder
-        program = binary(chain)
-        argv = ["sh", "-c", 'exec "$0" "$@"', str(program), *args, "Candidate.v"]
+        setup(self.spool)
+        program = binary(chain, program_name)
+        argv = ["sh", "-c", 'exec "$0" "$@"', str(program), *args]
         command, preexec = sandbox.confined_argv(
             argv, str(self.spool), memory_mb,
             read_only=[*read_only, str(program.parent)], root=chain.sandbox_root,
@@ -172,7 +182,9 @@ class Zygote:
         first = self.proc.stdout.readline()
         if first.strip() != "ready":
             self.close()
-            raise ZygoteUnavailable(f"fb_zygote did not start ({first.strip() or 'no answer'})")
+            raise ZygoteUnavailable(
+                f"{program_name} did not start ({first.strip() or 'no answer'})"
+            )
         self.pids_alive = True
         self.served = 0  # requests answered (tests: the zygote, not a cold coqc, compiled)
         threading.Thread(target=self._read, daemon=True).start()
@@ -195,15 +207,19 @@ class Zygote:
     def alive(self) -> bool:
         return self.pids_alive and self.proc.poll() is None
 
-    def compile(self, work: Path, text: bytes, timeout: float) -> sandbox.ProcessOutcome:
-        """Compile `text` as `Candidate.v`: the child's files land in `work`; the outcome
-        as a cold coqc's (`status` timeout past `timeout`, crash when killed otherwise)."""
+    def run(
+        self, inputs: dict[str, bytes], timeout: float, work: Path | None = None
+    ) -> sandbox.ProcessOutcome:
+        """One request: `inputs` written into a fresh folder, the child run there; what it
+        wrote moved into `work` (when given); the outcome as a cold process's (`status`
+        timeout past `timeout`, crash when killed otherwise)."""
         token = secrets.token_hex(16)
         folder = Path(os.path.join(self.spool, token))  # the spool is not listable
         folder.mkdir(mode=0o700)
         started = time.monotonic()
         try:
-            (folder / "Candidate.v").write_bytes(text)
+            for name, data in inputs.items():
+                (folder / name).write_bytes(data)
             event, said = threading.Event(), list[str]()
             with self._guard:
                 self._waiting[token] = (event, said)
@@ -213,18 +229,19 @@ class Zygote:
                     self.proc.stdin.write(f"{token}\t{timeout:.3f}\t{folder}\n")
                     self.proc.stdin.flush()
                 except (BrokenPipeError, ValueError) as exc:
-                    raise ZygoteUnavailable("fb_zygote is not running") from exc
+                    raise ZygoteUnavailable("the zygote is not running") from exc
             if not event.wait(timeout + 10):  # the parent kills it at `timeout`
                 self.close()
-                raise ZygoteUnavailable("fb_zygote did not answer")
+                raise ZygoteUnavailable("the zygote did not answer")
             elapsed = time.monotonic() - started
             self.served += 1
             if not said:
-                raise ZygoteUnavailable("fb_zygote died")
+                raise ZygoteUnavailable("the zygote died")
             out, err = (_text(folder / name) for name in _OUTPUTS)
-            for path in folder.iterdir():
-                if path.name not in _OUTPUTS and path.name != "Candidate.v":
-                    shutil.move(str(path), str(work / path.name))
+            if work is not None:
+                for path in folder.iterdir():
+                    if path.name not in _OUTPUTS and path.name not in inputs:
+                        shutil.move(str(path), str(work / path.name))
             if said[0] == "killed":
                 status = CheckStatus.timeout if elapsed >= timeout else CheckStatus.crash
                 return sandbox.ProcessOutcome(status, None, out, err, elapsed)
@@ -263,11 +280,12 @@ class ZygotePool:
         atexit.register(self.close)
 
     def get(
-        self, chain: Toolchain, args: Sequence[str], memory_mb: int | None,
-        read_only: Sequence[str],
+        self, chain: Toolchain, program: str, args: Sequence[str], memory_mb: int | None,
+        read_only: Sequence[str], setup: Callable[[Path], None] = lambda spool: None,
     ) -> Zygote:  # fmt: skip
+        """The zygote of `program` with `args` (`setup` decided by them: part of the key)."""
         name = hashlib.sha256(
-            "\0".join([chain.name, str(memory_mb), *args, "\1", *read_only]).encode()
+            "\0".join([chain.name, program, str(memory_mb), *args, "\1", *read_only]).encode()
         ).hexdigest()
         with self._lock:
             found = self._zygotes.get(name)
@@ -276,7 +294,7 @@ class ZygotePool:
                 return found
             if found is not None:
                 found.close()
-            zygote = Zygote(chain, args, memory_mb, read_only)
+            zygote = Zygote(chain, program, args, memory_mb, read_only, setup)
             self._zygotes[name] = zygote
             while len(self._zygotes) > MAX_ZYGOTES:
                 self._zygotes.popitem(last=False)[1].close()
@@ -289,6 +307,16 @@ class ZygotePool:
 
 
 POOL = ZygotePool()
+
+
+def placeholder(spool: Path) -> None:
+    """fb_zygote's start file: the empty `Candidate.v` its parent's document is made for."""
+    (spool / "Candidate.v").write_bytes(b"")
+
+
+def stub_text(key: Sequence[tuple[str, str]]) -> str:
+    """The replay zygote's stub library: the key's libraries required, nothing else."""
+    return "".join(f"From {r} Require {lib}.\n" if r else f"Require {lib}.\n" for r, lib in key)
 
 
 def enabled_by_default() -> bool:
