@@ -27,11 +27,13 @@ tactic inside an executed sentence is one. Goals are not available from coqc.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from formalbench.backends import coq_zygote
 from formalbench.backends.base import Backend, gate
 from formalbench.backends.coq_environment import ENVIRONMENT, environment_message
 from formalbench.backends.coq_library import library_args, library_hash
@@ -70,6 +72,8 @@ from formalbench.toolchains.toolchain import INSTALL_HINT as INSTALL_HINT  # re-
 from formalbench.toolchains.toolchain import Toolchain
 from formalbench.toolchains.toolchain import resolve as resolve_toolchain
 
+log = logging.getLogger(__name__)
+
 
 class CoqBackend(Backend):
     name = "coq"
@@ -85,8 +89,12 @@ class CoqBackend(Backend):
         args: Sequence[str] = (),
         project_dir: str | Path | None = None,
         toolchain: str | Toolchain | None = None,
+        zygote: bool | None = None,
     ) -> None:
         super().__init__(workers=workers, timeout=timeout)
+        # `zygote`: compile through a warm fork server where the text allows it
+        # (`coq_zygote.py`); None: FORMALBENCH_COQ_ZYGOTE decides (off by default)
+        self.zygote = coq_zygote.enabled_by_default() if zygote is None else zygote
         # `toolchain`: a name (`rocq-9.2`, `host`) or a Toolchain; None, the default one
         # (`toolchains/toolchain.py`). `coqc` names the host's compiler (a stand-in in tests).
         self.toolchain = (
@@ -183,6 +191,10 @@ class CoqBackend(Backend):
         # The shipped library (backends/coq_library.py), compiled on first use.
         library = library_args(self.toolchain, text)
         argv = [self.coqc, "-q", *extra, *library, *self.args, path.name]
+        if self.zygote and module == LOCAL_MODULE:
+            outcome = self._zygote_compile(work, text, timeout, argv[1:-1], library)
+            if outcome is not None:
+                return outcome
         return run_limited(
             argv,
             cwd=work,
@@ -192,6 +204,24 @@ class CoqBackend(Backend):
             read_only=self.read_only(library),
             root=self.toolchain.sandbox_root,
         )
+
+    def _zygote_compile(
+        self, work: Path, text: str, timeout: float, args: list[str], library: Sequence[str]
+    ) -> ProcessOutcome | None:
+        """`text` compiled by a zygote of its libraries (`coq_zygote.py`), the outcome a
+        cold coqc with `args` would give; None where it must be compiled cold."""
+        key = coq_zygote.zygote_key(text)
+        if key is None or not coq_zygote.supported(self.toolchain):
+            return None
+        try:
+            zygote = coq_zygote.POOL.get(
+                self.toolchain, "fb_zygote", [*args, *coq_zygote.key_args(key), "Candidate.v"],
+                self.memory_mb, self.read_only(library), coq_zygote.placeholder,
+            )  # fmt: skip
+            return zygote.run({"Candidate.v": text.encode("utf-8")}, timeout, work)
+        except coq_zygote.ZygoteUnavailable as why:
+            log.info("compiled cold: %s", why)
+            return None
 
     def read_only(self, library: Sequence[str] = ()) -> list[str]:
         """Folders a coqc/coqtop run reads and must not change: the project's, and for a

@@ -26,6 +26,7 @@ whether to run it (`VerifierPolicy.replay`): on by default for `check` and `eval
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import tempfile
@@ -98,9 +99,12 @@ def replay_findings(
     folder: Path,
     timeout: float,
     library: str = LOCAL_MODULE,
+    source: str | None = None,
 ) -> list[Finding]:
     """Check `library` (compiled by the verifier into `folder`) with coqchk: no finding when
-    coqchk accepts it, else one finding that says why (see the module doc)."""
+    coqchk accepts it, else one finding that says why (see the module doc). `source`: the
+    candidate's text, read only for its `Require`s: with the backend's zygotes on, a replay
+    zygote of those libraries is asked first (`_zygote_accepts`)."""
     coqchk = coqchk_for(backend)
     if coqchk is None:
         return [
@@ -120,6 +124,8 @@ def replay_findings(
             )
         ]
     flags = trusted_load_path(backend)
+    if source is not None and _zygote_accepts(backend, folder, library, flags, source, timeout):
+        return []
     argv = [coqchk, "-silent", "-norec", library, *flags, "-R", ".", ""]
     outcome = run_limited(  # as the backend runs coqc: its toolchain's root, if provisioned
         argv,
@@ -144,6 +150,41 @@ def replay_findings(
     why = _why(outcome.stdout, outcome.stderr, outcome.returncode)
     message = f"coqchk refuses the candidate's compiled library: {why}"
     return [Finding(reason=Reason.replay_failed, subject=library, message=message[:500])]
+
+
+def _zygote_accepts(
+    backend: CoqBackend, folder: Path, library: str, flags: list[str], source: str,
+    timeout: float,
+) -> bool:  # fmt: skip
+    """Whether a replay zygote (`coq_zygote`, fb_chk_zygote: coqchk's own `recheck_library`
+    with the candidate's dependencies loaded at its start, admitted as `-norec` admits
+    them) accepts the library. Only an acceptance is taken from it: a refusal, a timeout or
+    a zygote that cannot serve runs the cold coqchk, whose verdict and message then stand."""
+    from formalbench.backends import coq_zygote
+
+    if not backend.zygote or library != LOCAL_MODULE:
+        return False
+    key = coq_zygote.zygote_key(backend.prepare(source)[0])
+    if key is None or not coq_zygote.supported(backend.toolchain):
+        return False
+    stub_text = coq_zygote.stub_text(key)
+    stub = "FbStub" + hashlib.sha256(stub_text.encode()).hexdigest()[:16]
+
+    def setup(spool: Path) -> None:  # the stub compiled cold from our own text
+        out = backend.compile(spool, stub, stub_text, 120)
+        if out.status != CheckStatus.ok or out.returncode != 0:
+            raise coq_zygote.ZygoteUnavailable(f"the replay stub did not compile: {out.stderr}")
+
+    try:
+        zygote = coq_zygote.POOL.get(
+            backend.toolchain, "fb_chk_zygote", ["-silent", *flags, "-R", ".", "", "-stub", stub],
+            backend.memory_mb, backend.read_only(flags[:3] if flags[:1] == ["-Q"] else ()), setup,
+        )  # fmt: skip
+        data = (folder / f"{library}.vo").read_bytes()
+        outcome = zygote.run({f"{library}.vo": data}, timeout)
+    except (coq_zygote.ZygoteUnavailable, OSError):
+        return False
+    return outcome.status == CheckStatus.ok and outcome.returncode == 0
 
 
 _FATAL = re.compile(r"(Fatal Error|Error|Anomaly)\b.*", re.S)

@@ -577,5 +577,5 @@ def coq_layer(
             # library the verifier compiled (checking/coq_replay.py)
             folder = kept.library or Path(root)
             limit = float(timeout if timeout is not None else kernel.backend.timeout)
-            findings += replay_findings(kernel.backend, folder, limit)
+            findings += replay_findings(kernel.backend, folder, limit, source=candidate)
     return result, findings
