@@ -99,6 +99,13 @@ def serve(
         "--replay/--no-replay",
         help="Confirm a pass with coqchk of the same Coq (default on), as `check` does.",
     ),
+    zygote: bool = typer.Option(
+        False,
+        "--zygote",
+        help="Compile and replay Coq candidates through warm fork servers, one per set of "
+        "libraries a header Requires (rocq-9.2; the same .vo as a cold coqc; "
+        "docs/decisions.md, zygote). Other texts and toolchains compile cold.",
+    ),
     ray: str | None = typer.Option(
         None,
         "--ray",
@@ -156,6 +163,7 @@ def serve(
             store=store,
             coq_project=coq_project,
             lean_project=lean_project,
+            zygote=zygote,
             policy=VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
                 names, language_of(key)
             ),
@@ -168,6 +176,7 @@ def serve(
         timeout=timeout,
         coq_project=coq_project,
         lean_project=lean_project,
+        zygote=zygote,
     )
     policy = VerifierPolicy(axiom_presets=presets, replay=replay).with_axioms(
         names, backend.language
@@ -213,6 +222,7 @@ def _serve_on_ray(
     store: str | None,
     coq_project: str | None,
     lean_project: str | None,
+    zygote: bool,
     policy: VerifierPolicy,
 ) -> None:
     """`serve --ray ADDRESS`: the same service as Ray Serve replicas (service/ray_serve.py).
@@ -249,6 +259,7 @@ def _serve_on_ray(
         policy=policy,
         store=path,
         workers=workers,
+        zygote=zygote,
         replicas=low,
         max_replicas=high,
         capacity=capacity,

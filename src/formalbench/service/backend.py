@@ -45,14 +45,20 @@ def open_backend(
     timeout: float,
     coq_project: str | None = None,
     lean_project: str | None = None,
+    zygote: bool = False,
 ) -> Backend:
-    """The service's backend `name` (coq or lean) with its project, or one clear error."""
+    """The service's backend `name` (coq or lean) with its project, or one clear error.
+    `zygote`: Coq candidates compile through warm fork servers (`backends/coq_zygote.py`)."""
     key = served(name, coq_project, lean_project)
     options: dict[str, object] = {"workers": workers, "timeout": timeout}
     if key == "coq":
         if coq_project is not None:
             options["project_dir"] = coq_project
+        if zygote:
+            options["zygote"] = True
         return make_backend("coq", **options)
+    if zygote:
+        raise InputError("--zygote is for --backend coq (a Lean REPL is warm already)")
     if lean_project is not None:
         project = Path(lean_project)
         if not project.is_dir():

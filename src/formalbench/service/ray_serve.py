@@ -71,6 +71,7 @@ class RayPlan:
     policy: VerifierPolicy
     store: str
     workers: int = 1
+    zygote: bool = False
     replicas: int = 1
     max_replicas: int = 1
     capacity: int = 64
@@ -207,6 +208,7 @@ class Verifier:
             timeout=plan.timeout,
             coq_project=plan.coq_project,
             lean_project=plan.lean_project,
+            zygote=plan.zygote,
         )
         self.engine = Engine(
             backend,
