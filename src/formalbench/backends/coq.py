@@ -175,12 +175,21 @@ class CoqBackend(Backend):
             return self.compile(Path(work), LOCAL_MODULE, text, timeout, ["-time"])
 
     def compile(
-        self, work: Path, module: str, text: str, timeout: float, extra: Sequence[str] = ()
+        self,
+        work: Path,
+        module: str,
+        text: str,
+        timeout: float,
+        extra: Sequence[str] = (),
+        *,
+        zygote: bool | None = None,
     ) -> ProcessOutcome:
         """Write `text` as `<module>.v` in `work` and compile it there with coqc (limits on).
 
         Every coqc start passes here, so the gate is asked again: callers that compile their
-        own files (the kernel route, BEq, preflight) cannot reach coqc around it."""
+        own files (the kernel route, BEq, preflight) cannot reach coqc around it. `zygote`
+        (default: the backend's setting) False: cold, for a text compiled once (a task's
+        original), which would only take a slot of the zygote pool."""
         text = self.prepare(text)[0]  # the same length: every offset coqc reports stands
         refused = gate(self, text)
         if refused is not None:
@@ -191,7 +200,7 @@ class CoqBackend(Backend):
         # The shipped library (backends/coq_library.py), compiled on first use.
         library = library_args(self.toolchain, text)
         argv = [self.coqc, "-q", *extra, *library, *self.args, path.name]
-        if self.zygote and module == LOCAL_MODULE:
+        if (self.zygote if zygote is None else zygote) and module == LOCAL_MODULE:
             outcome = self._zygote_compile(work, text, timeout, argv[1:-1], library)
             if outcome is not None:
                 return outcome

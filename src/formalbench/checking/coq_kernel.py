@@ -141,7 +141,8 @@ class KernelCheck:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self.cache_dir))
         try:
-            outcome = self.backend.compile(work, LIBRARY, original, timeout)
+            # cold: an original is compiled once per task (a zygote would only hold a slot)
+            outcome = self.backend.compile(work, LIBRARY, original, timeout, zygote=False)
             if outcome.status != CheckStatus.ok or outcome.returncode:
                 problem = _failure(outcome.status, outcome.stderr)
                 if outcome.status == CheckStatus.ok:  # a timeout may pass another time
