@@ -185,7 +185,7 @@ def same(a: dict[str, Any] | None, answer: dict[str, Any]) -> bool:
 
 
 SLOW_TASK = "Lemma slow : True.\nProof.\nAdmitted.\n"
-SLOW = "Lemma slow : True.\nProof. do 20000000 idtac. exact I. Qed.\n"
+SLOW = "Lemma slow : True.\nProof. do 2000000000 idtac. exact I. Qed.\n"  # minutes: past any item limit
 
 
 def load_mix(items: list[tuple[str, str, str]]) -> list[tuple[str, dict[str, Any], str]]:
