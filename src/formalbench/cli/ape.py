@@ -41,6 +41,17 @@ ape_app = typer.Typer(
 app.add_typer(ape_app, name="ape")
 
 
+# The options `ape synthesize` and `ape eval` share, declared once so they read alike.
+JudgeOption = Annotated[
+    str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
+]
+NewestTasksOption = Annotated[
+    int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
+]
+RetryErrorsOption = Annotated[
+    bool, typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed.")
+]
+
 MAX_READ_BYTES = 16 * 1024 * 1024  # a patch or a source file larger than this is refused
 
 
@@ -381,17 +392,10 @@ def synthesize_command(
         Path, typer.Argument(callback=existing_folder, help="A run folder of `ape mine`.")
     ],
     model: Annotated[str, typer.Option("--model", help="Model spec, e.g. openai:gpt-4o.")],
-    judge: Annotated[
-        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
-    ] = None,
+    judge: JudgeOption = None,
     record: RecordOption = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
-    ] = None,
-    retry_errors: Annotated[
-        bool,
-        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
-    ] = False,
+    limit: NewestTasksOption = None,
+    retry_errors: RetryErrorsOption = False,
     toolchain: ToolchainOption = None,
 ) -> None:
     """Write instructions for the validated tasks and keep those the judge confirms.
@@ -443,16 +447,9 @@ def eval_command(
             "that compiles.",
         ),
     ] = 20,
-    judge: Annotated[
-        str | None, typer.Option("--judge", help="Judge model spec (default: --model).")
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", callback=at_least(1), help="Newest N tasks only.")
-    ] = None,
-    retry_errors: Annotated[
-        bool,
-        typer.Option(help="Redo tasks whose reply was unreadable or whose model call failed."),
-    ] = False,
+    judge: JudgeOption = None,
+    limit: NewestTasksOption = None,
+    retry_errors: RetryErrorsOption = False,
     run_dir: Annotated[
         Path | None,
         typer.Option(
