@@ -44,9 +44,9 @@ class Counting:
         self.seen: Counter[str] = Counter()
         self._compile = backend.compile
 
-    def __call__(self, work: Path, module: str, text: str, timeout: float, extra=()):  # type: ignore[no-untyped-def]
+    def __call__(self, work: Path, module: str, text: str, timeout: float, extra=(), **kw):  # type: ignore[no-untyped-def]
         self.seen[module] += 1
-        return self._compile(work, module, text, timeout, extra)
+        return self._compile(work, module, text, timeout, extra, **kw)
 
 
 @pytest.fixture(scope="module")

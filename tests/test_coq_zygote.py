@@ -37,6 +37,8 @@ def backends():
     if not coq_zygote.supported(warm.toolchain):
         pytest.skip("the zygote is written for rocq-9.2")
     yield cold, warm
+    # the pool's zygotes are live sandboxed processes: the later tests count none running
+    coq_zygote.POOL.close()
 
 
 def _compiled(backend: CoqBackend, text: str) -> tuple[int | None, str, str, str | None]:
