@@ -81,17 +81,8 @@ def stop_threads_on_signals(what: str, in_flight: Callable[[], int]) -> Iterator
         print(f"stopping: {in_flight()} {what} in flight…", file=sys.stderr, flush=True)
         sandbox.stop_all()
 
-    previous: dict[int, object] = {}
-    if threading.current_thread() is threading.main_thread():
-        for wanted in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(ValueError, OSError):
-                previous[wanted] = signal.signal(wanted, handle)
-    try:
+    with _handling_signals(handle):
         yield caught
-    finally:
-        for number, old in previous.items():
-            with contextlib.suppress(ValueError, OSError, TypeError):
-                signal.signal(number, old)  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
@@ -104,6 +95,14 @@ def interrupt_on_signals() -> Iterator[None]:
     def handle(signum: int, _frame: object) -> None:
         raise Interrupted(signum)
 
+    with _handling_signals(handle):
+        yield
+
+
+@contextlib.contextmanager
+def _handling_signals(handle: Callable[[int, object], None]) -> Iterator[None]:
+    """`handle` for SIGINT and SIGTERM in the main thread (elsewhere the signals keep their
+    handlers), the old handlers back after."""
     previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
         for wanted in (signal.SIGINT, signal.SIGTERM):
