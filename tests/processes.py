@@ -23,3 +23,18 @@ def coqc_under(folder: Path, compiling: str | None = None) -> list[psutil.Proces
         except psutil.Error:
             continue
     return found
+
+
+def naming(marker: str) -> dict[int, str]:
+    """pid -> command line of every live process whose command line names `marker` (a
+    zygote's spool folder names the pid of the process that started it)."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if marker in line:
+                found[int(entry.name)] = line
+    return found

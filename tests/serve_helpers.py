@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -81,3 +82,19 @@ def running(
             proc.wait()
         _, alive = psutil.wait_procs(left, timeout=10)
         assert not alive, f"processes left after the service stopped: {alive}"
+
+
+def check_json(folder: Path, original: str, candidate: str, toolchain: str = "host") -> dict:
+    """`formalbench check --json` of `candidate` against `original` on `toolchain` (the Coq
+    the service under test runs: the same Coq must decide both)."""
+    (folder / "o.v").write_text(original)
+    (folder / "c.v").write_text(candidate)
+    out = subprocess.run(
+        [sys.executable, "-m", "formalbench", "check", "c.v", "--against", "o.v", "--json"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(SRC), "FORMALBENCH_TOOLCHAIN": toolchain},
+    )
+    return dict(json.loads(out.stdout))

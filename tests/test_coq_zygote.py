@@ -22,6 +22,7 @@ from formalbench.backends.coq import CoqBackend
 from formalbench.backends.coq_queries import LOCAL_MODULE
 from formalbench.checking.verifier import StrictVerifier
 from formalbench.core.records import CheckStatus
+from tests.processes import naming
 from tests.test_coq_identity_attacks import ATTACKS, GENUINE
 
 pytestmark = pytest.mark.rocq
@@ -145,15 +146,7 @@ def test_a_candidate_cannot_affect_the_next(backends) -> None:
 
 def _processes(marker: str) -> list[int]:
     """pids whose command line names `marker`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "cmdline").read_bytes().decode("utf-8", "replace"):
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+    return list(naming(marker))
 
 
 def test_no_zygote_outlives_a_killed_verifier(backends) -> None:

@@ -22,7 +22,7 @@ import pytest
 from pydantic import BaseModel, model_validator
 from typing_extensions import TypedDict
 
-from tests.serve_helpers import KEY, SRC, Server, running
+from tests.serve_helpers import KEY, SRC, Server, check_json, running
 from tests.test_coq_identity_attacks import ATTACKS, GENUINE
 
 pytestmark = pytest.mark.skipif(shutil.which("coqc") is None, reason="coqc is not installed")
@@ -177,27 +177,10 @@ def test_red_team_candidates_get_the_verdicts_of_check(server: Server, tmp_path:
     codes = []
     expected = {}
     for i, (name, (original, candidate)) in enumerate(sorted(CASES.items())):
-        (tmp_path / f"o{i}.v").write_text(original)
-        (tmp_path / f"c{i}.v").write_text(candidate)
-        out = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "formalbench",
-                "check",
-                f"c{i}.v",
-                "--against",
-                f"o{i}.v",
-                "--json",
-            ],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            # the toolchain the test service runs on (serve_helpers): the same Coq decides
-            env={**os.environ, "PYTHONPATH": str(SRC), "FORMALBENCH_TOOLCHAIN": "host"},
-        )
-        expected[name] = json.loads(out.stdout)
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        # the toolchain the test service runs on (serve_helpers): the same Coq decides
+        expected[name] = check_json(folder, original, candidate)
         codes.append({"custom_id": name, "proof": candidate, "original": original})
     results = post(server, "/verify", {"codes": codes, "disable_cache": True}).json()["results"]
     assert len(results) == len(CASES)

@@ -12,7 +12,6 @@ replica, Serve actor or checker process behind; an unreachable address is one li
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
@@ -30,7 +29,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.serve_helpers import KEY, SRC
+from tests.serve_helpers import KEY, SRC, check_json
 from tests.test_coq_identity_attacks import ATTACKS
 
 pytestmark = [
@@ -167,21 +166,6 @@ def post(served: RayServe, path: str, body: Any, headers: dict[str, str] = AUTH)
     answer = httpx.post(served.url + path, json=body, headers=headers, timeout=300)
     assert answer.status_code == 200, answer.text
     return answer.json()
-
-
-def check_json(tmp_path: Path, original: str, candidate: str) -> dict[str, Any]:
-    """`formalbench check --json` of the candidate, on the toolchain the service runs."""
-    (tmp_path / "o.v").write_text(original)
-    (tmp_path / "c.v").write_text(candidate)
-    out = subprocess.run(
-        [sys.executable, "-m", "formalbench", "check", "c.v", "--against", "o.v", "--json"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=cli(key=None),
-    )
-    return dict(json.loads(out.stdout))
 
 
 def test_replicas_on_two_nodes_answer_like_check(ray_serve: RayServe, tmp_path: Path) -> None:

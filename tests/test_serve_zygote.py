@@ -4,7 +4,6 @@ included; the zygotes are the service's children and leave with it."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,7 +14,8 @@ import pytest
 
 from formalbench.backends import coq_zygote
 from formalbench.toolchains.toolchain import resolve
-from tests.serve_helpers import KEY, SRC, Server, running
+from tests.processes import naming
+from tests.serve_helpers import KEY, SRC, Server, check_json, running
 from tests.test_coq_identity_attacks import ATTACKS, GENUINE
 
 pytestmark = pytest.mark.rocq
@@ -30,31 +30,7 @@ CASES = {
 
 def _zygotes(server: Server) -> list[str]:
     """The command lines of the service's zygote processes (their folder names its pid)."""
-    marker = f"formalbench-zygote-{server.proc.pid}-"
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                line = (entry / "cmdline").read_bytes().decode("utf-8", "replace")
-            except OSError:
-                continue
-            if marker in line:
-                found.append(line)
-    return found
-
-
-def _check_json(folder: Path, original: str, candidate: str) -> dict:
-    (folder / "o.v").write_text(original)
-    (folder / "c.v").write_text(candidate)
-    out = subprocess.run(
-        [sys.executable, "-m", "formalbench", "check", "c.v", "--against", "o.v", "--json"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": str(SRC), "FORMALBENCH_TOOLCHAIN": "rocq-9.2"},
-    )
-    return json.loads(out.stdout)
+    return list(naming(f"formalbench-zygote-{server.proc.pid}-").values())
 
 
 def test_strict_verdicts_through_zygotes_are_those_of_check(tmp_path: Path) -> None:
@@ -65,7 +41,7 @@ def test_strict_verdicts_through_zygotes_are_those_of_check(tmp_path: Path) -> N
     for i, (name, (original, candidate)) in enumerate(sorted(cases.items())):
         folder = tmp_path / f"case{i}"
         folder.mkdir()
-        expected[name] = _check_json(folder, original, candidate)
+        expected[name] = check_json(folder, original, candidate, toolchain="rocq-9.2")
     with running(
         tmp_path, "--zygote", "--workers", "2", extra_env={"FORMALBENCH_TOOLCHAIN": "rocq-9.2"}
     ) as server:
