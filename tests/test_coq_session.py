@@ -15,19 +15,34 @@ import time
 import pytest
 
 from formalbench.backends import coq_session, sandbox
-from formalbench.backends.coq_session import SessionBroken, _segments, preload_sentences
+from formalbench.backends.coq_session import (
+    SessionBroken,
+    _Markers,
+    _segments,
+    preload_sentences,
+)
 from formalbench.checking.verifier import kernel_of
 from tests.suite_coq import std
 from tests.test_coq_identity_attacks import ATTACKS
 
 NONCE = "0123456789ab"
+MARKS = {style: _Markers(NONCE, style == "warning") for style in ("error", "warning")}
 
 
-def _err(k: int) -> str:
+def _err(k: int, style: str = "error") -> str:
+    """Marker k's stderr block as coqtop -emacs prints it (Coq 8.16's error, Rocq 9.2's
+    warning), its message cut where a narrow printing width would cut it."""
+    if style == "error":
+        return (
+            f"<prompt>Coq < {k} || 0 < </prompt>Toplevel input, characters 6-24:\n"
+            f"> Check fb_{NONCE}_e{k}.\n>       ^^^^^^^^^^^^^^^^^^\n"
+            f"Error: The reference fb_{NONCE}_e{k} was not found in the current\nenvironment.\n\n"
+        )
     return (
-        f"<prompt>Coq < {k} || 0 < </prompt>Toplevel input, characters 6-24:\n"
-        f"> Check fb_{NONCE}_e{k}.\n>       ^^^^^^^^^^^^^^^^^^\n"
-        f"Error: The reference fb_{NONCE}_e{k} was not found in the current\nenvironment.\n\n"
+        f"<prompt>Rocq < {k} || 0 < </prompt>Toplevel input, characters 0-47:\n"
+        f'> #[warning="unknown-option"] Set Fb_{NONCE}_e{k}.\n> {"^" * 47}\n<warning>\n'
+        f'Warning: There is no flag or option with this\nname: "Fb_{NONCE}_e{k}".\n'
+        "[unknown-option,default]</warning>\n\n"
     )
 
 
@@ -35,34 +50,70 @@ def _out(k: int) -> str:
     return f"No object of basename fb_{NONCE}_o{k}\n"
 
 
-def test_segments_cut_both_streams_at_their_markers() -> None:
+STYLES = pytest.mark.parametrize("style", sorted(MARKS))
+
+
+@STYLES
+def test_segments_cut_both_streams_at_their_markers(style: str) -> None:
     error = "Toplevel input, characters 0-5:\n> exact.\n> ^^^^^\nError: No such goal.\n"
     out = "Welcome\n" + _out(0) + "Axioms:\nx : nat\n" + _out(1) + "Closed\n" + _out(2)
-    err = _err(0) + _err(1) + error + _err(2)
-    first, second = _segments(out, err, NONCE, 2)
+    err = _err(0, style) + _err(1, style) + error + _err(2, style)
+    first, second = _segments(out, err, MARKS[style], 2)
     assert first.stdout == "Axioms:\nx : nat" and first.errors == []
     assert second.stdout == "Closed" and second.errors == ["No such goal."]
 
 
+@STYLES
 @pytest.mark.parametrize(
-    "out, err",
+    "out, errs",
     [
-        (_out(0) + _out(0) + _out(1), _err(0) + _err(1)),  # a marker twice
-        (_out(1) + _out(0), _err(0) + _err(1)),  # out of order
-        (_out(0) + _out(1), _err(0) + "something else\n" + _err(1)),  # not a message
-        (_out(0) + _out(1), _err(0) + _err(1) + "late text\n"),  # after the last marker
-        (_out(0), _err(0) + _err(1)),  # the end never came
+        (_out(0) + _out(0) + _out(1), [0, 1]),  # a marker twice
+        (_out(1) + _out(0), [0, 1]),  # out of order
+        (_out(0) + _out(1), [0, "something else\n", 1]),  # not a message
+        (_out(0) + _out(1), [0, 1, "late text\n"]),  # after the last marker
+        (_out(0), [0, 1]),  # the end never came
+        (_out(0) + _out(1), [0]),  # nor on stderr
+        (_out(0) + _out(1), [1, 0]),  # stderr out of order
     ],
 )
-def test_anything_outside_the_frame_breaks_the_session(out: str, err: str) -> None:
+def test_anything_outside_the_frame_breaks_the_session(
+    style: str, out: str, errs: list[int | str]
+) -> None:
+    err = "".join(_err(e, style) if isinstance(e, int) else e for e in errs)
     with pytest.raises(SessionBroken):
-        _segments(out, err, NONCE, 1)
+        _segments(out, err, MARKS[style], 1)
+
+
+def test_a_stdout_marker_cut_by_a_narrow_width_still_reads() -> None:
+    wrapped = f"No object of\nbasename\nfb_{NONCE}_o1\n"
+    out = _out(0) + "Axioms:\nx : nat\n" + wrapped
+    (segment,) = _segments(out, _err(0) + _err(1), MARKS["error"], 1)
+    assert segment.stdout == "Axioms:\nx : nat"
+    with pytest.raises(SessionBroken):  # inside another line it is not the marker
+        _segments(_out(0) + "said: " + _out(1), _err(0) + _err(1), MARKS["error"], 1)
+
+
+def test_one_style_of_marker_is_not_taken_for_the_other() -> None:
+    out = _out(0) + _out(1)
+    with pytest.raises(SessionBroken):
+        _segments(out, _err(0, "error") + _err(1, "error"), MARKS["warning"], 1)
+    with pytest.raises(SessionBroken):
+        _segments(out, _err(0, "warning") + _err(1, "warning"), MARKS["error"], 1)
+
+
+@pytest.mark.parametrize("style", sorted(MARKS))
+def test_the_end_of_an_exchange_is_its_last_marker_then_the_prompt(style: str) -> None:
+    marks = MARKS[style]
+    raw = (_err(0, style) + _err(1, style)).encode()
+    assert not marks.end(1).search(raw)  # its prompt not yet printed: still on its way
+    assert marks.end(1).search(raw + b"<prompt>Rocq < 9 || 0 < </prompt>")
+    assert not marks.end(0).search(_err(0, style).encode())
 
 
 def test_fetching_messages_are_dropped_but_nothing_else() -> None:
     fetch = "<infomsg>\nFetching opaque proofs from disk for Coq.Init.Logic\n</infomsg>\n"
     out = _out(0) + fetch + "Axioms:\n" + fetch + "Candidate.a : False\n" + _out(1)
-    (segment,) = _segments(out, _err(0) + _err(1), NONCE, 1)
+    (segment,) = _segments(out, _err(0) + _err(1), MARKS["error"], 1)
     assert segment.stdout == "Axioms:\nCandidate.a : False"
 
 
@@ -172,6 +223,35 @@ def test_each_check_reads_its_own_candidate_library(judge) -> None:  # noqa: ANN
     assert verdicts[0] == verdicts[2] == verdicts[4] == []
     assert verdicts[1] == verdicts[3] and "disallowed_axiom Candidate.a" in verdicts[1]
     assert [f.reason.value for f in wrong] == ["statement_changed"]
+
+
+NOISY = [  # settings a candidate's library carries into the session when it is `Require`d
+    'Global Set Warnings "-unknown-option".',
+    'Global Set Warnings "+unknown-option".',
+    'Global Set Warnings "-all".',
+    'Global Set Warnings "+all".',
+    "Global Set Printing Width 12.",
+]
+
+
+@coq
+@pytest.mark.parametrize("setting", NOISY)
+def test_a_library_that_changes_warnings_or_width_does_not_upset_the_frame(
+    judge,  # noqa: ANN001
+    setting: str,
+) -> None:
+    """The stderr markers after `Require Candidate.` still read: the session answers the
+    dump (no fallback), and the verdict is the one-shot process's."""
+    candidate = CLEAN.replace("Theorem", f"{setting}\nTheorem", 1)
+    judge.verify(ORIGINAL, CLEAN)  # the task dumped, a session warm
+    answered, fallbacks = _answered(judge), _dumper(judge).session_fallbacks
+    assert _reasons(judge, ORIGINAL, candidate) == []
+    assert _answered(judge) == answered + 1
+    assert _dumper(judge).session_fallbacks == fallbacks
+    assert "disallowed_axiom Candidate.a" in _reasons(
+        judge, ORIGINAL, AXIOM.replace("Theorem", f"{setting}\nTheorem", 1)
+    )
+    assert _dumper(judge).session_fallbacks == fallbacks
 
 
 @coq

@@ -34,9 +34,13 @@ check), and the plugin trusts a frozen library only while the very body it froze
 (fb_memo.ml).
 
 Framing: each part of the text is preceded by `Locate fb_<nonce>_o<k>.` (stdout: `No object of
-basename ...`) and `Check fb_<nonce>_e<k>.` (stderr: `The reference ... was not found`, or
-`The variable ...` while a proof is open), with a fresh nonce per check; the exchange ends at
-the last pair. Output that does not fit this frame, a timeout, an output over
+basename ...`) and a sentence whose only effect is a message on stderr, with a fresh nonce per
+check; the exchange ends at the last pair (`_Markers`). On Rocq 9 the stderr marker is the
+warning of `#[warning="unknown-option"] Set Fb_<nonce>_e<k>.` (the attribute makes it a
+warning whatever a loaded library's `Global Set Warnings` says); on older Coqs, which lack
+the attribute, the error of `Check fb_<nonce>_e<k>.` (`The reference ... was not found`, or
+`The variable ...` while a proof is open). An error costs coqtop ~3 ms (it restores its
+state), a warning ~0.3 ms, and an exchange has a pair per part. Output that does not fit this frame, a timeout, an output over
 `max_output_bytes()`, or a dead process: the session is killed (`SessionBroken`) and the
 caller asks the dump of a one-shot process instead.
 
@@ -279,33 +283,29 @@ class CoqSession:
     def exchange(self, parts: Sequence[str], deadline: float) -> list[Segment]:
         """Send `parts` (each one or more sentences), each after a fresh pair of markers,
         and return what each printed; SessionBroken (session killed) on anything unexpected."""
-        nonce = secrets.token_hex(6)
+        marks = _Markers(secrets.token_hex(6), _warning_attribute(self.backend))
         text = []
         for k, part in enumerate([*parts, ""]):
-            text.append(f"Locate fb_{nonce}_o{k}.\nCheck fb_{nonce}_e{k}.\n")
+            text.append(f"{marks.out(k)}\n{marks.err(k)}\n")
             if part:
                 text.append(part if part.endswith("\n") else part + "\n")
         data = self.backend.prepare("".join(text))[0]  # library names for this toolchain
         if gate(self.backend, data) is not None:
             raise SessionBroken("the gate refused the session's text")
         try:
-            out, err = self._talk(data.encode("utf-8"), nonce, len(parts), deadline)
-            return _segments(out, err, nonce, len(parts))
+            out, err = self._talk(data.encode("utf-8"), marks, len(parts), deadline)
+            return _segments(out, err, marks, len(parts))
         except SessionBroken:
             self.close()
             raise
 
-    def _talk(self, data: bytes, nonce: str, last: int, deadline: float) -> tuple[str, str]:
+    def _talk(self, data: bytes, marks: _Markers, last: int, deadline: float) -> tuple[str, str]:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             raise SessionBroken("coqtop is not running")
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        end_out = f"No object of basename fb_{nonce}_o{last}".encode()
-        # the last marker's error, then the prompt coqtop prints before it waits for input:
-        # nothing of this exchange is still on its way in either pipe
-        end_err = re.compile(
-            rf"(?:reference|variable)\s+fb_{nonce}_e{last}\s+was\s+not\s+found[^<]*<prompt>[^\n]*?</prompt>".encode()
-        )
+        end_out = re.compile(marks.out_line(last).pattern.encode(), re.MULTILINE)
+        end_err = marks.end(last)
         limit = max_output_bytes()
         kept = {"out": bytearray(), "err": bytearray()}
         sel = selectors.DefaultSelector()
@@ -315,7 +315,7 @@ class CoqSession:
             sel.register(proc.stdin, selectors.EVENT_WRITE, "in")
         try:
             while True:
-                if end_out in kept["out"] and end_err.search(kept["err"]):
+                if end_out.search(kept["out"]) and end_err.search(kept["err"]):
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -430,30 +430,78 @@ def _libraries(stdout: str) -> frozenset[str]:
     return names
 
 
-def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
+@dataclass(frozen=True)
+class _Markers:
+    """The sentences that frame the parts of one exchange, and how their output reads.
+    `warning`: the stderr marker is an unknown option's warning (Rocq 9), else an unknown
+    reference's error (see the module doc)."""
+
+    nonce: str
+    warning: bool
+
+    def out(self, k: int) -> str:
+        return f"Locate fb_{self.nonce}_o{k}."
+
+    def out_line(self, k: int) -> re.Pattern[str]:
+        """Marker k's answer on stdout, a line of its own (cut into several where a loaded
+        library set a narrow `Printing Width`)."""
+        return re.compile(rf"^No\s+object\s+of\s+basename\s+fb_{self.nonce}_o{k}$", re.MULTILINE)
+
+    def err(self, k: int) -> str:
+        if self.warning:
+            return f'#[warning="unknown-option"] Set Fb_{self.nonce}_e{k}.'
+        return f"Check fb_{self.nonce}_e{k}."
+
+    def block(self, k: int) -> re.Pattern[str]:
+        """Marker k's whole block on stderr, prompts and warning tags removed."""
+        echo = re.escape(self.err(k))
+        if self.warning:
+            said = (
+                rf'Warning:\s+There\s+is\s+no\s+flag\s+or\s+option\s+with\s+this\s+name:\s+"Fb_'
+                rf'{self.nonce}_e{k}"\.\s*\[unknown-option,[\w-]+\]\n'
+            )
+        else:
+            said = (
+                rf"Error:\s+The\s+(?:reference|variable)\s+fb_{self.nonce}_e{k}\s+was\s+not\s+"
+                r"found\s+in\s+the\s+current\s+environment\.\n"
+            )
+        return re.compile(
+            rf"^Toplevel input, characters \d+-\d+:\n> {echo}\n>[ ^]*\n{said}", re.MULTILINE
+        )
+
+    def end(self, last: int) -> re.Pattern[bytes]:
+        """The last marker's message then the prompt coqtop prints before it waits for
+        input, in the raw stderr: nothing of the exchange is still on its way in a pipe."""
+        if self.warning:
+            said = rf'name:\s+"Fb_{self.nonce}_e{last}"\.[^<]*</warning>[^<]*'
+        else:
+            said = rf"(?:reference|variable)\s+fb_{self.nonce}_e{last}\s+was\s+not\s+found[^<]*"
+        return re.compile(rf"{said}<prompt>[^\n]*?</prompt>".encode())
+
+
+def _warning_attribute(backend: CoqBackend) -> bool:
+    """Whether this Coq takes `#[warning=...]` on a command (Rocq 9; checked on 9.2)."""
+    try:
+        return int(backend.toolchain.version().split(".")[0]) >= 9
+    except ValueError:
+        return False
+
+
+def _segments(out: str, err: str, marks: _Markers, last: int) -> list[Segment]:
     """Cut both streams at their markers: segment k is what part k printed."""
     out = _FETCHING.sub("", out)
     err = _WARNING_TAGS.sub("", _PROMPT.sub("", err))
-    out_lines = out.splitlines()
-    starts: list[int] = []
+    marked: list[tuple[int, int]] = []
     for k in range(last + 1):
-        marker = f"No object of basename fb_{nonce}_o{k}"
-        if out_lines.count(marker) != 1:
-            raise SessionBroken(f"stdout marker {k} seen {out_lines.count(marker)} times")
-        starts.append(out_lines.index(marker))
-    if starts != sorted(starts):
+        seen = [m.span() for m in marks.out_line(k).finditer(out)]
+        if len(seen) != 1:
+            raise SessionBroken(f"stdout marker {k} seen {len(seen)} times")
+        marked += seen
+    if marked != sorted(marked):
         raise SessionBroken("stdout markers out of order")
     spans: list[tuple[int, int]] = []
     for k in range(last + 1):
-        found = list(
-            re.finditer(
-                rf"^Toplevel input, characters \d+-\d+:\n> Check fb_{nonce}_e{k}\.\n>[ ^]*\n"
-                rf"Error:\s+The\s+(?:reference|variable)\s+fb_{nonce}_e{k}\s+was\s+not\s+found\s+in\s+the"
-                r"\s+current\s+environment\.\n",
-                err,
-                flags=re.MULTILINE,
-            )
-        )
+        found = list(marks.block(k).finditer(err))
         if len(found) != 1:
             raise SessionBroken(f"stderr marker {k} seen {len(found)} times")
         spans.append(found[0].span())
@@ -463,7 +511,7 @@ def _segments(out: str, err: str, nonce: str, last: int) -> list[Segment]:
         raise SessionBroken("text on stderr after the last marker")
     segments = []
     for k in range(last):
-        stdout = "\n".join(out_lines[starts[k] + 1 : starts[k + 1]])
+        stdout = out[marked[k][1] : marked[k + 1][0]].removeprefix("\n").removesuffix("\n")
         blocks = _blocks(err[spans[k][1] : spans[k + 1][0]])
         segments.append(Segment(stdout, [said for kind, said in blocks if kind == "Error"]))
     return segments
