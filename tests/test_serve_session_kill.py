@@ -32,6 +32,7 @@ import signal
 import struct
 import termios
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,8 +126,11 @@ class Killer:
         reader = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)
         try:
             taken = b""
-            end = re.compile(rb"Check fb_([0-9a-f]+)_e%d\.\n" % last)
+            # the last stderr marker (`_Markers.err`: Rocq 9's `Set Fb_...`, Coq 8's `Check fb_...`)
+            end = re.compile(rb"(?:Set Fb|Check fb)_([0-9a-f]+)_e%d\.\n" % last)
+            given_up = time.monotonic() + 60  # a frame this test does not know: fail, not hang
             while (found := end.search(taken)) is None:  # the service wrote it all
+                assert time.monotonic() < given_up, f"no last marker in {taken[-300:]!r}"
                 with contextlib.suppress(BlockingIOError):
                     taken += os.read(reader, 1 << 16)
                 threading.Event().wait(0.001)
