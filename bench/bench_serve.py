@@ -355,6 +355,7 @@ def main() -> None:
     wall, lat = cold_coqc(items, args.concurrency)
     base = report("coqc", wall, lat)
     extra = ["--no-replay"] if args.no_replay else []
+    extra.append("--zygote" if args.zygote else "--no-zygote")  # serve's default is on
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-serve-")))
         if args.ray:

@@ -42,8 +42,8 @@ def test_strict_verdicts_through_zygotes_are_those_of_check(tmp_path: Path) -> N
         folder = tmp_path / f"case{i}"
         folder.mkdir()
         expected[name] = check_json(folder, original, candidate, toolchain="rocq-9.2")
-    with running(
-        tmp_path, "--zygote", "--workers", "2", extra_env={"FORMALBENCH_TOOLCHAIN": "rocq-9.2"}
+    with running(  # no flag: serve's default for Coq is through zygotes
+        tmp_path, "--workers", "2", extra_env={"FORMALBENCH_TOOLCHAIN": "rocq-9.2"}
     ) as server:
         codes = [
             {"custom_id": name, "proof": candidate, "original": original}
@@ -67,6 +67,25 @@ def test_strict_verdicts_through_zygotes_are_those_of_check(tmp_path: Path) -> N
     assert sum(r["verdict"]["passed"] for r in results) == 1
     assert any("fb_zygote" in z for z in zygotes), zygotes  # the compile went through one
     assert not _zygotes(server)  # and none outlives the service
+
+
+def test_no_zygote_compiles_cold(tmp_path: Path) -> None:
+    if not coq_zygote.supported(resolve("rocq-9.2")):
+        pytest.skip("the zygote is written for rocq-9.2")
+    original, candidate = (HEADER + t for t in CASES["Time Notation"])
+    env = {"FORMALBENCH_TOOLCHAIN": "rocq-9.2", "FORMALBENCH_COQ_ZYGOTE": "1"}
+    with running(tmp_path, "--no-zygote", "--workers", "1", extra_env=env) as server:
+        answer = httpx.post(
+            f"{server.url}/verify",
+            json={"codes": [{"custom_id": "a", "proof": candidate, "original": original}]},
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=600,
+        )
+        assert answer.status_code == 200, answer.text
+        zygotes = _zygotes(server)
+    (result,) = answer.json()["results"]
+    assert "verdict" in result and result["verdict"]["passed"] is False
+    assert zygotes == []  # the flag wins over the environment
 
 
 def test_zygote_is_refused_for_lean(tmp_path: Path) -> None:

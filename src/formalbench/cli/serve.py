@@ -99,12 +99,13 @@ def serve(
         "--replay/--no-replay",
         help="Confirm a pass with coqchk of the same Coq (default on), as `check` does.",
     ),
-    zygote: bool = typer.Option(
-        False,
-        "--zygote",
+    zygote: bool | None = typer.Option(
+        None,
+        "--zygote/--no-zygote",
         help="Compile and replay Coq candidates through warm fork servers, one per set of "
         "libraries a header Requires (rocq-9.2; the same .vo as a cold coqc; "
-        "docs/decisions.md, zygote). Other texts and toolchains compile cold.",
+        "docs/decisions.md, zygote); other texts and toolchains compile cold. Default: on "
+        "for --backend coq.",
     ),
     ray: str | None = typer.Option(
         None,
@@ -145,8 +146,10 @@ def serve(
     if ray is None and (replicas != 1 or max_replicas is not None):
         raise InputError("--replicas and --max-replicas are read only with --ray")
     names, presets = axiom_policy(allow_axiom, allow_axioms)
+    key = served(backend_name, coq_project, lean_project)
+    if zygote is None:  # a long-lived service is where the zygotes' start pays back
+        zygote = key == "coq"
     if ray is not None:
-        key = served(backend_name, coq_project, lean_project)
         _serve_on_ray(
             ray,
             backend=key,

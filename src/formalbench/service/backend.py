@@ -45,17 +45,18 @@ def open_backend(
     timeout: float,
     coq_project: str | None = None,
     lean_project: str | None = None,
-    zygote: bool = False,
+    zygote: bool | None = None,
 ) -> Backend:
     """The service's backend `name` (coq or lean) with its project, or one clear error.
-    `zygote`: Coq candidates compile through warm fork servers (`backends/coq_zygote.py`)."""
+    `zygote`: Coq candidates compile through warm fork servers (`backends/coq_zygote.py`);
+    None: as FORMALBENCH_COQ_ZYGOTE says (`serve` decides: on for Coq unless --no-zygote)."""
     key = served(name, coq_project, lean_project)
     options: dict[str, object] = {"workers": workers, "timeout": timeout}
     if key == "coq":
         if coq_project is not None:
             options["project_dir"] = coq_project
-        if zygote:
-            options["zygote"] = True
+        if zygote is not None:
+            options["zygote"] = zygote
         return make_backend("coq", **options)
     if zygote:
         raise InputError("--zygote is for --backend coq (a Lean REPL is warm already)")

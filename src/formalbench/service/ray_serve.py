@@ -71,7 +71,7 @@ class RayPlan:
     policy: VerifierPolicy
     store: str
     workers: int = 1
-    zygote: bool = False
+    zygote: bool | None = None  # None: as FORMALBENCH_COQ_ZYGOTE says (open_backend)
     replicas: int = 1
     max_replicas: int = 1
     capacity: int = 64
