@@ -567,3 +567,28 @@ def test_an_object_a_dump_could_not_express_is_undecided_never_a_pass() -> None:
         "why": "the name does not resolve to a global object",
     }
     assert reasons(task, gone, ["F.foo"]) == ["missing_target"]
+
+
+def test_a_comparison_never_changes_either_dump() -> None:
+    """The verifier keeps each task's parsed dump for every later check of the task
+    (`KernelCheck._parsed`) and remembers its levels by the object (`_own_levels`): that is
+    sound only while a comparison reads dumps and never writes them."""
+    task = _own_level_task()
+    changed = proved(task)
+    changed["targets"]["Candidate.t"]["type"] = _sorted_type("Candidate.7")
+    changed["universes"]["le"].append(["Candidate.7", "Candidate.5"])
+    for cand in (proved(task), changed, proved(task, kind="undef")):
+        before = copy.deepcopy((task, cand))
+        compare(task, cand, ["t"], VerifierPolicy())
+        assert (task, cand) == before
+
+
+def test_own_levels_are_remembered_for_the_very_dump_only() -> None:
+    from formalbench.checking.coq_compare import _own_levels
+
+    task = _own_level_task()
+    first = _own_levels(task, ["Candidate.t"], {})
+    assert _own_levels(task, ["Candidate.t"], {}) is first  # remembered
+    other = copy.deepcopy(task)  # an equal dump, another object: its own walk
+    other["targets"]["Candidate.t"]["type"] = _sorted_type("Candidate.3")
+    assert _own_levels(other, ["Candidate.t"], {})[0] == {"Candidate.3"} != first[0]

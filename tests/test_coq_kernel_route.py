@@ -362,3 +362,31 @@ def test_a_slow_original_does_not_shorten_the_candidates_limit(
     assert verdict.passed, verdict.findings
     assert took > 2.0, took  # the original's `Qed` really took time (else nothing is shown)
     assert given and given[0] > limit - 1.0, (given, took)
+
+
+def test_a_tasks_dump_is_parsed_once_and_the_cache_is_bounded(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service checks the same tasks over and over: the task's dump file is parsed at its
+    first check only; parsed dumps past the size bound are dropped, least recent first,
+    and read again from their file when asked."""
+    from formalbench.checking import coq_kernel
+
+    parses = []
+    real = coq_kernel.loads_dump
+    monkeypatch.setattr(coq_kernel, "loads_dump", lambda text: parses.append(1) or real(text))
+    monkeypatch.setattr(coq_kernel, "PARSED_DUMP_CHARS", 100)
+    files = []
+    for i in range(3):
+        path = tmp_path / f"dump-{i}.json"
+        path.write_text('{"pad": "' + "x" * 30 + f'", "i": {i}}}')  # 48 characters each
+        files.append(path)
+    kernel = coq_kernel.KernelCheck(CoqBackend(workers=1), tmp_path, session=False)
+    a = kernel._parsed(files[0])
+    assert kernel._parsed(files[0]) is a and len(parses) == 1
+    kernel._parsed(files[1])
+    assert len(parses) == 2 and kernel._parsed(files[0]) is a  # 96 characters kept: both
+    kernel._parsed(files[2])  # 144: the least recent (files[1]) goes
+    assert len(parses) == 3
+    assert kernel._parsed(files[0]) is a and len(parses) == 3
+    assert kernel._parsed(files[1])["i"] == 1 and len(parses) == 4

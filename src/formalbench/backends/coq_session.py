@@ -40,9 +40,11 @@ warning of `#[warning="unknown-option"] Set Fb_<nonce>_e<k>.` (the attribute mak
 warning whatever a loaded library's `Global Set Warnings` says); on older Coqs, which lack
 the attribute, the error of `Check fb_<nonce>_e<k>.` (`The reference ... was not found`, or
 `The variable ...` while a proof is open). An error costs coqtop ~3 ms (it restores its
-state), a warning ~0.3 ms, and an exchange has a pair per part. Output that does not fit this frame, a timeout, an output over
-`max_output_bytes()`, or a dead process: the session is killed (`SessionBroken`) and the
-caller asks the dump of a one-shot process instead.
+state), a warning ~0.3 ms, and an exchange has a pair per part. The stdout marker is read as
+a line of its own with any whitespace inside (a library may set a narrow `Printing Width`).
+Output that does not fit this frame, a timeout, an output over `max_output_bytes()`, or a
+dead process: the session is killed (`SessionBroken`) and the caller asks the dump of a
+one-shot process instead.
 
 The process runs like every checker process (`sandbox.confined_argv`: bwrap, address-space
 cap, parent-death signal) in a folder named like a throw-away work folder; it is registered

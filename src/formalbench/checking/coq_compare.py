@@ -792,14 +792,17 @@ _OWN_LEVELS: OrderedDict[tuple[int, tuple[str, ...], tuple[str, ...]], tuple[obj
     OrderedDict()
 )
 _own_levels_guard = threading.Lock()
+OWN_LEVELS = 32
 
 
 def _own_levels(
     task: Mapping[str, Any], names: Sequence[str], postulates: Mapping[str, Any]
 ) -> tuple[frozenset[str], frozenset[str]]:
-    """`_task_levels`, remembered per task dump object (a service checks the same tasks
-    over and over; on a statement with `2^2014` the walk takes ~40 ms). The key holds the
-    dump itself, so its `id` is not reused while remembered; dumps are never changed."""
+    """`_task_levels`, remembered for the last OWN_LEVELS task dump objects (a service
+    checks the same tasks over and over; on a statement with `2^2014` the walk takes
+    ~40 ms). The entry holds the dump itself, so its `id` is not reused while remembered
+    (a few dumps kept alive: the verifier's own cache of parsed dumps holds them anyway);
+    dumps are never changed."""
     key = (id(task), tuple(names), tuple(sorted(postulates)))
     with _own_levels_guard:
         hit = _OWN_LEVELS.get(key)
@@ -809,7 +812,7 @@ def _own_levels(
     found = _task_levels(task, names, postulates)
     with _own_levels_guard:
         _OWN_LEVELS[key] = (task, found)
-        while len(_OWN_LEVELS) > 256:
+        while len(_OWN_LEVELS) > OWN_LEVELS:
             _OWN_LEVELS.popitem(last=False)
     return found
 

@@ -48,7 +48,9 @@ from formalbench.core.records import CheckResult, CheckStatus, Finding, Language
 if TYPE_CHECKING:
     from formalbench.checking.coq_replay import ReplayBuild
 
-PARSED_DUMPS = 256  # tasks' dumps kept parsed in memory (most are ~10 KB of JSON)
+# tasks' dumps kept parsed in memory: most are ~10 KB of JSON; a few MB where a statement
+# holds a big unary numeral (`2^2014`); parsed, ~10x their text
+PARSED_DUMPS, PARSED_DUMP_CHARS = 256, 32 << 20
 _cache_guard = threading.Lock()
 _cache_folder: list[Path] = []
 
@@ -89,7 +91,7 @@ class KernelCheck:
         # the tasks' dumps as read, by file: a steady stream of checks of the same tasks
         # parses each once (a statement with `2^2014` in `R` dumps 1.6 MB of nested JSON,
         # ~30 ms a parse); `coq_compare` never changes a dump
-        self._read: OrderedDict[Path, dict[str, Any]] = OrderedDict()
+        self._read: OrderedDict[Path, tuple[int, dict[str, Any]]] = OrderedDict()
 
     def allowed(self, policy: VerifierPolicy) -> frozenset[str]:
         """The library axioms the policy allows (`coq_presets.allowed_names`): the names of
@@ -139,27 +141,34 @@ class KernelCheck:
             except DumpFailed as why:
                 return TaskBuild(None, f"the task's library cannot be dumped: {why}")
             tmp = dump_file.with_suffix(".tmp")
-            tmp.write_text(dumps_dump(found), encoding="utf-8")
+            text = dumps_dump(found)
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, dump_file)
-            self._keep(dump_file, found)
+            self._keep(dump_file, found, len(text))
             return TaskBuild(found)
 
     def _parsed(self, dump_file: Path) -> dict[str, Any]:
         """The task's dump in `dump_file` (written once, never changed), parsed once."""
         with self._guard:
-            found = self._read.get(dump_file)
-            if found is not None:
+            kept = self._read.get(dump_file)
+            if kept is not None:
                 self._read.move_to_end(dump_file)
-                return found
-        found = loads_dump(dump_file.read_text(encoding="utf-8"))
-        self._keep(dump_file, found)
+                return kept[1]
+        text = dump_file.read_text(encoding="utf-8")
+        found: dict[str, Any] = loads_dump(text)
+        self._keep(dump_file, found, len(text))
         return found
 
-    def _keep(self, dump_file: Path, found: dict[str, Any]) -> None:
+    def _keep(self, dump_file: Path, found: dict[str, Any], size: int) -> None:
+        """Remember a parsed dump; the least recently used go past PARSED_DUMPS of them or
+        PARSED_DUMP_CHARS of their text."""
         with self._guard:
-            self._read[dump_file] = found
-            while len(self._read) > PARSED_DUMPS:
-                self._read.popitem(last=False)
+            self._read[dump_file] = (size, found)
+            total = sum(n for n, _ in self._read.values())
+            while len(self._read) > 1 and (
+                len(self._read) > PARSED_DUMPS or total > PARSED_DUMP_CHARS
+            ):
+                total -= self._read.popitem(last=False)[1][0]
 
     def _build(self, original: str, folder: Path, timeout: float) -> str | None:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
