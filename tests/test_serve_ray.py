@@ -62,6 +62,13 @@ def cli(*args: str, key: str | None = KEY) -> dict[str, str]:
     return env
 
 
+def name(p: psutil.Process) -> str:
+    """The process's name, or "" once it has ended (a checker listed a moment ago)."""
+    with contextlib.suppress(psutil.Error):
+        return str(p.name())
+    return ""
+
+
 def cmdline(p: psutil.Process) -> str:
     with contextlib.suppress(psutil.Error):
         return " ".join(p.cmdline())
@@ -76,7 +83,7 @@ class RayServe:
 
     def raylets(self) -> list[psutil.Process]:
         mine = psutil.Process(os.getpid()).children(recursive=True)
-        return [p for p in mine if p.name() == "raylet"]
+        return [p for p in mine if name(p) == "raylet"]
 
     def ray_processes(self) -> list[psutil.Process]:
         """Every process under this cluster's raylets."""
@@ -98,9 +105,8 @@ class RayServe:
 
     def sessions(self, replica: int) -> list[psutil.Process]:
         with contextlib.suppress(psutil.Error):
-            return [
-                p for p in psutil.Process(replica).children(recursive=True) if p.name() == "coqtop"
-            ]
+            kids = psutil.Process(replica).children(recursive=True)
+            return [p for p in kids if name(p) == "coqtop"]
         return []
 
 
@@ -305,7 +311,7 @@ def test_a_replica_killed_mid_check_costs_its_request_only(ray_serve: RayServe) 
         for pid in before:
             with contextlib.suppress(psutil.Error):
                 kids = psutil.Process(pid).children(recursive=True)
-                if any(k.name() in ("coqc", "rocqworker") for k in kids):
+                if any(name(k) in ("coqc", "rocqworker") for k in kids):
                     victim = pid
                     break
         time.sleep(0.1)
