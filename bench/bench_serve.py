@@ -354,16 +354,23 @@ def main() -> None:
     print(f"{len(items)} candidates, concurrency {args.concurrency}, load {os.getloadavg()[0]:.1f}")
     wall, lat = cold_coqc(items, args.concurrency)
     base = report("coqc", wall, lat)
-    extra = ["--no-replay"] if args.no_replay else []
-    extra.append("--zygote" if args.zygote else "--no-zygote")  # serve's default is on
+    extra = ["--no-replay"] if args.no_replay else []  # serve's and check's
+    zygote = "--zygote" if args.zygote else "--no-zygote"  # serve's only; its default is on
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-serve-")))
         if args.ray:
             print(f"serve --ray: a local cluster of {args.ray} one-CPU nodes, one replica each")
-            service = running_on_ray(tmp, args.ray, "--queue", "32", *extra)
+            service = running_on_ray(tmp, args.ray, "--queue", "32", zygote, *extra)
         else:
             service = running(
-                tmp, "--workers", str(args.concurrency), "--queue", "32", *extra, extra_env=env
+                tmp,
+                "--workers",
+                str(args.concurrency),
+                "--queue",
+                "32",
+                zygote,
+                *extra,
+                extra_env=env,
             )
         server = stack.enter_context(service)
 
