@@ -306,7 +306,7 @@ class CoqSession:
         if proc is None or proc.poll() is not None:
             raise SessionBroken("coqtop is not running")
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        end_out = re.compile(marks.out_line(last).pattern.encode(), re.MULTILINE)
+        end_out = re.compile(marks.out_answer(last).pattern.encode())
         end_err = marks.end(last)
         limit = max_output_bytes()
         kept = {"out": bytearray(), "err": bytearray()}
@@ -317,7 +317,8 @@ class CoqSession:
             sel.register(proc.stdin, selectors.EVENT_WRITE, "in")
         try:
             while True:
-                if end_out.search(kept["out"]) and end_err.search(kept["err"]):
+                # stderr first: it is short (stdout may hold a megabyte dump)
+                if end_err.search(kept["err"]) and end_out.search(kept["out"]):
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -444,10 +445,23 @@ class _Markers:
     def out(self, k: int) -> str:
         return f"Locate fb_{self.nonce}_o{k}."
 
-    def out_line(self, k: int) -> re.Pattern[str]:
-        """Marker k's answer on stdout, a line of its own (cut into several where a loaded
-        library set a narrow `Printing Width`)."""
-        return re.compile(rf"^No\s+object\s+of\s+basename\s+fb_{self.nonce}_o{k}$", re.MULTILINE)
+    def out_answer(self, k: int | None = None) -> re.Pattern[str]:
+        """Marker k's answer on stdout, or any marker's with its number captured (cut into
+        several lines where a loaded library set a narrow `Printing Width`). Not anchored
+        with `^`/`$`: a pattern that begins with a literal is searched for as one, ~10x
+        faster on a megabyte dump."""
+        number = r"(\d+)" if k is None else rf"{k}(?!\d)"
+        return re.compile(rf"No\s+object\s+of\s+basename\s+fb_{self.nonce}_o{number}")
+
+    def out_answers(self, out: str) -> dict[int, list[tuple[int, int]]]:
+        """Where each marker's answer stands in `out`, by marker number: only answers on
+        lines of their own count."""
+        found: dict[int, list[tuple[int, int]]] = {}
+        for m in self.out_answer().finditer(out):
+            start, end = m.span()
+            if out[start - 1 : start] in ("", "\n") and out[end : end + 1] in ("", "\n"):
+                found.setdefault(int(m[1]), []).append((start, end))
+        return found
 
     def err(self, k: int) -> str:
         if self.warning:
@@ -494,8 +508,9 @@ def _segments(out: str, err: str, marks: _Markers, last: int) -> list[Segment]:
     out = _FETCHING.sub("", out)
     err = _WARNING_TAGS.sub("", _PROMPT.sub("", err))
     marked: list[tuple[int, int]] = []
+    answers = marks.out_answers(out)
     for k in range(last + 1):
-        seen = [m.span() for m in marks.out_line(k).finditer(out)]
+        seen = answers.get(k, [])
         if len(seen) != 1:
             raise SessionBroken(f"stdout marker {k} seen {len(seen)} times")
         marked += seen
